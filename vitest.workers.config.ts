@@ -1,0 +1,10 @@
+import { cloudflareTest } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+
+// Integration tests run inside workerd with the real DO and R2 simulators.
+export default defineConfig({
+  plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" } })],
+  test: {
+    include: ["test/workers/**/*.test.ts"],
+  },
+});

@@ -1,0 +1,9 @@
+import type { Thread } from "../durable-objects/thread.ts";
+
+/** Bindings declared in wrangler.toml. */
+export interface Env {
+  THREAD: DurableObjectNamespace<Thread>;
+  ROLLOUT: R2Bucket;
+  SPINDLE_ENV?: string;
+  SPINDLE_API_KEYS?: string;
+}
