@@ -1,0 +1,3 @@
+export * from "./classify.ts";
+export * from "./fragment.ts";
+export * from "./markers.ts";

@@ -1,0 +1,5 @@
+export * from "./response-item.ts";
+export * from "./rollout-line.ts";
+export * from "./thread-config.ts";
+export * from "./token-usage.ts";
+export * from "./turn-context.ts";

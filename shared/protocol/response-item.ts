@@ -1,0 +1,176 @@
+import { z } from "zod";
+
+/**
+ * ResponseItem wire shapes (Codex `protocol/src/models.rs`, reference §1.2).
+ *
+ * Field order in each shape follows Codex's serialization order so that a parsed item
+ * re-serializes to the same bytes. Objects are loose: fields from newer Codex revisions survive
+ * a parse/serialize round trip. Absent optionals stay absent (never `undefined` keys).
+ */
+
+const optionalString = z.string().nullish();
+
+/** Newer Codex stamps the turn id on every item here (reference §1.2). */
+export const ItemMetadataSchema = z.looseObject({ turn_id: z.string().optional() });
+const metadata = { internal_chat_message_metadata_passthrough: ItemMetadataSchema.optional() };
+
+export const ImageDetailSchema = z.enum(["auto", "low", "high", "original"]);
+
+export const InputTextSchema = z.looseObject({ type: z.literal("input_text"), text: z.string() });
+export const InputImageSchema = z.looseObject({
+  type: z.literal("input_image"),
+  image_url: z.string(),
+  detail: ImageDetailSchema.optional(),
+});
+export const OutputTextSchema = z.looseObject({ type: z.literal("output_text"), text: z.string() });
+export const ContentItemSchema = z.discriminatedUnion("type", [
+  InputTextSchema,
+  InputImageSchema,
+  OutputTextSchema,
+]);
+
+export const EncryptedContentPartSchema = z.looseObject({
+  type: z.literal("encrypted_content"),
+  encrypted_content: z.string(),
+});
+export const FunctionCallOutputContentItemSchema = z.discriminatedUnion("type", [
+  InputTextSchema,
+  InputImageSchema,
+  EncryptedContentPartSchema,
+]);
+/** A tool output is a plain string or a list of content items. */
+export const ToolOutputSchema = z.union([z.string(), z.array(FunctionCallOutputContentItemSchema)]);
+
+export const MessageRoleSchema = z.enum(["user", "assistant", "developer", "system"]);
+
+export const MessageItemSchema = z.looseObject({
+  type: z.literal("message"),
+  id: optionalString,
+  role: MessageRoleSchema,
+  content: z.array(ContentItemSchema),
+  phase: z.enum(["commentary", "final_answer"]).nullish(),
+  ...metadata,
+});
+
+export const ReasoningItemSchema = z.looseObject({
+  type: z.literal("reasoning"),
+  id: optionalString,
+  summary: z.array(z.looseObject({ type: z.literal("summary_text"), text: z.string() })),
+  // Codex serializes an absent content as `null`; both forms are kept as they came.
+  content: z
+    .array(z.looseObject({ type: z.enum(["reasoning_text", "text"]), text: z.string() }))
+    .nullish(),
+  encrypted_content: z.string().nullish(),
+  ...metadata,
+});
+
+export const LocalShellActionSchema = z.looseObject({
+  type: z.literal("exec"),
+  command: z.array(z.string()),
+  timeout_ms: z.number().nullish(),
+  working_directory: z.string().nullish(),
+  env: z.record(z.string(), z.string()).nullish(),
+  user: z.string().nullish(),
+});
+export const LocalShellCallItemSchema = z.looseObject({
+  type: z.literal("local_shell_call"),
+  id: optionalString,
+  call_id: z.string().nullable(),
+  status: z.enum(["completed", "in_progress", "incomplete"]),
+  action: LocalShellActionSchema,
+  ...metadata,
+});
+
+export const FunctionCallItemSchema = z.looseObject({
+  type: z.literal("function_call"),
+  id: optionalString,
+  name: z.string(),
+  namespace: optionalString,
+  /** A string that holds JSON, exactly as the model produced it. */
+  arguments: z.string(),
+  call_id: z.string(),
+  ...metadata,
+});
+
+export const FunctionCallOutputItemSchema = z.looseObject({
+  type: z.literal("function_call_output"),
+  id: optionalString,
+  call_id: z.string(),
+  output: ToolOutputSchema,
+  ...metadata,
+});
+
+export const CustomToolCallItemSchema = z.looseObject({
+  type: z.literal("custom_tool_call"),
+  id: optionalString,
+  status: optionalString,
+  call_id: z.string(),
+  name: z.string(),
+  namespace: optionalString,
+  input: z.string(),
+  ...metadata,
+});
+
+export const CustomToolCallOutputItemSchema = z.looseObject({
+  type: z.literal("custom_tool_call_output"),
+  id: optionalString,
+  call_id: z.string(),
+  name: optionalString,
+  output: ToolOutputSchema,
+  ...metadata,
+});
+
+export const WebSearchCallItemSchema = z.looseObject({
+  type: z.literal("web_search_call"),
+  id: optionalString,
+  status: optionalString,
+  action: z.looseObject({ type: z.string() }).nullish(),
+  ...metadata,
+});
+
+export const CompactionItemSchema = z.looseObject({
+  // `compaction_summary` is an accepted alias, read as `compaction`.
+  type: z.enum(["compaction", "compaction_summary"]).transform(() => "compaction" as const),
+  id: optionalString,
+  encrypted_content: z.string(),
+  ...metadata,
+});
+
+export const KnownResponseItemSchema = z.discriminatedUnion("type", [
+  MessageItemSchema,
+  ReasoningItemSchema,
+  LocalShellCallItemSchema,
+  FunctionCallItemSchema,
+  FunctionCallOutputItemSchema,
+  CustomToolCallItemSchema,
+  CustomToolCallOutputItemSchema,
+  WebSearchCallItemSchema,
+  CompactionItemSchema,
+]);
+
+/** Any item type this build does not know. Its payload is not kept and it is never recorded. */
+export const OtherItemSchema = z
+  .looseObject({ type: z.string() })
+  .transform((v) => ({ type: "other" as const, original_type: v.type }));
+
+/** Parses any item: known types into their shape, anything else into `other`. */
+export const ResponseItemSchema = z.union([KnownResponseItemSchema, OtherItemSchema]);
+
+export type ContentItem = z.infer<typeof ContentItemSchema>;
+export type InputText = z.infer<typeof InputTextSchema>;
+export type InputImage = z.infer<typeof InputImageSchema>;
+export type FunctionCallOutputContentItem = z.infer<typeof FunctionCallOutputContentItemSchema>;
+export type ToolOutput = z.infer<typeof ToolOutputSchema>;
+export type MessageRole = z.infer<typeof MessageRoleSchema>;
+export type MessageItem = z.infer<typeof MessageItemSchema>;
+export type ReasoningItem = z.infer<typeof ReasoningItemSchema>;
+export type LocalShellCallItem = z.infer<typeof LocalShellCallItemSchema>;
+export type FunctionCallItem = z.infer<typeof FunctionCallItemSchema>;
+export type FunctionCallOutputItem = z.infer<typeof FunctionCallOutputItemSchema>;
+export type CustomToolCallItem = z.infer<typeof CustomToolCallItemSchema>;
+export type CustomToolCallOutputItem = z.infer<typeof CustomToolCallOutputItemSchema>;
+export type WebSearchCallItem = z.infer<typeof WebSearchCallItemSchema>;
+export type CompactionItem = z.infer<typeof CompactionItemSchema>;
+export type OtherItem = z.output<typeof OtherItemSchema>;
+export type KnownResponseItem = z.infer<typeof KnownResponseItemSchema>;
+export type ResponseItem = KnownResponseItem | OtherItem;

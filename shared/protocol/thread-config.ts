@@ -1,0 +1,115 @@
+import { z } from "zod";
+
+/**
+ * Thread configuration as the API accepts it (design §8). The same shape serves thread creation
+ * and per-turn `overrides`: every field is optional, and what a request sets becomes the
+ * thread's new default. `null` clears a clearable field (agents_md, personality, a custom section).
+ */
+
+export const SandboxModeSchema = z.enum(["read-only", "workspace-write", "danger-full-access"]);
+export const ApprovalPolicySchema = z.enum(["never", "on-request", "on-failure", "untrusted"]);
+
+export const PermissionsConfigSchema = z.strictObject({
+  sandbox: SandboxModeSchema,
+  approval_policy: ApprovalPolicySchema,
+  writable_roots: z.array(z.string().min(1)).default([]),
+  network_access: z.boolean().default(false),
+});
+
+export const EnvironmentConfigSchema = z.strictObject({
+  id: z.string().min(1).max(128),
+  cwd: z.string().min(1),
+  shell: z.string().min(1).optional(),
+  status: z.enum(["available", "starting"]).optional(),
+});
+
+export const CollaborationModeConfigSchema = z.strictObject({
+  mode: z.string().min(1),
+  instructions: z.string().optional(),
+});
+
+export const AgentsMdConfigSchema = z.strictObject({
+  text: z.string(),
+  directory: z.string().min(1),
+});
+
+export const ContextSectionIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_.-]{1,64}$/, "section ids are 1-64 chars of [A-Za-z0-9_.-]");
+export const ContextSectionConfigSchema = z.strictObject({
+  role: z.enum(["user", "developer"]),
+  text: z.string(),
+});
+
+export const FunctionToolSchema = z.strictObject({
+  type: z.literal("function").default("function"),
+  name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "tool names are 1-64 chars of [A-Za-z0-9_-]"),
+  description: z.string().default(""),
+  parameters: z.record(z.string(), z.unknown()).default({ type: "object", properties: {} }),
+  strict: z.boolean().optional(),
+});
+
+export const TruncationConfigSchema = z.union([
+  z.strictObject({ tokens: z.number().int().positive() }),
+  z.strictObject({ bytes: z.number().int().positive() }),
+]);
+
+export const NetworkConfigSchema = z.strictObject({
+  allowed_domains: z.array(z.string()).default([]),
+  denied_domains: z.array(z.string()).default([]),
+});
+
+export const ThreadConfigSchema = z.strictObject({
+  model: z.string().min(1).optional(),
+  provider: z.string().min(1).optional(),
+  base_instructions: z.string().optional(),
+  developer_instructions: z.string().nullable().optional(),
+  personality: z.string().nullable().optional(),
+  collaboration_mode: CollaborationModeConfigSchema.nullable().optional(),
+  permissions: PermissionsConfigSchema.optional(),
+  /** The first environment is the primary one. */
+  environments: z.array(EnvironmentConfigSchema).max(16).optional(),
+  /** Shorthand for a single environment `{id: "local", cwd}`. */
+  cwd: z.string().min(1).optional(),
+  timezone: z.string().min(1).optional(),
+  network: NetworkConfigSchema.nullable().optional(),
+  agents_md: AgentsMdConfigSchema.nullable().optional(),
+  context_sections: z
+    .record(ContextSectionIdSchema, ContextSectionConfigSchema.nullable())
+    .optional(),
+  tools: z.array(FunctionToolSchema).max(128).optional(),
+  truncation: TruncationConfigSchema.optional(),
+});
+
+export type PermissionsConfig = z.infer<typeof PermissionsConfigSchema>;
+export type EnvironmentConfig = z.infer<typeof EnvironmentConfigSchema>;
+export type CollaborationModeConfig = z.infer<typeof CollaborationModeConfigSchema>;
+export type AgentsMdConfig = z.infer<typeof AgentsMdConfigSchema>;
+export type ContextSectionConfig = z.infer<typeof ContextSectionConfigSchema>;
+export type FunctionTool = z.infer<typeof FunctionToolSchema>;
+export type TruncationConfig = z.infer<typeof TruncationConfigSchema>;
+export type NetworkConfig = z.infer<typeof NetworkConfigSchema>;
+export type ThreadConfig = z.infer<typeof ThreadConfigSchema>;
+
+/**
+ * The resolved configuration a thread runs with: every field decided. Optional fields here mean
+ * "not set" (no such section is rendered).
+ */
+export interface SessionConfiguration {
+  model: string;
+  provider: string;
+  /** Overrides the model's catalog instructions when set. */
+  base_instructions?: string;
+  developer_instructions?: string;
+  personality?: string;
+  collaboration_mode?: CollaborationModeConfig;
+  permissions: PermissionsConfig;
+  environments: EnvironmentConfig[];
+  timezone: string;
+  network?: NetworkConfig;
+  agents_md?: AgentsMdConfig;
+  /** Insertion-ordered; the order is model-visible. */
+  context_sections: Record<string, ContextSectionConfig>;
+  tools: FunctionTool[];
+  truncation: TruncationConfig;
+}
