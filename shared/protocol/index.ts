@@ -1,3 +1,5 @@
+export * from "./json.ts";
+export * from "./prompt.ts";
 export * from "./response-item.ts";
 export * from "./rollout-line.ts";
 export * from "./thread-config.ts";

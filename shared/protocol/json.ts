@@ -1,0 +1,9 @@
+export type JsonPrimitive = string | number | boolean | null;
+export type JsonValue = JsonPrimitive | JsonValue[] | { [key: string]: JsonValue };
+export type JsonObject = { [key: string]: JsonValue };
+
+/**
+ * A world-state snapshot: section id → that section's JSON (no nulls inside objects).
+ * Keys are kept sorted by section id when serialized (reference §3.3).
+ */
+export type WorldStateSnapshot = JsonObject;
