@@ -1,0 +1,77 @@
+/**
+ * The model catalog (design §8): what the engine must know about a model to build its prompt.
+ * The two `spindle-local*` models are served offline by the `local` provider, so model switches,
+ * image stripping and compaction can be exercised without a network.
+ */
+export type InputModality = "text" | "image";
+
+export interface ModelInfo {
+  slug: string;
+  /** The provider that serves it by default (`local`, `openai`, …). */
+  provider: string;
+  /** Base instructions sent in the prompt's `instructions` channel. */
+  instructions: string;
+  contextWindowTokens: number;
+  inputModalities: readonly InputModality[];
+  supportsParallelToolCalls: boolean;
+  /** Personality name → the message rendered in `<personality_spec>`. */
+  personalities: Readonly<Record<string, string>>;
+}
+
+const SHARED_PERSONALITIES = {
+  friendly: "Be warm and encouraging. Explain your reasoning in plain words and check in with the user when a choice is theirs to make.",
+  pragmatic: "Be brief and direct. Lead with the result, skip pleasantries, and only explain what the user needs to act.",
+} as const;
+
+export const SPINDLE_LOCAL: ModelInfo = {
+  slug: "spindle-local",
+  provider: "local",
+  instructions:
+    "You are Spindle's local test model. You answer deterministically from the prompt you receive so that the behaviour of the thread runtime can be observed.",
+  contextWindowTokens: 1_000_000,
+  inputModalities: ["text", "image"],
+  supportsParallelToolCalls: true,
+  personalities: SHARED_PERSONALITIES,
+};
+
+export const SPINDLE_LOCAL_LITE: ModelInfo = {
+  slug: "spindle-local-lite",
+  provider: "local",
+  instructions:
+    "You are Spindle's lightweight local test model. You read text only and keep your answers short.",
+  contextWindowTokens: 16_000,
+  inputModalities: ["text"],
+  supportsParallelToolCalls: false,
+  personalities: SHARED_PERSONALITIES,
+};
+
+export const DEFAULT_MODEL_SLUG = SPINDLE_LOCAL.slug;
+
+/** A lookup of known models; unknown slugs are a client error (400 `unknown_model`). */
+export class ModelCatalog {
+  readonly #models: ReadonlyMap<string, ModelInfo>;
+
+  constructor(models: readonly ModelInfo[]) {
+    const map = new Map<string, ModelInfo>();
+    for (const m of models) {
+      if (map.has(m.slug)) throw new Error(`duplicate model slug in catalog: ${m.slug}`);
+      map.set(m.slug, m);
+    }
+    this.#models = map;
+  }
+
+  get(slug: string): ModelInfo | undefined {
+    return this.#models.get(slug);
+  }
+
+  slugs(): string[] {
+    return [...this.#models.keys()];
+  }
+
+  /** A catalog with extra entries (e.g. provider models configured from the environment). */
+  with(models: readonly ModelInfo[]): ModelCatalog {
+    return new ModelCatalog([...this.#models.values(), ...models]);
+  }
+}
+
+export const DEFAULT_MODEL_CATALOG = new ModelCatalog([SPINDLE_LOCAL, SPINDLE_LOCAL_LITE]);

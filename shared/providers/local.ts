@@ -1,0 +1,121 @@
+import { sha1 } from "@noble/hashes/legacy.js";
+import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
+import { estimateItemTokenCount } from "../context-manager/index.ts";
+import { isUserTurnBoundary } from "../context/index.ts";
+import type {
+  FunctionCallItem,
+  KnownResponseItem,
+  MessageItem,
+  Prompt,
+  TokenUsage,
+  ToolOutput,
+} from "../protocol/index.ts";
+import type { ModelClient, ModelEvent } from "./model-client.ts";
+
+/** `/call NAME {json arguments}`: asks the local model to call a declared tool. */
+const CALL_COMMAND = /^\/call\s+([A-Za-z0-9_-]+)(?:\s+([\s\S]*))?$/;
+/** Splits answers into a few deltas so streaming can be observed. */
+const DELTA_CHARS = 24;
+
+function userText(item: MessageItem): string {
+  return item.content
+    .map((part) => (part.type === "input_text" ? part.text : part.type === "input_image" ? "[image]" : ""))
+    .join("");
+}
+
+function outputText(output: ToolOutput): string {
+  if (typeof output === "string") return output;
+  return output.map((p) => (p.type === "input_text" ? p.text : `[${p.type}]`)).join("");
+}
+
+function approxTokens(text: string): number {
+  return Math.ceil(utf8ToBytes(text).length / 4);
+}
+
+/**
+ * The embedded default model (design §9): offline and deterministic. It answers from the prompt it
+ * received so tests can see what the model saw:
+ * - normally: `Received N input items. Last user message: "…"`;
+ * - last user text `/call NAME {json}` with NAME declared in tools: a `function_call` (call id
+ *   derived from the prompt, so retries are stable); an undeclared tool gets an explanation;
+ * - after tool outputs follow the last user message: a message quoting each output.
+ * Usage is estimated from the prompt with the context manager's estimator.
+ */
+export class LocalModelClient implements ModelClient {
+  async *stream(prompt: Prompt, signal?: AbortSignal): AsyncIterable<ModelEvent> {
+    signal?.throwIfAborted();
+    const item = this.respond(prompt);
+    if (item.type === "message") {
+      const text = item.content.map((p) => (p.type === "output_text" ? p.text : "")).join("");
+      for (let i = 0; i < text.length; i += DELTA_CHARS) {
+        signal?.throwIfAborted();
+        yield { type: "output_text_delta", delta: text.slice(i, i + DELTA_CHARS) };
+      }
+    }
+    yield { type: "output_item_done", item };
+    yield { type: "completed", usage: this.usage(prompt, item) };
+  }
+
+  respond(prompt: Prompt): KnownResponseItem {
+    const input = prompt.input;
+    let lastUser = -1;
+    for (let i = input.length - 1; i >= 0; i--) {
+      const it = input[i];
+      if (it && isUserTurnBoundary(it)) {
+        lastUser = i;
+        break;
+      }
+    }
+    const last = lastUser >= 0 ? (input[lastUser] as MessageItem) : undefined;
+    const text = last ? userText(last).trim() : "";
+    const after = input.slice(lastUser + 1);
+    const outputs = after.filter(
+      (i) => i.type === "function_call_output" || i.type === "custom_tool_call_output",
+    );
+    if (outputs.length > 0) {
+      const quoted = outputs
+        .map((o) => (o.type === "function_call_output" || o.type === "custom_tool_call_output"
+          ? `${o.call_id}: ${outputText(o.output)}`
+          : ""))
+        .join("\n");
+      return assistant(`Tool output received.\n${quoted}`);
+    }
+    const call = CALL_COMMAND.exec(text);
+    if (call) {
+      const name = call[1] ?? "";
+      const args = (call[2] ?? "{}").trim() || "{}";
+      if (!prompt.tools.some((t) => t.name === name)) {
+        return assistant(`I cannot call "${name}": it is not a declared tool.`);
+      }
+      const digest = bytesToHex(sha1(utf8ToBytes(`${input.length}\n${text}`))).slice(0, 24);
+      const fc: FunctionCallItem = {
+        type: "function_call",
+        name,
+        arguments: args,
+        call_id: `call_${digest}`,
+      };
+      return fc;
+    }
+    return assistant(
+      `Received ${input.length} input items. Last user message: ${JSON.stringify(text)}`,
+    );
+  }
+
+  usage(prompt: Prompt, output: KnownResponseItem): TokenUsage {
+    const input =
+      approxTokens(prompt.instructions) +
+      prompt.input.reduce((sum, item) => sum + estimateItemTokenCount(item), 0);
+    const out = estimateItemTokenCount(output);
+    return {
+      input_tokens: input,
+      cached_input_tokens: 0,
+      output_tokens: out,
+      reasoning_output_tokens: 0,
+      total_tokens: input + out,
+    };
+  }
+}
+
+function assistant(text: string): MessageItem {
+  return { type: "message", role: "assistant", content: [{ type: "output_text", text }] };
+}

@@ -1,0 +1,28 @@
+import type { KnownResponseItem, Prompt, TokenUsage } from "../protocol/index.ts";
+
+/** What a provider streams back for one sampling request (design §9). */
+export type ModelEvent =
+  | { type: "output_text_delta"; delta: string }
+  /** A finished output item: message, reasoning, function call, … */
+  | { type: "output_item_done"; item: KnownResponseItem }
+  | { type: "completed"; usage?: TokenUsage };
+
+/**
+ * One sampling request. Implementations must stop promptly when `signal` aborts, and must not
+ * yield an output item they have not finished (no half a tool call).
+ */
+export interface ModelClient {
+  stream(prompt: Prompt, signal?: AbortSignal): AsyncIterable<ModelEvent>;
+}
+
+/** A provider failed in a way the caller should report (HTTP 502 `provider_error`). */
+export class ProviderError extends Error {
+  constructor(
+    message: string,
+    readonly status?: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = "ProviderError";
+  }
+}

@@ -1,0 +1,129 @@
+import type { ModelCatalog, ModelInfo } from "../models/index.ts";
+import type {
+  EnvironmentConfig,
+  PermissionsConfig,
+  SessionConfiguration,
+  ThreadConfig,
+  TruncationConfig,
+} from "../protocol/index.ts";
+
+/** A configuration names a model the catalog does not know (HTTP 400 `unknown_model`). */
+export class UnknownModelError extends Error {
+  constructor(readonly model: string) {
+    super(`unknown model: ${model}`);
+    this.name = "UnknownModelError";
+  }
+}
+
+/** A configuration value the engine cannot use (HTTP 400 `invalid_request`). */
+export class InvalidConfigurationError extends Error {
+  constructor(
+    readonly path: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "InvalidConfigurationError";
+  }
+}
+
+export const DEFAULT_PERMISSIONS: PermissionsConfig = {
+  sandbox: "workspace-write",
+  approval_policy: "on-request",
+  writable_roots: [],
+  network_access: false,
+};
+export const DEFAULT_TIMEZONE = "UTC";
+/** Codex's default tool-output budget. */
+export const DEFAULT_TRUNCATION: TruncationConfig = { tokens: 10_000 };
+export const DEFAULT_ENVIRONMENT_ID = "local";
+
+/**
+ * Applies a create/override request to the current configuration (or to the defaults for a new
+ * thread). Fields the request sets replace the current ones and become the new defaults; `null`
+ * clears a clearable field; `context_sections` merges per id (null removes that id); `cwd` moves the
+ * primary environment (or creates `local`).
+ */
+export function resolveSessionConfiguration(
+  current: SessionConfiguration | undefined,
+  update: ThreadConfig,
+  catalog: ModelCatalog,
+  defaultModel: string,
+): SessionConfiguration {
+  const modelSlug = update.model ?? current?.model ?? defaultModel;
+  const model = catalog.get(modelSlug);
+  if (model === undefined) throw new UnknownModelError(modelSlug);
+
+  const next: SessionConfiguration = {
+    model: model.slug,
+    provider: update.provider ?? providerFor(current, update, model),
+    permissions: update.permissions ?? current?.permissions ?? DEFAULT_PERMISSIONS,
+    environments: resolveEnvironments(current?.environments ?? [], update),
+    timezone: checkTimezone(update.timezone ?? current?.timezone ?? DEFAULT_TIMEZONE),
+    context_sections: resolveSections(current?.context_sections ?? {}, update.context_sections),
+    tools: update.tools ?? current?.tools ?? [],
+    truncation: update.truncation ?? current?.truncation ?? DEFAULT_TRUNCATION,
+  };
+  setOptional(next, "base_instructions", update.base_instructions, current?.base_instructions);
+  setOptional(next, "developer_instructions", update.developer_instructions, current?.developer_instructions);
+  setOptional(next, "personality", update.personality, current?.personality);
+  setOptional(next, "collaboration_mode", update.collaboration_mode, current?.collaboration_mode);
+  setOptional(next, "network", update.network, current?.network);
+  setOptional(next, "agents_md", update.agents_md, current?.agents_md);
+  return next;
+}
+
+/** A model switch without an explicit provider moves to the new model's own provider. */
+function providerFor(
+  current: SessionConfiguration | undefined,
+  update: ThreadConfig,
+  model: ModelInfo,
+): string {
+  if (current === undefined || update.model !== undefined) return model.provider;
+  return current.provider;
+}
+
+function setOptional<K extends keyof SessionConfiguration>(
+  target: SessionConfiguration,
+  key: K,
+  update: SessionConfiguration[K] | null | undefined,
+  current: SessionConfiguration[K] | undefined,
+): void {
+  const value = update === undefined ? current : update;
+  if (value !== null && value !== undefined) target[key] = value;
+}
+
+function resolveEnvironments(current: EnvironmentConfig[], update: ThreadConfig): EnvironmentConfig[] {
+  const envs = update.environments ?? current;
+  if (update.cwd === undefined) return envs.map((e) => ({ ...e }));
+  const [primary, ...rest] = envs;
+  const moved = primary
+    ? { ...primary, cwd: update.cwd }
+    : { id: DEFAULT_ENVIRONMENT_ID, cwd: update.cwd };
+  return [moved, ...rest.map((e) => ({ ...e }))];
+}
+
+function resolveSections(
+  current: SessionConfiguration["context_sections"],
+  update: ThreadConfig["context_sections"],
+): SessionConfiguration["context_sections"] {
+  const next = { ...current };
+  for (const [id, section] of Object.entries(update ?? {})) {
+    if (section === null) delete next[id];
+    else next[id] = { ...section };
+  }
+  return next;
+}
+
+/** The instructions a turn sends: the thread's override, else the model's own. */
+export function effectiveBaseInstructions(config: SessionConfiguration, model: ModelInfo): string {
+  return config.base_instructions ?? model.instructions;
+}
+
+function checkTimezone(timezone: string): string {
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: timezone });
+  } catch {
+    throw new InvalidConfigurationError("timezone", `unknown IANA timezone: ${timezone}`);
+  }
+  return timezone;
+}

@@ -1,0 +1,23 @@
+import type { ContextManager } from "../context-manager/index.ts";
+import type { KnownResponseItem, Prompt } from "../protocol/index.ts";
+import type { StepContext, TurnContext } from "./turn-context.ts";
+
+/** Removes Spindle/Codex bookkeeping that providers do not accept. Returns a copy. */
+function providerView(item: KnownResponseItem): KnownResponseItem {
+  if (!("internal_chat_message_metadata_passthrough" in item)) return item;
+  const { internal_chat_message_metadata_passthrough: _, ...rest } = item;
+  return rest as KnownResponseItem;
+}
+
+/**
+ * The exact request for one sampling step (design §5): base instructions, the normalized history
+ * (`forPrompt`, a copy: invariant 4) and the tools of the same StepContext capture.
+ */
+export function buildPrompt(history: ContextManager, turn: TurnContext, step: StepContext): Prompt {
+  return {
+    instructions: turn.baseInstructions,
+    input: history.forPrompt(turn.model.inputModalities).map(providerView),
+    tools: step.tools.map((t) => ({ ...t })),
+    parallel_tool_calls: turn.model.supportsParallelToolCalls,
+  };
+}

@@ -1,0 +1,127 @@
+import type { TruncationPolicy } from "../context-manager/index.ts";
+import type { ModelInfo } from "../models/index.ts";
+import type { FunctionTool, SessionConfiguration, TurnContextItem } from "../protocol/index.ts";
+import type { WorldStateInput } from "../world-state/index.ts";
+import { effectiveBaseInstructions } from "./configuration.ts";
+
+/** The frozen settings of one turn (design §3). Built once when the turn starts; never changed. */
+export interface TurnContext {
+  readonly turnId: string;
+  readonly config: Readonly<SessionConfiguration>;
+  readonly model: ModelInfo;
+  readonly baseInstructions: string;
+  readonly truncationPolicy: TruncationPolicy;
+  /** The calendar date in the thread's timezone when the turn started (YYYY-MM-DD). */
+  readonly currentDate: string;
+}
+
+/**
+ * What one sampling step sees (design §3): environments, AGENTS.md, custom sections and tools,
+ * captured once so the prompt text and the tools channel come from the same capture.
+ */
+export interface StepContext {
+  readonly worldState: WorldStateInput;
+  readonly tools: readonly FunctionTool[];
+}
+
+export function truncationPolicyOf(config: SessionConfiguration): TruncationPolicy {
+  return "tokens" in config.truncation
+    ? { mode: "tokens", limit: config.truncation.tokens }
+    : { mode: "bytes", limit: config.truncation.bytes };
+}
+
+/** YYYY-MM-DD of an instant in an IANA timezone. */
+export function calendarDate(epochMs: number, timezone: string): string {
+  // en-CA formats dates as YYYY-MM-DD.
+  return new Intl.DateTimeFormat("en-CA", {
+    timeZone: timezone,
+    year: "numeric",
+    month: "2-digit",
+    day: "2-digit",
+  }).format(new Date(epochMs));
+}
+
+export function buildTurnContext(
+  turnId: string,
+  config: SessionConfiguration,
+  model: ModelInfo,
+  nowMs: number,
+): TurnContext {
+  const frozen = structuredClone(config);
+  return Object.freeze({
+    turnId,
+    config: frozen,
+    model,
+    baseInstructions: effectiveBaseInstructions(frozen, model),
+    truncationPolicy: truncationPolicyOf(frozen),
+    currentDate: calendarDate(nowMs, frozen.timezone),
+  });
+}
+
+/**
+ * Captures the step's world-state input. `previousModel` comes from the previous turn's settings and
+ * lets the model section announce a switch even when the world-state baseline is gone.
+ */
+export function captureStepContext(
+  turn: TurnContext,
+  nowMs: number,
+  previousModel: string | undefined,
+): StepContext {
+  const c = turn.config;
+  const input: WorldStateInput = {
+    model: { slug: turn.model.slug, instructions: turn.baseInstructions },
+    permissions: c.permissions,
+    environments: c.environments,
+    currentDate: calendarDate(nowMs, c.timezone),
+    timezone: c.timezone,
+    contextSections: c.context_sections,
+  };
+  if (previousModel !== undefined) input.previousModel = previousModel;
+  if (c.collaboration_mode) input.collaborationMode = c.collaboration_mode;
+  if (c.agents_md) input.agentsMd = c.agents_md;
+  if (c.network) input.network = c.network;
+  if (c.personality !== undefined) {
+    // A name the catalog does not know is taken as the personality text itself.
+    const message = turn.model.personalities[c.personality] ?? c.personality;
+    input.personality = { name: c.personality, message };
+  }
+  return Object.freeze({ worldState: Object.freeze(input), tools: c.tools });
+}
+
+/** The rollout `turn_context` payload of a turn (reference §1.5). Absent settings are omitted. */
+export function toTurnContextItem(turn: TurnContext): TurnContextItem {
+  const c = turn.config;
+  const p = c.permissions;
+  // Keys in Codex's serialization order.
+  return {
+    turn_id: turn.turnId,
+    cwd: c.environments[0]?.cwd ?? "/",
+    ...(c.environments.length > 1
+      ? { environments: c.environments.map((e) => ({ environment_id: e.id, cwd: e.cwd })) }
+      : {}),
+    current_date: turn.currentDate,
+    timezone: c.timezone,
+    approval_policy: p.approval_policy,
+    sandbox_policy: {
+      mode: p.sandbox,
+      network_access: p.network_access,
+      ...(p.writable_roots.length > 0 ? { writable_roots: [...p.writable_roots] } : {}),
+    },
+    ...(c.network
+      ? {
+          network: {
+            allowed_domains: [...c.network.allowed_domains],
+            denied_domains: [...c.network.denied_domains],
+          },
+        }
+      : {}),
+    model: turn.model.slug,
+    ...(c.personality !== undefined ? { personality: c.personality } : {}),
+    ...(c.collaboration_mode ? { collaboration_mode: { ...c.collaboration_mode } } : {}),
+    summary: "auto",
+    ...(c.developer_instructions !== undefined
+      ? { developer_instructions: c.developer_instructions }
+      : {}),
+    truncation_policy: { ...turn.truncationPolicy },
+  };
+}
