@@ -1,5 +1,5 @@
 import type { ContentItem, ResponseItem } from "../protocol/index.ts";
-import { matchesMarkers } from "./fragment.ts";
+import { asciiLower, matchesMarkers } from "./fragment.ts";
 import { CONTEXTUAL_DEVELOPER_PREFIXES, CONTEXTUAL_USER_MARKERS } from "./markers.ts";
 
 /** An `input_text` part framed by a registered user fragment's markers. */
@@ -16,8 +16,8 @@ export function isContextualUserMessageContent(parts: readonly ContentItem[]): b
 /** An `input_text` part that starts (after leading whitespace, ASCII case-insensitive) with a dev prefix. */
 export function isContextualDevFragment(part: ContentItem): boolean {
   if (part.type !== "input_text") return false;
-  const head = part.text.trimStart().toLowerCase();
-  return CONTEXTUAL_DEVELOPER_PREFIXES.some((p) => head.startsWith(p.toLowerCase()));
+  const head = asciiLower(part.text.trimStart());
+  return CONTEXTUAL_DEVELOPER_PREFIXES.some((p) => head.startsWith(asciiLower(p)));
 }
 
 export function isContextualDevMessageContent(parts: readonly ContentItem[]): boolean {

@@ -26,6 +26,11 @@ export function renderFragment(f: Fragment): string {
   return f.startMarker + f.body + f.endMarker;
 }
 
+/** Lowercases ASCII letters only: markers compare ASCII case-insensitively, as in Codex. */
+export function asciiLower(text: string): string {
+  return text.replace(/[A-Z]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 32));
+}
+
 /**
  * True when `text` is framed by the markers: after trimming, it starts with `start` and ends with
  * `end`, both compared ASCII case-insensitively. Empty markers never match.
@@ -37,8 +42,8 @@ export function matchesMarkers(start: string, end: string, text: string): boolea
   return (
     head.length >= start.length &&
     tail.length >= end.length &&
-    head.slice(0, start.length).toLowerCase() === start.toLowerCase() &&
-    tail.slice(tail.length - end.length).toLowerCase() === end.toLowerCase()
+    asciiLower(head.slice(0, start.length)) === asciiLower(start) &&
+    asciiLower(tail.slice(tail.length - end.length)) === asciiLower(end)
   );
 }
 

@@ -1,0 +1,139 @@
+import { isUserTurnBoundary } from "../context/index.ts";
+import type { ResponseItem, ToolOutput } from "../protocol/index.ts";
+import { approxTokensFromByteCount, utf8ByteLength } from "./truncate.ts";
+
+/**
+ * What one inline image costs (reference §4.6): 7373 bytes, about 1844 tokens.
+ *
+ * Codex decodes `detail: "original"` images and counts 32×32 patches instead. The core does not
+ * decode images, so original-detail images use this same figure (a deliberate deviation).
+ */
+const INLINE_IMAGE_ESTIMATE_BYTES = 7373;
+
+/** Encrypted reasoning decodes to about 3/4 of its base64 length, minus fixed overhead. */
+const ENCRYPTED_REASONING_OVERHEAD_BYTES = 650;
+
+function encryptedReasoningBytes(encryptedLength: number): number {
+  return Math.max(0, Math.floor((encryptedLength * 3) / 4) - ENCRYPTED_REASONING_OVERHEAD_BYTES);
+}
+
+/** Encrypted content parts in tool outputs count as 9/16 of their length, rounded up. */
+function encryptedOutputPartBytes(encryptedLength: number): number {
+  return Math.ceil((encryptedLength * 9) / 16);
+}
+
+/** Bytes a string value takes inside a JSON serialization, quotes excluded. */
+function serializedStringBytes(s: string): number {
+  return utf8ByteLength(JSON.stringify(s)) - 2;
+}
+
+/** The base64 payload of a `data:image/…;base64,` URL, or undefined for anything else. */
+function base64ImagePayload(url: string): string | undefined {
+  const comma = url.indexOf(",");
+  if (comma < 0) return undefined;
+  const header = url.slice(0, comma).toLowerCase();
+  if (!header.startsWith("data:image/") || !header.endsWith(";base64")) return undefined;
+  return url.slice(comma + 1);
+}
+
+/** Serialized bytes to take away and estimated bytes to add for one inline image. */
+function imageAdjustment(url: string): number {
+  const payload = base64ImagePayload(url);
+  if (payload === undefined || payload === "") return 0;
+  return INLINE_IMAGE_ESTIMATE_BYTES - serializedStringBytes(payload);
+}
+
+function toolOutputAdjustment(output: ToolOutput): number {
+  if (typeof output === "string") return 0;
+  let delta = 0;
+  for (const part of output) {
+    if (part.type === "input_image") delta += imageAdjustment(part.image_url);
+    else if (part.type === "encrypted_content") {
+      const content = part.encrypted_content;
+      delta += encryptedOutputPartBytes(utf8ByteLength(content)) - serializedStringBytes(content);
+    }
+  }
+  return delta;
+}
+
+/**
+ * Model-visible bytes of one item (reference §4.6): encrypted reasoning and compaction count by
+ * their decoded size; anything else by its JSON serialization, with inline image payloads and
+ * encrypted tool-output parts replaced by their estimates.
+ */
+function modelVisibleBytes(item: ResponseItem): number {
+  if (item.type === "compaction") {
+    return encryptedReasoningBytes(utf8ByteLength(item.encrypted_content));
+  }
+  if (item.type === "reasoning" && typeof item.encrypted_content === "string") {
+    return encryptedReasoningBytes(utf8ByteLength(item.encrypted_content));
+  }
+  let bytes = utf8ByteLength(JSON.stringify(item));
+  if (item.type === "message") {
+    for (const part of item.content) {
+      if (part.type === "input_image") bytes += imageAdjustment(part.image_url);
+    }
+  } else if (item.type === "function_call_output" || item.type === "custom_tool_call_output") {
+    bytes += toolOutputAdjustment(item.output);
+  }
+  return Math.max(0, bytes);
+}
+
+/** Estimated tokens of one item: `ceil(model-visible bytes / 4)` (reference §4.6). */
+export function estimateItemTokenCount(item: ResponseItem): number {
+  return approxTokensFromByteCount(modelVisibleBytes(item));
+}
+
+/** Items the model produced; usage reported by the provider already covers them. */
+function isModelGeneratedItem(item: ResponseItem): boolean {
+  switch (item.type) {
+    case "message":
+      return item.role === "assistant";
+    case "reasoning":
+    case "function_call":
+    case "web_search_call":
+    case "custom_tool_call":
+    case "local_shell_call":
+    case "compaction":
+      return true;
+    default:
+      return false;
+  }
+}
+
+function sumTokens(items: readonly ResponseItem[], from: number, to: number): number {
+  let total = 0;
+  for (let i = from; i < to; i++) {
+    const item = items[i];
+    if (item !== undefined) total += estimateItemTokenCount(item);
+  }
+  return total;
+}
+
+/** Estimated tokens of the items after the last model-generated one (none if there is none). */
+export function tokensAfterLastModelGeneratedItem(items: readonly ResponseItem[]): number {
+  const last = items.findLastIndex(isModelGeneratedItem);
+  if (last < 0) return 0;
+  return sumTokens(items, last + 1, items.length);
+}
+
+/** Estimated tokens of encrypted reasoning items before the last user-turn boundary. */
+export function tokensOfReasoningBeforeLastUserTurn(items: readonly ResponseItem[]): number {
+  const boundary = items.findLastIndex(isUserTurnBoundary);
+  let total = 0;
+  for (let i = 0; i < boundary; i++) {
+    const item = items[i];
+    if (item?.type === "reasoning" && typeof item.encrypted_content === "string") {
+      total += estimateItemTokenCount(item);
+    }
+  }
+  return total;
+}
+
+export function estimateItemsTokenCount(items: readonly ResponseItem[]): number {
+  return sumTokens(items, 0, items.length);
+}
+
+export function estimateTextTokenCount(text: string): number {
+  return approxTokensFromByteCount(utf8ByteLength(text));
+}

@@ -1,0 +1,20 @@
+/**
+ * Deep, frozen copies of JSON-like values.
+ *
+ * Everything the ContextManager stores is frozen: clones share item objects (copy-on-write
+ * only copies the array), so an in-place change through one clone would leak into the others
+ * and into prompts already handed out (design §10 invariant 4). Freezing turns such a change
+ * into a TypeError instead of silent corruption. Keys whose value is `undefined` are dropped,
+ * as a JSON round trip would drop them.
+ */
+export function frozenCopy<T>(value: T): T {
+  if (typeof value !== "object" || value === null) return value;
+  if (Array.isArray(value)) {
+    return Object.freeze(value.map((v: unknown) => frozenCopy(v))) as T;
+  }
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) {
+    if (v !== undefined) out[key] = frozenCopy(v);
+  }
+  return Object.freeze(out) as T;
+}

@@ -1,0 +1,5 @@
+export { estimateItemTokenCount } from "./estimate.ts";
+export { ContextManager } from "./history.ts";
+export { SYNTHETIC_OUTPUT_NAMESPACE } from "./normalize.ts";
+export { approxTokensFromByteCount, truncateToolOutput } from "./truncate.ts";
+export type { ContextManagerState, InputModality, TruncationPolicy } from "./types.ts";
