@@ -1,0 +1,217 @@
+import { describe, expect, it } from "vitest";
+import { problemOf, setup, thread } from "./fake-thread.ts";
+
+const anyMessage = expect.any(String);
+
+/** The problem for a validation failure with these field errors. */
+function invalid(where: string, errors: { path: string; message: unknown }[]) {
+  return {
+    type: "/problems/invalid_request",
+    title: "The request is invalid",
+    status: 400,
+    detail: `The ${where} is invalid.`,
+    code: "invalid_request",
+    errors,
+  };
+}
+
+describe("request bodies", () => {
+  it("each failing field of a thread config is reported by its JSON Pointer", async () => {
+    const { json, fake } = setup();
+    const res = await json("/v1/threads", {
+      id: "t1",
+      model: 5,
+      tools: [{ name: "has space" }],
+      permissions: { sandbox: "everything", approval_policy: "never" },
+    });
+    expect(res.status).toBe(400);
+    expect(await problemOf(res)).toEqual(
+      invalid("request body", [
+        { path: "/model", message: anyMessage },
+        { path: "/permissions/sandbox", message: anyMessage },
+        { path: "/tools/0/name", message: "tool names are 1-64 chars of [A-Za-z0-9_-]" },
+      ]),
+    );
+    expect(fake.calls).toEqual([]);
+  });
+
+  it("unknown fields are rejected one by one", async () => {
+    const { json } = setup();
+    const res = await json("/v1/threads", { id: "t1", modle: "x", "a/b~c": 1 });
+    expect(await problemOf(res)).toEqual(
+      invalid("request body", [
+        { path: "/modle", message: "Unknown field" },
+        { path: "/a~1b~0c", message: "Unknown field" },
+      ]),
+    );
+  });
+
+  it("a body that is not an object is reported at the root", async () => {
+    const { json } = setup();
+    const res = await json("/v1/threads", [1, 2]);
+    expect(await problemOf(res)).toEqual(
+      invalid("request body", [{ path: "", message: anyMessage }]),
+    );
+  });
+
+  it("a thread id in the body must be a valid id", async () => {
+    const { json } = setup();
+    const res = await json("/v1/threads", { id: "A:t1" });
+    expect(await problemOf(res)).toEqual(
+      invalid("request body", [
+        { path: "/id", message: "thread ids are 1-64 characters of [A-Za-z0-9_-]" },
+      ]),
+    );
+  });
+
+  it("a turn without input is reported at /input", async () => {
+    const { json } = setup();
+    const res = await json("/v1/threads/t1/turns", {});
+    expect(await problemOf(res)).toEqual(
+      invalid("request body", [{ path: "/input", message: anyMessage }]),
+    );
+  });
+
+  it("an input of the wrong type names the accepted types", async () => {
+    const { json } = setup();
+    const res = await json("/v1/threads/t1/turns", { input: 42 });
+    expect(await problemOf(res)).toEqual(
+      invalid("request body", [
+        { path: "/input", message: "Invalid input: expected string or array" },
+      ]),
+    );
+  });
+
+  it("an error inside an input item points at the field inside the item", async () => {
+    const { json } = setup();
+    const res = await json("/v1/threads/t1/turns", {
+      input: [
+        { type: "message", role: "user", content: [{ type: "input_text", text: "ok" }] },
+        { type: "message", role: "user", content: [{ type: "input_text", text: 3 }] },
+      ],
+    });
+    expect(await problemOf(res)).toEqual(
+      invalid("request body", [{ path: "/input/1/content/0/text", message: anyMessage }]),
+    );
+  });
+
+  it("input items are user messages of input_text and input_image parts only", async () => {
+    const { json } = setup();
+    const res = await json("/v1/threads/t1/turns", {
+      input: [
+        { type: "message", role: "assistant", content: [{ type: "output_text", text: "x" }] },
+        { type: "message", role: "user", content: [] },
+        {
+          type: "message",
+          role: "user",
+          content: [{ type: "input_image", image_url: "file:///x" }],
+        },
+      ],
+    });
+    expect(await problemOf(res)).toEqual(
+      invalid("request body", [
+        { path: "/input/0/role", message: anyMessage },
+        { path: "/input/0/content/0/type", message: anyMessage },
+        { path: "/input/1/content", message: anyMessage },
+        {
+          path: "/input/2/content/0/image_url",
+          message: "image_url must be an http(s) URL or a data:image/ URL",
+        },
+      ]),
+    );
+  });
+
+  it("bad overrides and on_busy are reported under their own paths", async () => {
+    const { json } = setup();
+    const res = await json("/v1/threads/t1/turns", {
+      input: "hi",
+      overrides: { truncation: { tokens: -1 }, agents_md: { text: "x" } },
+      on_busy: "wait",
+    });
+    expect(await problemOf(res)).toEqual(
+      invalid("request body", [
+        { path: "/overrides/agents_md/directory", message: anyMessage },
+        { path: "/overrides/truncation/tokens", message: anyMessage },
+        { path: "/on_busy", message: anyMessage },
+      ]),
+    );
+  });
+
+  it("malformed JSON is a 400 invalid_request without field errors", async () => {
+    const { request, fake } = setup();
+    const res = await request("/v1/threads", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: '{"id": "t1",',
+    });
+    expect(res.status).toBe(400);
+    expect(await problemOf(res)).toEqual({
+      type: "/problems/invalid_request",
+      title: "The request is invalid",
+      status: 400,
+      detail: "The request body is not valid JSON.",
+      code: "invalid_request",
+    });
+    expect(fake.calls).toEqual([]);
+  });
+
+  it("a body that is not declared JSON is refused with a hint", async () => {
+    const { request } = setup();
+    for (const contentType of ["application/x-www-form-urlencoded", "text/plain;charset=UTF-8"]) {
+      const res = await request("/v1/threads/t1/turns", {
+        method: "POST",
+        headers: { "content-type": contentType },
+        body: JSON.stringify({ input: "hi" }),
+      });
+      expect(await problemOf(res)).toMatchObject({
+        status: 400,
+        detail: "Send the body as JSON with `Content-Type: application/json`.",
+      });
+    }
+  });
+
+  it("a +json media type with parameters is accepted", async () => {
+    const { request, fake } = setup();
+    fake.threads.set("A:t1", thread("t1"));
+    const res = await request("/v1/threads/t1/turns", {
+      method: "POST",
+      headers: { "content-type": "application/vnd.spindle+json; charset=utf-8" },
+      body: JSON.stringify({ input: "hi" }),
+    });
+    expect(res.status).toBe(200);
+  });
+});
+
+describe("path and query parameters", () => {
+  it("a thread id that is too long or has other characters is reported as `id`", async () => {
+    const { request, fake } = setup();
+    for (const id of ["x".repeat(65), "a.b", "a%20b"]) {
+      const res = await request(`/v1/threads/${id}`);
+      expect(await problemOf(res)).toEqual(
+        invalid("path", [
+          { path: "id", message: "thread ids are 1-64 characters of [A-Za-z0-9_-]" },
+        ]),
+      );
+    }
+    expect(fake.calls).toEqual([]);
+  });
+
+  it("a malformed turn id is reported as `turn`", async () => {
+    const { request } = setup();
+    const res = await request("/v1/threads/t1/turns/bad.turn");
+    expect(await problemOf(res)).toEqual(
+      invalid("path", [{ path: "turn", message: "turn ids are 1-64 characters of [A-Za-z0-9_-]" }]),
+    );
+  });
+
+  it("history limits outside 1-1000 or not integers are reported as `limit`", async () => {
+    const { request, fake } = setup();
+    for (const limit of ["0", "1001", "abc", "2.5", ""]) {
+      const res = await request(`/v1/threads/t1/history?limit=${limit}`);
+      expect(await problemOf(res)).toEqual(
+        invalid("query", [{ path: "limit", message: anyMessage }]),
+      );
+    }
+    expect(fake.calls).toEqual([]);
+  });
+});
