@@ -3,7 +3,9 @@
  * The two `spindle-local*` models are served offline by the `local` provider, so model switches,
  * image stripping and compaction can be exercised without a network.
  */
-export type InputModality = "text" | "image";
+import type { InputModality } from "../context-manager/index.ts";
+
+export type { InputModality };
 
 export interface ModelInfo {
   slug: string;
@@ -19,8 +21,10 @@ export interface ModelInfo {
 }
 
 const SHARED_PERSONALITIES = {
-  friendly: "Be warm and encouraging. Explain your reasoning in plain words and check in with the user when a choice is theirs to make.",
-  pragmatic: "Be brief and direct. Lead with the result, skip pleasantries, and only explain what the user needs to act.",
+  friendly:
+    "Be warm and encouraging. Explain your reasoning in plain words and check in with the user when a choice is theirs to make.",
+  pragmatic:
+    "Be brief and direct. Lead with the result, skip pleasantries, and only explain what the user needs to act.",
 } as const;
 
 export const SPINDLE_LOCAL: ModelInfo = {

@@ -1,0 +1,9 @@
+/**
+ * World state (design §4, reference §3): ordered sections with stable ids, JSON snapshots,
+ * RFC 7386 merge patches between snapshots, and diff renderers that turn a change of state
+ * into context fragments. The built-in sections live in `sections/` and stay private.
+ */
+export { buildWorldState, type WorldStateInput } from "./build.ts";
+export { applyMergePatch, mergePatchFrom, removeNullObjectFields } from "./merge-patch.ts";
+export { SECTION_IDS } from "./section-ids.ts";
+export { type PreviousSectionState, WorldState, type WorldStateSection } from "./world-state.ts";

@@ -1,0 +1,96 @@
+import { describe, expect, it } from "vitest";
+import type { KnownResponseItem, Prompt } from "../../../shared/protocol/index.ts";
+import { LocalModelClient, type ModelEvent } from "../../../shared/providers/index.ts";
+
+function prompt(input: KnownResponseItem[], tools: Prompt["tools"] = []): Prompt {
+  return { instructions: "be local", input, tools, parallel_tool_calls: true };
+}
+const user = (t: string): KnownResponseItem => ({
+  type: "message",
+  role: "user",
+  content: [{ type: "input_text", text: t }],
+});
+const tool = { type: "function" as const, name: "lookup", description: "", parameters: {} };
+
+async function collect(p: Prompt): Promise<ModelEvent[]> {
+  const out: ModelEvent[] = [];
+  for await (const e of new LocalModelClient().stream(p)) out.push(e);
+  return out;
+}
+
+describe("LocalModelClient", () => {
+  it("answers with the count of input items and the last user text, streamed as deltas", async () => {
+    const events = await collect(
+      prompt([user("<environment_context>x</environment_context>"), user("hello there")]),
+    );
+    const done = events.find((e) => e.type === "output_item_done");
+    expect(done?.type === "output_item_done" && done.item).toEqual({
+      type: "message",
+      role: "assistant",
+      content: [
+        { type: "output_text", text: 'Received 2 input items. Last user message: "hello there"' },
+      ],
+    });
+    const deltas = events
+      .flatMap((e) => (e.type === "output_text_delta" ? [e.delta] : []))
+      .join("");
+    expect(deltas).toBe('Received 2 input items. Last user message: "hello there"');
+  });
+
+  it("emits a function call with a deterministic call id for /call on a declared tool", async () => {
+    const p = prompt([user('/call lookup {"q":1}')], [tool]);
+    const a = new LocalModelClient().respond(p);
+    const b = new LocalModelClient().respond(p);
+    expect(a).toEqual(b);
+    expect(a).toMatchObject({ type: "function_call", name: "lookup", arguments: '{"q":1}' });
+    expect(a.type === "function_call" && a.call_id).toMatch(/^call_[0-9a-f]{24}$/);
+  });
+
+  it("refuses to call a tool that is not declared", () => {
+    const item = new LocalModelClient().respond(prompt([user("/call missing {}")]));
+    expect(item.type).toBe("message");
+  });
+
+  it("quotes tool outputs that follow the last user message", () => {
+    const item = new LocalModelClient().respond(
+      prompt(
+        [
+          user("/call lookup {}"),
+          { type: "function_call", name: "lookup", arguments: "{}", call_id: "c1" },
+          { type: "function_call_output", call_id: "c1", output: "42 results" },
+        ],
+        [tool],
+      ),
+    );
+    expect(item).toEqual({
+      type: "message",
+      role: "assistant",
+      content: [{ type: "output_text", text: "Tool output received.\nc1: 42 results" }],
+    });
+  });
+
+  it("reports token usage that grows with the prompt", async () => {
+    const small = await collect(prompt([user("a")]));
+    const large = await collect(prompt([user("a".repeat(4000))]));
+    const usage = (e: ModelEvent[]) => e.find((x) => x.type === "completed");
+    const s = usage(small);
+    const l = usage(large);
+    expect(
+      s?.type === "completed" &&
+        l?.type === "completed" &&
+        (l.usage?.input_tokens ?? 0) > (s.usage?.input_tokens ?? 0) + 900,
+    ).toBe(true);
+  });
+
+  it("stops when the signal is aborted", async () => {
+    const controller = new AbortController();
+    controller.abort();
+    await expect(collect_(controller.signal)).rejects.toThrow();
+  });
+});
+
+async function collect_(signal: AbortSignal) {
+  for await (const _ of new LocalModelClient().stream(prompt([user("x")]), signal)) {
+    // draining
+  }
+}
