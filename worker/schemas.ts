@@ -1,22 +1,13 @@
 import { z } from "zod";
 import {
-  AgentsMdConfigSchema,
-  CollaborationModeConfigSchema,
-  ContextSectionConfigSchema,
-  ContextSectionIdSchema,
-  EnvironmentConfigSchema,
   FunctionCallItemSchema,
-  FunctionToolSchema,
   ImageDetailSchema,
-  NetworkConfigSchema,
-  PermissionsConfigSchema,
   type ResponseItem,
   ResponseItemSchema,
-  type SessionConfiguration,
+  SessionConfigurationSchema,
   ThreadConfigSchema,
   TokenUsageInfoSchema,
   TokenUsageSchema,
-  TruncationConfigSchema,
 } from "../shared/protocol/index.ts";
 import { PROBLEM_CODES } from "./errors.ts";
 
@@ -115,22 +106,7 @@ export type HistoryQuery = z.output<typeof HistoryQuerySchema>;
  * A thread's resolved configuration: every field decided (`SessionConfiguration`). Optional
  * fields are absent when unset; nothing is `null` here.
  */
-export const ResolvedThreadConfigSchema = z.object({
-  model: z.string(),
-  provider: z.string(),
-  base_instructions: z.string().optional(),
-  developer_instructions: z.string().optional(),
-  personality: z.string().optional(),
-  collaboration_mode: CollaborationModeConfigSchema.optional(),
-  permissions: PermissionsConfigSchema,
-  environments: z.array(EnvironmentConfigSchema),
-  timezone: z.string(),
-  network: NetworkConfigSchema.optional(),
-  agents_md: AgentsMdConfigSchema.optional(),
-  context_sections: z.record(ContextSectionIdSchema, ContextSectionConfigSchema),
-  tools: z.array(FunctionToolSchema),
-  truncation: TruncationConfigSchema,
-});
+export const ResolvedThreadConfigSchema = SessionConfigurationSchema;
 
 export const ThreadStatusSchema = z.enum(["idle", "running", "requires_action"]);
 
@@ -204,11 +180,10 @@ export interface ListResource<T> {
   next_cursor: string | null;
 }
 
-// The resolved config on the wire is exactly the core's SessionConfiguration, both ways.
+// The history page schema and the ListResource type the DO returns stay the same shape.
 type Extends<A, B> = [A] extends [B] ? true : false;
-const configMatchesSession: [
-  Extends<ResolvedThreadConfig, SessionConfiguration>,
-  Extends<SessionConfiguration, ResolvedThreadConfig>,
-  Extends<z.output<typeof HistoryPageSchema>, ListResource<ResponseItem>>,
-] = [true, true, true];
-void configMatchesSession;
+const historyPageMatchesList: Extends<
+  z.output<typeof HistoryPageSchema>,
+  ListResource<ResponseItem>
+> = true;
+void historyPageMatchesList;

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ResponseItemSchema } from "./response-item.ts";
+import { SessionConfigurationSchema } from "./thread-config.ts";
 import { TokenUsageInfoSchema } from "./token-usage.ts";
 import { TurnContextItemSchema } from "./turn-context.ts";
 
@@ -99,6 +100,11 @@ const KnownEventMsgSchema = z.discriminatedUnion("type", [
 ]);
 export const EventMsgSchema = z.union([KnownEventMsgSchema, OtherEventSchema]);
 
+/**
+ * Spindle's own `spindle_config` line: the thread's resolved configuration, written at creation and
+ * whenever a turn's overrides change it, so a thread rebuilt from R2 alone gets its configuration
+ * back. Codex readers skip it as an unknown line type.
+ */
 const envelope = { timestamp: z.string(), ordinal: z.number().nullish() };
 
 export const RolloutLineSchema = z.union([
@@ -109,6 +115,11 @@ export const RolloutLineSchema = z.union([
     z.object({ ...envelope, type: z.literal("world_state"), payload: WorldStateItemSchema }),
     z.object({ ...envelope, type: z.literal("compacted"), payload: CompactedItemSchema }),
     z.object({ ...envelope, type: z.literal("event_msg"), payload: EventMsgSchema }),
+    z.object({
+      ...envelope,
+      type: z.literal("spindle_config"),
+      payload: SessionConfigurationSchema,
+    }),
   ]),
   // Line types from other Codex revisions are tolerated on read and ignored by reconstruction.
   z

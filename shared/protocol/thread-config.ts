@@ -93,23 +93,24 @@ export type ThreadConfig = z.infer<typeof ThreadConfigSchema>;
 
 /**
  * The resolved configuration a thread runs with: every field decided. Optional fields here mean
- * "not set" (no such section is rendered).
+ * "not set" (no such section is rendered). Persisted in `spindle_config` rollout lines.
  */
-export interface SessionConfiguration {
-  model: string;
-  provider: string;
+export const SessionConfigurationSchema = z.object({
+  model: z.string(),
+  provider: z.string(),
   /** Overrides the model's catalog instructions when set. */
-  base_instructions?: string;
-  developer_instructions?: string;
-  personality?: string;
-  collaboration_mode?: CollaborationModeConfig;
-  permissions: PermissionsConfig;
-  environments: EnvironmentConfig[];
-  timezone: string;
-  network?: NetworkConfig;
-  agents_md?: AgentsMdConfig;
+  base_instructions: z.string().optional(),
+  developer_instructions: z.string().optional(),
+  personality: z.string().optional(),
+  collaboration_mode: CollaborationModeConfigSchema.optional(),
+  permissions: PermissionsConfigSchema,
+  environments: z.array(EnvironmentConfigSchema),
+  timezone: z.string(),
+  network: NetworkConfigSchema.optional(),
+  agents_md: AgentsMdConfigSchema.optional(),
   /** Insertion-ordered; the order is model-visible. */
-  context_sections: Record<string, ContextSectionConfig>;
-  tools: FunctionTool[];
-  truncation: TruncationConfig;
-}
+  context_sections: z.record(ContextSectionIdSchema, ContextSectionConfigSchema),
+  tools: z.array(FunctionToolSchema),
+  truncation: TruncationConfigSchema,
+});
+export type SessionConfiguration = z.output<typeof SessionConfigurationSchema>;

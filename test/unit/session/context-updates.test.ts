@@ -41,7 +41,7 @@ function update(
 }
 
 function partTexts(item: MessageItem | undefined): string[] {
-  return item?.content.map((p) => ("text" in p ? p.text : "")) ?? [];
+  return item?.content.map((p) => (p.type === "input_image" ? "" : p.text)) ?? [];
 }
 
 const CONFIG: ThreadConfig = {

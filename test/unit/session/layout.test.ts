@@ -4,7 +4,7 @@ import { isBytePrefix, newSession, runTurn, shapeOf } from "../helpers/engine.ts
 
 function texts(item: ResponseItem | undefined): string[] {
   if (item?.type !== "message") return [];
-  return item.content.map((p) => ("text" in p ? p.text : ""));
+  return item.content.map((p) => (p.type === "input_image" ? "" : p.text));
 }
 
 /** Items a turn appended to history before its user message. */
