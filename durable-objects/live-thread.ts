@@ -1,0 +1,213 @@
+import { v7 as uuidv7 } from "uuid";
+import { ContextManager, type TruncationPolicy } from "../shared/context-manager/index.ts";
+import {
+  DEFAULT_MODEL_CATALOG,
+  DEFAULT_MODEL_SLUG,
+  type ModelInfo,
+} from "../shared/models/index.ts";
+import type { Clock, IdSource } from "../shared/ports/index.ts";
+import type { RolloutLine, SessionConfiguration } from "../shared/protocol/index.ts";
+import { LocalModelClient, type ModelClient, ProviderError } from "../shared/providers/index.ts";
+import {
+  type Checkpoint,
+  createCheckpoint,
+  decodeRolloutLine,
+  extendCheckpoint,
+  type ReconstructedState,
+  reconstructFromCheckpoint,
+  reconstructRollout,
+} from "../shared/rollout/index.ts";
+import { type EngineDeps, ThreadSession, truncationPolicyOf } from "../shared/session/index.ts";
+import { CheckpointStore } from "./checkpoint-store.ts";
+import type { MetaStore, ThreadMeta } from "./meta-store.ts";
+import { RolloutLog } from "./rollout-log.ts";
+import { type SegmentRow, SegmentStore } from "./segments.ts";
+import type { Sql } from "./sql.ts";
+
+/** A new checkpoint is taken once this many lines were written after the last one. */
+export const CHECKPOINT_EVERY_LINES = 2_000;
+
+export const systemClock: Clock = { nowMs: () => Date.now() };
+export const randomIds: IdSource = { uuidv7: () => uuidv7() };
+
+/** The R2 prefix of a thread's objects. */
+export function threadPrefix(tenant: string, threadId: string): string {
+  return `threads/${tenant}/${threadId}/`;
+}
+
+/** Chooses the model client for a provider name (design §9). */
+export function modelClientFor(_model: ModelInfo, provider: string): ModelClient {
+  if (provider === "local") return new LocalModelClient();
+  throw new ProviderError(`provider "${provider}" is not configured`);
+}
+
+export interface StorageParts {
+  sql: Sql;
+  storage: DurableObjectStorage;
+  bucket: R2Bucket;
+  meta: MetaStore;
+}
+
+/**
+ * A loaded thread: the engine plus the stores it writes through. Built on the first request after
+ * a cold start (the constructor only migrates the schema, design §6).
+ */
+export class LiveThread {
+  readonly meta: ThreadMeta;
+  readonly session: ThreadSession;
+  readonly log: RolloutLog;
+  readonly segments: SegmentStore;
+  readonly checkpoints: CheckpointStore;
+  /** The newest checkpoint, kept so the next one extends it without re-reading the rollout. */
+  checkpoint: Checkpoint | undefined;
+  /** The turn running now, if any (one at a time). */
+  running: string | undefined;
+
+  constructor(
+    parts: StorageParts,
+    meta: ThreadMeta,
+    config: SessionConfiguration,
+    log: RolloutLog,
+    checkpoint: Checkpoint | undefined,
+    state: ReconstructedState | undefined,
+  ) {
+    this.meta = meta;
+    this.log = log;
+    this.segments = new SegmentStore(
+      parts.sql,
+      parts.bucket,
+      threadPrefix(meta.tenant, meta.id),
+      log,
+    );
+    this.checkpoints = new CheckpointStore(parts.sql, parts.storage);
+    this.checkpoint = checkpoint;
+    const deps: EngineDeps = {
+      clock: systemClock,
+      ids: randomIds,
+      catalog: DEFAULT_MODEL_CATALOG,
+      defaultModel: DEFAULT_MODEL_SLUG,
+      modelClient: modelClientFor,
+      sink: log,
+    };
+    const history = new ContextManager(state?.history);
+    this.session = new ThreadSession(
+      state?.previousTurnSettings === undefined
+        ? { config, history }
+        : { config, history, previousTurnSettings: state.previousTurnSettings },
+      deps,
+    );
+  }
+
+  get truncation(): TruncationPolicy {
+    return truncationPolicyOf(this.session.state.config);
+  }
+
+  /**
+   * Loads a thread from SQLite: the newest checkpoint plus the lines after it. Falls back to the
+   * whole rollout (R2 segments + SQLite tail) when the checkpoint cannot answer.
+   */
+  static async load(parts: StorageParts): Promise<LiveThread | undefined> {
+    const meta = parts.meta.thread();
+    const config = parts.meta.config();
+    if (meta === undefined || config === undefined) return undefined;
+    const checkpoints = new CheckpointStore(parts.sql, parts.storage);
+    const checkpoint = await checkpoints.load();
+    const after = checkpoint?.lastSeq ?? 0;
+    const lastSeq = Math.max(
+      RolloutLog.maxStoredSeq(parts.sql),
+      after,
+      SegmentStore.flushedThroughOf(parts.sql),
+    );
+    const log = new RolloutLog(parts.sql, systemClock, lastSeq);
+    const truncation = truncationPolicyOf(config);
+    const tail = log.linesAfter(after);
+    let state: ReconstructedState | { needsFullReplay: true; reason: string } =
+      checkpoint === undefined
+        ? reconstructRollout(tail, { truncation })
+        : reconstructFromCheckpoint(checkpoint, tail, { truncation });
+    if ("needsFullReplay" in state) {
+      console.warn(`[thread] full replay: ${state.reason}`);
+      const { lines } = await readWholeRollout(parts, meta, log);
+      state = reconstructRollout(
+        lines.map((l) => l.line),
+        { truncation },
+      );
+    }
+    const live = new LiveThread(parts, meta, config, log, checkpoint, state);
+    live.#noteWarnings(state.warnings, parts.meta);
+    return live;
+  }
+
+  #noteWarnings(warnings: readonly string[], meta: MetaStore): void {
+    if (warnings.length === 0) return;
+    const known = new Set(this.meta.warnings.map((w) => w.message));
+    const fresh = warnings.filter((w) => !known.has(w));
+    if (fresh.length === 0) return;
+    this.meta.warnings.push(...fresh.map((message) => ({ code: "rollout_repaired", message })));
+    meta.put("thread", this.meta);
+  }
+
+  /**
+   * Takes a new checkpoint when enough lines accumulated, then drops SQLite lines that are both
+   * in R2 and covered by the checkpoint. Runs after a flush, off the request path.
+   */
+  async maybeCheckpoint(): Promise<void> {
+    const after = this.checkpoint?.lastSeq ?? 0;
+    const flushed = this.segments.flushedThrough();
+    if (flushed - after < CHECKPOINT_EVERY_LINES) return;
+    const lines = this.log
+      .rawAfter(after, flushed - after)
+      .map((r) => decodeRolloutLine(r.line, r.seq));
+    const opts = { truncation: this.truncation, lastSeq: flushed };
+    const next = this.checkpoint
+      ? extendCheckpoint(this.checkpoint, lines, opts)
+      : extendFromScratch(this.log, lines, opts);
+    if ("needsFullReplay" in next) return;
+    await this.checkpoints.save(next);
+    this.checkpoint = next;
+    this.log.deleteThrough(Math.min(next.lastSeq, this.segments.flushedThrough()));
+  }
+}
+
+function extendFromScratch(
+  log: RolloutLog,
+  lines: RolloutLine[],
+  opts: { truncation: TruncationPolicy; lastSeq: number },
+): Checkpoint | { needsFullReplay: true; reason: string } {
+  // With no checkpoint yet, SQLite still holds every line from seq 1.
+  if (log.firstStoredSeq() !== 1) {
+    return { needsFullReplay: true, reason: "no checkpoint, and early lines already left SQLite" };
+  }
+  return createCheckpoint(lines, opts);
+}
+
+export interface WholeRolloutLine {
+  seq: number;
+  /** The stored bytes of the line (kept as-is on restore and export). */
+  text: string;
+  line: RolloutLine;
+}
+
+/** Every line of a thread: R2 segments, then the SQLite lines after them; checks contiguity. */
+export async function readWholeRollout(
+  parts: StorageParts,
+  meta: Pick<ThreadMeta, "tenant" | "id">,
+  log: RolloutLog,
+): Promise<{ lines: WholeRolloutLine[]; segments: Omit<SegmentRow, "state">[] }> {
+  const { lines: fromR2, segments } = await SegmentStore.readAll(
+    parts.bucket,
+    threadPrefix(meta.tenant, meta.id),
+  );
+  const r2Last = fromR2.at(-1)?.seq ?? 0;
+  const all = [...fromR2, ...log.rawAfter(r2Last)];
+  all.forEach((row, i) => {
+    if (row.seq !== i + 1)
+      throw new Error(`[rollout] line ${i + 1} is missing (found seq ${row.seq})`);
+  });
+  const lines = all.map((r) => ({
+    seq: r.seq,
+    text: r.line,
+    line: decodeRolloutLine(r.line, r.seq),
+  }));
+  return { lines, segments };
+}

@@ -1,0 +1,78 @@
+import type { Clock } from "../shared/ports/index.ts";
+import type { RolloutItem, RolloutLine } from "../shared/protocol/index.ts";
+import { decodeRolloutLine, encodeRolloutLine } from "../shared/rollout/index.ts";
+import type { RolloutSink } from "../shared/session/index.ts";
+import type { Sql } from "./sql.ts";
+
+export interface StoredLine {
+  seq: number;
+  line: string;
+}
+
+/**
+ * The SQLite tail of a thread's rollout. `append` inserts synchronously, in the same step in which
+ * the engine changes memory, so the output gate holds every response until the line is durable
+ * (design §6, invariant 5). Sequence numbers start at 1 and never repeat.
+ */
+export class RolloutLog implements RolloutSink {
+  readonly #sql: Sql;
+  readonly #clock: Clock;
+  #lastSeq: number;
+  readonly #listeners = new Set<(seq: number, line: RolloutLine) => void>();
+
+  constructor(sql: Sql, clock: Clock, lastSeq: number) {
+    this.#sql = sql;
+    this.#clock = clock;
+    this.#lastSeq = lastSeq;
+  }
+
+  get lastSeq(): number {
+    return this.#lastSeq;
+  }
+
+  append(item: RolloutItem): void {
+    const line = { timestamp: new Date(this.#clock.nowMs()).toISOString(), ...item } as RolloutLine;
+    this.appendLine(line, encodeRolloutLine(line));
+  }
+
+  /** Appends an already-encoded line (imports keep the original bytes). */
+  appendLine(line: RolloutLine, text: string): void {
+    const seq = this.#lastSeq + 1;
+    this.#sql`INSERT INTO spindle_rollout (seq, line) VALUES (${seq}, ${text})`;
+    this.#lastSeq = seq;
+    for (const listener of this.#listeners) listener(seq, line);
+  }
+
+  onAppend(listener: (seq: number, line: RolloutLine) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Stored lines with `seq > after`, oldest first, at most `limit`. */
+  rawAfter(after: number, limit = Number.MAX_SAFE_INTEGER): StoredLine[] {
+    return this.#sql<{ seq: number; line: string }>`
+      SELECT seq, line FROM spindle_rollout WHERE seq > ${after} ORDER BY seq LIMIT ${limit}`.toArray();
+  }
+
+  linesAfter(after: number): RolloutLine[] {
+    return this.rawAfter(after).map((r) => decodeRolloutLine(r.line, r.seq));
+  }
+
+  /** The first seq still in SQLite (lines before it live in R2 only), or undefined if empty. */
+  firstStoredSeq(): number | undefined {
+    const row = this.#sql<{
+      seq: number | null;
+    }>`SELECT MIN(seq) AS seq FROM spindle_rollout`.one();
+    return row.seq ?? undefined;
+  }
+
+  /** Drops lines up to and including `seq` (only ever lines already in R2 and in a checkpoint). */
+  deleteThrough(seq: number): void {
+    this.#sql`DELETE FROM spindle_rollout WHERE seq <= ${seq}`;
+  }
+
+  static maxStoredSeq(sql: Sql): number {
+    const row = sql<{ seq: number | null }>`SELECT MAX(seq) AS seq FROM spindle_rollout`.one();
+    return row.seq ?? 0;
+  }
+}

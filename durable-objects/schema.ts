@@ -1,0 +1,43 @@
+import { sqlOf } from "./sql.ts";
+
+/**
+ * Persisted table names (design §6). They are stable: never rename one; add a migration step.
+ * - spindle_meta: small key → JSON values (identity, configuration, status, counters).
+ * - spindle_rollout: rollout lines after the newest checkpoint that R2 may not hold yet.
+ * - spindle_checkpoint: the newest checkpoint, gzip-compressed, split into chunks under the 2 MB
+ *   row limit (not enforced by local workerd, so it is enforced here).
+ * - spindle_segments: the manifest of R2 segment objects (contiguous, immutable seq ranges).
+ * - spindle_turns: one row per turn for `GET …/turns/{turn}`.
+ */
+export const TABLES = {
+  meta: "spindle_meta",
+  rollout: "spindle_rollout",
+  checkpoint: "spindle_checkpoint",
+  segments: "spindle_segments",
+  turns: "spindle_turns",
+} as const;
+
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE IF NOT EXISTS spindle_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+   CREATE TABLE IF NOT EXISTS spindle_rollout (seq INTEGER PRIMARY KEY, line TEXT NOT NULL);
+   CREATE TABLE IF NOT EXISTS spindle_checkpoint (chunk INTEGER PRIMARY KEY, data BLOB NOT NULL);
+   CREATE TABLE IF NOT EXISTS spindle_segments (
+     first_seq INTEGER PRIMARY KEY, last_seq INTEGER NOT NULL, r2_key TEXT NOT NULL,
+     bytes INTEGER NOT NULL, sha256 TEXT NOT NULL, state TEXT NOT NULL);
+   CREATE TABLE IF NOT EXISTS spindle_turns (
+     turn_id TEXT PRIMARY KEY, ordinal INTEGER NOT NULL, body TEXT NOT NULL);
+   CREATE INDEX IF NOT EXISTS spindle_turns_ordinal ON spindle_turns (ordinal);`,
+];
+
+/** Applies the numbered migration steps not yet applied. Cheap when up to date. */
+export function migrate(storage: SqlStorage): void {
+  const sql = sqlOf(storage);
+  sql`CREATE TABLE IF NOT EXISTS spindle_schema (version INTEGER NOT NULL)`;
+  const row = sql<{ version: number }>`SELECT version FROM spindle_schema`.toArray()[0];
+  if (row === undefined) sql`INSERT INTO spindle_schema (version) VALUES (0)`;
+  for (let version = row?.version ?? 0; version < MIGRATIONS.length; version++) {
+    // A step may hold several statements; exec runs them all.
+    storage.exec(MIGRATIONS[version] ?? "");
+    sql`UPDATE spindle_schema SET version = ${version + 1}`;
+  }
+}

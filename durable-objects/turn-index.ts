@@ -1,0 +1,61 @@
+import type { ResponseItem, RolloutLine } from "../shared/protocol/index.ts";
+import type { TurnRow } from "./meta-store.ts";
+
+/**
+ * Rebuilds the turn rows from rollout lines (restore from R2): a turn spans its `task_started` to
+ * its `task_complete` or `turn_aborted`; one still open at the end was cut short.
+ */
+export function turnRowsFromRollout(
+  lines: readonly { seq: number; line: RolloutLine }[],
+): TurnRow[] {
+  const rows: TurnRow[] = [];
+  let open: TurnRow | undefined;
+  for (const { seq, line } of lines) {
+    if (line.type !== "event_msg") {
+      if (open) {
+        open.last_seq = seq;
+        if (line.type === "response_item") trackCalls(open, line.payload);
+      }
+      continue;
+    }
+    const event = line.payload;
+    if (event.type === "task_started") {
+      if (open) rows.push({ ...open, status: "interrupted", pending_calls: [] });
+      open = {
+        id: event.turn_id,
+        ordinal: rows.length + 1,
+        status: "in_progress",
+        first_seq: seq,
+        last_seq: seq,
+        pending_calls: [],
+        usage: null,
+        error: null,
+      };
+    } else if (open && (event.type === "task_complete" || event.type === "turn_aborted")) {
+      const failed = event.type === "task_complete" && "error" in event && event.error != null;
+      rows.push({
+        ...open,
+        last_seq: seq,
+        status: event.type === "turn_aborted" ? "interrupted" : failed ? "failed" : "completed",
+      });
+      open = undefined;
+    } else if (open) {
+      open.last_seq = seq;
+      if (event.type === "token_count" && event.info)
+        open.usage = { ...event.info.last_token_usage };
+    }
+  }
+  if (open)
+    rows.push({
+      ...open,
+      status: open.pending_calls.length > 0 ? "requires_action" : "interrupted",
+    });
+  return rows;
+}
+
+function trackCalls(row: TurnRow, item: ResponseItem): void {
+  if (item.type === "function_call") row.pending_calls = [...row.pending_calls, item];
+  if (item.type === "function_call_output") {
+    row.pending_calls = row.pending_calls.filter((c) => c.call_id !== item.call_id);
+  }
+}
