@@ -1,2 +1,16 @@
 export { LocalModelClient } from "./local.ts";
 export { type ModelClient, type ModelEvent, ProviderError } from "./model-client.ts";
+export {
+  createOpenAIClientFromEnv,
+  type FetchFn,
+  OPENAI_DEFAULT_BASE_URL,
+  OPENAI_DEFAULT_MAX_ATTEMPTS,
+  OPENAI_DEFAULT_MAX_RETRY_AFTER_MS,
+  OPENAI_DEFAULT_TIMEOUT_MS,
+  type OpenAIEnv,
+  type OpenAIReasoningOptions,
+  OpenAIResponsesClient,
+  type OpenAIResponsesClientConfig,
+  type ScheduleFn,
+  type SleepFn,
+} from "./openai.ts";

@@ -1,7 +1,7 @@
 import { sha1 } from "@noble/hashes/legacy.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
-import { estimateItemTokenCount } from "../context-manager/index.ts";
 import { isUserTurnBoundary } from "../context/index.ts";
+import { estimateItemTokenCount } from "../context-manager/index.ts";
 import type {
   FunctionCallItem,
   KnownResponseItem,
@@ -19,7 +19,9 @@ const DELTA_CHARS = 24;
 
 function userText(item: MessageItem): string {
   return item.content
-    .map((part) => (part.type === "input_text" ? part.text : part.type === "input_image" ? "[image]" : ""))
+    .map((part) =>
+      part.type === "input_text" ? part.text : part.type === "input_image" ? "[image]" : "",
+    )
     .join("");
 }
 
@@ -74,9 +76,11 @@ export class LocalModelClient implements ModelClient {
     );
     if (outputs.length > 0) {
       const quoted = outputs
-        .map((o) => (o.type === "function_call_output" || o.type === "custom_tool_call_output"
-          ? `${o.call_id}: ${outputText(o.output)}`
-          : ""))
+        .map((o) =>
+          o.type === "function_call_output" || o.type === "custom_tool_call_output"
+            ? `${o.call_id}: ${outputText(o.output)}`
+            : "",
+        )
         .join("\n");
       return assistant(`Tool output received.\n${quoted}`);
     }

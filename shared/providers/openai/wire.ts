@@ -1,0 +1,200 @@
+/**
+ * The OpenAI Responses API wire format: the request body we send and the stream events we read.
+ * Field names are the API's; only the subset the provider needs is read.
+ */
+import { z } from "zod";
+import {
+  type FunctionTool,
+  type KnownResponseItem,
+  KnownResponseItemSchema,
+  type Prompt,
+  type TokenUsage,
+} from "../../protocol/index.ts";
+import { type ModelEvent, ProviderError } from "../model-client.ts";
+import type { SseEvent } from "./sse.ts";
+
+/** Reasoning settings passed through as the request's `reasoning` object. */
+export interface OpenAIReasoningOptions {
+  effort?: "minimal" | "low" | "medium" | "high" | (string & {});
+  summary?: "auto" | "concise" | "detailed" | (string & {});
+}
+
+export interface RequestBodyOptions {
+  model: string;
+  /** Sent as `prompt_cache_key`; absent means the field is omitted. */
+  promptCacheKey?: string;
+  reasoning?: OpenAIReasoningOptions;
+}
+
+/**
+ * Fields that are ours, not the API's: item ids are assigned locally (and with `store: false`
+ * the server could not resolve its own ids anyway), and the turn-id passthrough is Spindle
+ * bookkeeping. Codex likewise never serializes item ids into a request.
+ */
+const LOCAL_ONLY_ITEM_FIELDS = new Set(["id", "internal_chat_message_metadata_passthrough"]);
+
+function toWireItem(item: KnownResponseItem): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(item)) {
+    if (!LOCAL_ONLY_ITEM_FIELDS.has(key) && value !== undefined) out[key] = value;
+  }
+  return out;
+}
+
+function toWireTool(tool: FunctionTool): Record<string, unknown> {
+  return {
+    type: "function",
+    name: tool.name,
+    description: tool.description,
+    parameters: tool.parameters,
+    // The Responses API treats an omitted `strict` as strict mode, which rejects most
+    // hand-written schemas; like Codex, ask for non-strict unless the tool opted in.
+    strict: tool.strict ?? false,
+  };
+}
+
+/** The `POST /responses` body for one sampling request (design §9). */
+export function buildRequestBody(
+  prompt: Prompt,
+  options: RequestBodyOptions,
+): Record<string, unknown> {
+  const body: Record<string, unknown> = {
+    model: options.model,
+    instructions: prompt.instructions,
+    input: prompt.input.map(toWireItem),
+    tools: prompt.tools.map(toWireTool),
+    parallel_tool_calls: prompt.parallel_tool_calls,
+  };
+  if (options.reasoning) body.reasoning = { ...options.reasoning };
+  body.store = false;
+  body.stream = true;
+  // With `store: false` the server keeps no reasoning state; the encrypted copy is how reasoning
+  // carries over to the next request.
+  body.include = ["reasoning.encrypted_content"];
+  if (options.promptCacheKey !== undefined) body.prompt_cache_key = options.promptCacheKey;
+  return body;
+}
+
+const ApiErrorSchema = z.looseObject({
+  message: z.string().nullish(),
+  code: z.union([z.string(), z.number()]).nullish(),
+});
+
+const UsageSchema = z.looseObject({
+  input_tokens: z.number(),
+  input_tokens_details: z.looseObject({ cached_tokens: z.number().nullish() }).nullish(),
+  output_tokens: z.number(),
+  output_tokens_details: z.looseObject({ reasoning_tokens: z.number().nullish() }).nullish(),
+  total_tokens: z.number().nullish(),
+});
+
+const ResponseEnvelopeSchema = z.looseObject({
+  response: z
+    .looseObject({
+      usage: z.unknown().optional(),
+      error: ApiErrorSchema.nullish(),
+      incomplete_details: z.looseObject({ reason: z.string().nullish() }).nullish(),
+    })
+    .nullish(),
+});
+
+const DeltaEventSchema = z.looseObject({ delta: z.string() });
+const ItemDoneEventSchema = z.looseObject({ item: z.looseObject({ type: z.string() }) });
+const ErrorEventSchema = z.looseObject({
+  message: z.string().nullish(),
+  code: z.union([z.string(), z.number()]).nullish(),
+  error: ApiErrorSchema.nullish(),
+});
+
+/** Maps the API's `usage` object onto our `TokenUsage`; undefined when absent or unreadable. */
+export function toTokenUsage(raw: unknown): TokenUsage | undefined {
+  const parsed = UsageSchema.safeParse(raw);
+  if (!parsed.success) return undefined;
+  const u = parsed.data;
+  return {
+    input_tokens: u.input_tokens,
+    cached_input_tokens: u.input_tokens_details?.cached_tokens ?? 0,
+    output_tokens: u.output_tokens,
+    reasoning_output_tokens: u.output_tokens_details?.reasoning_tokens ?? 0,
+    total_tokens: u.total_tokens ?? u.input_tokens + u.output_tokens,
+  };
+}
+
+function completed(usage: unknown): ModelEvent {
+  const mapped = toTokenUsage(usage);
+  return mapped ? { type: "completed", usage: mapped } : { type: "completed" };
+}
+
+/** True when a failed item parse only means "a type this build does not know". */
+function isUnknownItemType(error: z.ZodError): boolean {
+  return error.issues.every((i) => i.code === "invalid_union" && i.path[0] === "type");
+}
+
+/**
+ * Turns one SSE event into a model event, or undefined for events the engine does not need
+ * (`response.created`, `…added`, argument deltas, …). Failures reported by the API throw a
+ * `ProviderError`. `completed` is always the last event of a response.
+ */
+export function interpretEvent(frame: SseEvent): ModelEvent | undefined {
+  let json: unknown;
+  try {
+    json = JSON.parse(frame.data);
+  } catch (cause) {
+    throw new ProviderError(
+      `the model stream sent an event that is not JSON (${frame.event})`,
+      undefined,
+      {
+        cause,
+      },
+    );
+  }
+  if (typeof json !== "object" || json === null) return undefined;
+  const typeField = (json as { type?: unknown }).type;
+  const type = typeof typeField === "string" ? typeField : frame.event;
+
+  switch (type) {
+    case "response.output_text.delta": {
+      const parsed = DeltaEventSchema.safeParse(json);
+      return parsed.success ? { type: "output_text_delta", delta: parsed.data.delta } : undefined;
+    }
+    case "response.output_item.done": {
+      const envelope = ItemDoneEventSchema.safeParse(json);
+      if (!envelope.success)
+        throw new ProviderError("the model stream sent an output item without a type");
+      const item = KnownResponseItemSchema.safeParse(envelope.data.item);
+      if (item.success) return { type: "output_item_done", item: item.data };
+      // Items of types we do not know (built-in tool calls we never asked for, newer kinds) are
+      // skipped, as Codex drops `Other`; a known type that fails to parse is a broken response.
+      if (isUnknownItemType(item.error)) return undefined;
+      throw new ProviderError(
+        `the model stream sent a malformed ${envelope.data.item.type} item`,
+        undefined,
+        {
+          cause: item.error,
+        },
+      );
+    }
+    case "response.completed":
+      return completed(ResponseEnvelopeSchema.safeParse(json).data?.response?.usage);
+    case "response.incomplete": {
+      const response = ResponseEnvelopeSchema.safeParse(json).data?.response;
+      const reason = response?.incomplete_details?.reason;
+      // Running out of output tokens still leaves complete items; anything else (a content
+      // filter, …) means the answer cannot be trusted.
+      if (reason === "max_output_tokens") return completed(response?.usage);
+      throw new ProviderError(`the response is incomplete: ${reason ?? "no reason given"}`);
+    }
+    case "response.failed": {
+      const error = ResponseEnvelopeSchema.safeParse(json).data?.response?.error;
+      throw new ProviderError(error?.message || "the response failed");
+    }
+    case "error": {
+      const parsed = ErrorEventSchema.safeParse(json).data;
+      throw new ProviderError(
+        parsed?.message || parsed?.error?.message || "the model stream reported an error",
+      );
+    }
+    default:
+      return undefined;
+  }
+}
