@@ -64,7 +64,12 @@ export function resolveSessionConfiguration(
     truncation: update.truncation ?? current?.truncation ?? DEFAULT_TRUNCATION,
   };
   setOptional(next, "base_instructions", update.base_instructions, current?.base_instructions);
-  setOptional(next, "developer_instructions", update.developer_instructions, current?.developer_instructions);
+  setOptional(
+    next,
+    "developer_instructions",
+    update.developer_instructions,
+    current?.developer_instructions,
+  );
   setOptional(next, "personality", update.personality, current?.personality);
   setOptional(next, "collaboration_mode", update.collaboration_mode, current?.collaboration_mode);
   setOptional(next, "network", update.network, current?.network);
@@ -92,7 +97,10 @@ function setOptional<K extends keyof SessionConfiguration>(
   if (value !== null && value !== undefined) target[key] = value;
 }
 
-function resolveEnvironments(current: EnvironmentConfig[], update: ThreadConfig): EnvironmentConfig[] {
+function resolveEnvironments(
+  current: EnvironmentConfig[],
+  update: ThreadConfig,
+): EnvironmentConfig[] {
   const envs = update.environments ?? current;
   if (update.cwd === undefined) return envs.map((e) => ({ ...e }));
   const [primary, ...rest] = envs;

@@ -1,5 +1,5 @@
-import type { ContextManager } from "../context-manager/index.ts";
 import { type Fragment, type FragmentRole, MARKERS, renderFragment } from "../context/index.ts";
+import type { ContextManager } from "../context-manager/index.ts";
 import type {
   MessageItem,
   PreviousTurnSettings,
@@ -63,7 +63,10 @@ export function buildInitialContext(turn: TurnContext, worldState: WorldState): 
  * A settings update (reference §5.2): at most two messages, one developer message with the
  * developer-role diffs (model switch first), then one contextual user message.
  */
-export function buildSettingsUpdateItems(turn: TurnContext, fragments: readonly Fragment[]): MessageItem[] {
+export function buildSettingsUpdateItems(
+  turn: TurnContext,
+  fragments: readonly Fragment[],
+): MessageItem[] {
   const items: MessageItem[] = [];
   for (const role of ["developer", "user"] as const) {
     const texts = fragments.filter((f) => f.role === role).map(renderFragment);

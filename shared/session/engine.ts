@@ -1,7 +1,6 @@
 import { ContextManager } from "../context-manager/index.ts";
 import type { ModelCatalog, ModelInfo } from "../models/index.ts";
 import type { Clock, IdSource } from "../ports/index.ts";
-import type { ModelClient } from "../providers/index.ts";
 import type {
   ContentItem,
   FunctionCallItem,
@@ -15,6 +14,7 @@ import type {
   TokenUsage,
   TokenUsageInfo,
 } from "../protocol/index.ts";
+import type { ModelClient } from "../providers/index.ts";
 import { resolveSessionConfiguration } from "./configuration.ts";
 import { previousTurnSettingsOf, recordContextUpdates, withTurnId } from "./context-updates.ts";
 import { buildPrompt } from "./prompt.ts";
@@ -85,7 +85,12 @@ export class ThreadSession {
   }
 
   static create(config: ThreadConfig, deps: EngineDeps): ThreadSession {
-    const resolved = resolveSessionConfiguration(undefined, config, deps.catalog, deps.defaultModel);
+    const resolved = resolveSessionConfiguration(
+      undefined,
+      config,
+      deps.catalog,
+      deps.defaultModel,
+    );
     return new ThreadSession({ config: resolved, history: new ContextManager() }, deps);
   }
 
@@ -103,16 +108,35 @@ export class ThreadSession {
   startTurnContext(overrides: ThreadConfig | undefined): TurnContext {
     const { catalog, defaultModel, clock, ids } = this.#deps;
     if (overrides !== undefined) {
-      this.state.config = resolveSessionConfiguration(this.state.config, overrides, catalog, defaultModel);
+      this.state.config = resolveSessionConfiguration(
+        this.state.config,
+        overrides,
+        catalog,
+        defaultModel,
+      );
     }
     const config = this.state.config;
-    return buildTurnContext(`turn_${ids.uuidv7()}`, config, this.#model(config.model), clock.nowMs());
+    return buildTurnContext(
+      `turn_${ids.uuidv7()}`,
+      config,
+      this.#model(config.model),
+      clock.nowMs(),
+    );
   }
 
   /** The prompt the next sampling step would send with the current configuration. */
   previewPrompt(): Prompt {
-    const turn = buildTurnContext("preview", this.state.config, this.#model(this.state.config.model), this.#deps.clock.nowMs());
-    return buildPrompt(this.history, turn, captureStepContext(turn, this.#deps.clock.nowMs(), undefined));
+    const turn = buildTurnContext(
+      "preview",
+      this.state.config,
+      this.#model(this.state.config.model),
+      this.#deps.clock.nowMs(),
+    );
+    return buildPrompt(
+      this.history,
+      turn,
+      captureStepContext(turn, this.#deps.clock.nowMs(), undefined),
+    );
   }
 
   #record(item: ResponseItem, turn: TurnContext): ResponseItem {
@@ -195,10 +219,14 @@ export class ThreadSession {
       }
       this.history.updateTokenInfo(usage, turn.model.contextWindowTokens);
       const info = this.history.tokenInfo;
-      sink.append({ type: "event_msg", payload: { type: "token_count", info: info ?? null, rate_limits: null } });
+      sink.append({
+        type: "event_msg",
+        payload: { type: "token_count", info: info ?? null, rate_limits: null },
+      });
       yield { type: "token_count", turn_id: turn.turnId, info };
 
-      if (calls.length > 0) return { status: "requires_action", turn_id: turn.turnId, pending_calls: calls };
+      if (calls.length > 0)
+        return { status: "requires_action", turn_id: turn.turnId, pending_calls: calls };
       const completedAtMs = clock.nowMs();
       sink.append({
         type: "event_msg",
