@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
@@ -7,10 +8,25 @@ export default defineConfig({
     cloudflareTest({
       wrangler: { configPath: "./wrangler.toml" },
       // wrangler.toml deploys as production; tests may use the local development key.
-      miniflare: { bindings: { SPINDLE_ENV: "development" } },
+      miniflare: {
+        bindings: {
+          SPINDLE_ENV: "development",
+          // Two test tenants, for isolation tests (keys in test/workers/helpers/api.ts).
+          SPINDLE_API_KEYS: JSON.stringify({
+            [sha256("sk-test-acme")]: "acme",
+            [sha256("sk-test-globex")]: "globex",
+          }),
+          // Small, so that the suites take and use checkpoints.
+          SPINDLE_CHECKPOINT_EVERY_LINES: "40",
+        },
+      },
     }),
   ],
   test: {
     include: ["test/workers/**/*.test.ts"],
   },
 });
+
+function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}

@@ -20,12 +20,12 @@ import {
 import { type EngineDeps, ThreadSession, truncationPolicyOf } from "../shared/session/index.ts";
 import { CheckpointStore } from "./checkpoint-store.ts";
 import type { MetaStore, ThreadMeta } from "./meta-store.ts";
-import { RolloutLog } from "./rollout-log.ts";
+import { decodeTolerantly, RolloutLog } from "./rollout-log.ts";
 import { type SegmentRow, SegmentStore } from "./segments.ts";
 import type { Sql } from "./sql.ts";
 
 /** A new checkpoint is taken once this many lines were written after the last one. */
-export const CHECKPOINT_EVERY_LINES = 2_000;
+export const DEFAULT_CHECKPOINT_EVERY_LINES = 2_000;
 
 export const systemClock: Clock = { nowMs: () => Date.now() };
 export const randomIds: IdSource = { uuidv7: () => uuidv7() };
@@ -42,6 +42,8 @@ export function modelClientFor(_model: ModelInfo, provider: string): ModelClient
 }
 
 export interface StorageParts {
+  /** Lines between checkpoints. */
+  checkpointEveryLines: number;
   sql: Sql;
   storage: DurableObjectStorage;
   bucket: R2Bucket;
@@ -62,6 +64,7 @@ export class LiveThread {
   checkpoint: Checkpoint | undefined;
   /** The turn running now, if any (one at a time). */
   running: string | undefined;
+  readonly #checkpointEveryLines: number;
 
   constructor(
     parts: StorageParts,
@@ -81,6 +84,7 @@ export class LiveThread {
     );
     this.checkpoints = new CheckpointStore(parts.sql, parts.storage);
     this.checkpoint = checkpoint;
+    this.#checkpointEveryLines = parts.checkpointEveryLines;
     const deps: EngineDeps = {
       clock: systemClock,
       ids: randomIds,
@@ -120,21 +124,23 @@ export class LiveThread {
     );
     const log = new RolloutLog(parts.sql, systemClock, lastSeq);
     const truncation = truncationPolicyOf(config);
-    const tail = log.linesAfter(after);
+    const { lines: tail, warnings } = log.linesAfter(after);
     let state: ReconstructedState | { needsFullReplay: true; reason: string } =
       checkpoint === undefined
         ? reconstructRollout(tail, { truncation })
         : reconstructFromCheckpoint(checkpoint, tail, { truncation });
     if ("needsFullReplay" in state) {
       console.warn(`[thread] full replay: ${state.reason}`);
-      const { lines } = await readWholeRollout(parts, meta, log);
+      const whole = await readWholeRollout(parts, meta, log);
+      warnings.splice(0, warnings.length, ...whole.warnings);
       state = reconstructRollout(
-        lines.map((l) => l.line),
+        whole.lines.map((l) => l.line),
         { truncation },
       );
     }
+    if (warnings.length > 0) state = withoutContextBaseline(state);
     const live = new LiveThread(parts, meta, config, log, checkpoint, state);
-    live.#noteWarnings(state.warnings, parts.meta);
+    live.#noteWarnings([...warnings, ...state.warnings], parts.meta);
     return live;
   }
 
@@ -154,7 +160,7 @@ export class LiveThread {
   async maybeCheckpoint(): Promise<void> {
     const after = this.checkpoint?.lastSeq ?? 0;
     const flushed = this.segments.flushedThrough();
-    if (flushed - after < CHECKPOINT_EVERY_LINES) return;
+    if (flushed - after < this.#checkpointEveryLines) return;
     const lines = this.log
       .rawAfter(after, flushed - after)
       .map((r) => decodeRolloutLine(r.line, r.seq));
@@ -167,6 +173,15 @@ export class LiveThread {
     this.checkpoint = next;
     this.log.deleteThrough(Math.min(next.lastSeq, this.segments.flushedThrough()));
   }
+}
+
+/**
+ * After lost lines, the model may no longer have seen the context the reference describes: drop
+ * the reference and the world-state baseline so the next turn sends the full context again.
+ */
+export function withoutContextBaseline(state: ReconstructedState): ReconstructedState {
+  const { referenceContextItem: _r, worldStateBaseline: _w, ...history } = state.history;
+  return { ...state, history };
 }
 
 function extendFromScratch(
@@ -188,26 +203,32 @@ export interface WholeRolloutLine {
   line: RolloutLine;
 }
 
-/** Every line of a thread: R2 segments, then the SQLite lines after them; checks contiguity. */
+/**
+ * Every line of a thread: R2 segments, then the SQLite lines after them. Unreadable segments or
+ * lines, and gaps they leave, come back as warnings rather than errors.
+ */
 export async function readWholeRollout(
   parts: StorageParts,
   meta: Pick<ThreadMeta, "tenant" | "id">,
   log: RolloutLog,
-): Promise<{ lines: WholeRolloutLine[]; segments: Omit<SegmentRow, "state">[] }> {
-  const { lines: fromR2, segments } = await SegmentStore.readAll(
-    parts.bucket,
-    threadPrefix(meta.tenant, meta.id),
-  );
-  const r2Last = fromR2.at(-1)?.seq ?? 0;
-  const all = [...fromR2, ...log.rawAfter(r2Last)];
-  all.forEach((row, i) => {
-    if (row.seq !== i + 1)
-      throw new Error(`[rollout] line ${i + 1} is missing (found seq ${row.seq})`);
-  });
-  const lines = all.map((r) => ({
-    seq: r.seq,
-    text: r.line,
-    line: decodeRolloutLine(r.line, r.seq),
-  }));
-  return { lines, segments };
+): Promise<{
+  lines: WholeRolloutLine[];
+  segments: Omit<SegmentRow, "state">[];
+  warnings: string[];
+}> {
+  const r2 = await SegmentStore.readAll(parts.bucket, threadPrefix(meta.tenant, meta.id));
+  const r2Last = r2.lines.at(-1)?.seq ?? 0;
+  const rows = [...r2.lines, ...log.rawAfter(r2Last)];
+  const warnings = [...r2.warnings];
+  const lines: WholeRolloutLine[] = [];
+  let expected = 1;
+  for (const row of rows) {
+    if (row.seq !== expected) warnings.push(`rollout lines ${expected}-${row.seq - 1} are missing`);
+    expected = row.seq + 1;
+    const decoded = decodeTolerantly([row]);
+    warnings.push(...decoded.warnings);
+    const line = decoded.lines[0];
+    if (line) lines.push({ seq: row.seq, text: row.line, line });
+  }
+  return { lines, segments: r2.segments, warnings };
 }

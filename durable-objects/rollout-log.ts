@@ -54,8 +54,12 @@ export class RolloutLog implements RolloutSink {
       SELECT seq, line FROM spindle_rollout WHERE seq > ${after} ORDER BY seq LIMIT ${limit}`.toArray();
   }
 
-  linesAfter(after: number): RolloutLine[] {
-    return this.rawAfter(after).map((r) => decodeRolloutLine(r.line, r.seq));
+  /**
+   * Decoded lines with `seq > after`. A line that does not decode is skipped with a warning: one
+   * corrupt row must not keep the thread from loading (design §10 invariant 8).
+   */
+  linesAfter(after: number): { lines: RolloutLine[]; warnings: string[] } {
+    return decodeTolerantly(this.rawAfter(after));
   }
 
   /** The first seq still in SQLite (lines before it live in R2 only), or undefined if empty. */
@@ -75,4 +79,21 @@ export class RolloutLog implements RolloutSink {
     const row = sql<{ seq: number | null }>`SELECT MAX(seq) AS seq FROM spindle_rollout`.one();
     return row.seq ?? 0;
   }
+}
+
+/** Decodes stored lines, skipping (with a warning) any that do not decode. */
+export function decodeTolerantly(rows: readonly StoredLine[]): {
+  lines: RolloutLine[];
+  warnings: string[];
+} {
+  const lines: RolloutLine[] = [];
+  const warnings: string[] = [];
+  for (const row of rows) {
+    try {
+      lines.push(decodeRolloutLine(row.line, row.seq));
+    } catch (err) {
+      warnings.push(`rollout line ${row.seq} skipped: ${(err as Error).message}`);
+    }
+  }
+  return { lines, warnings };
 }

@@ -139,15 +139,20 @@ export class SegmentStore {
   }
 
   /**
-   * Reads every segment of a prefix from R2 in seq order, checking each checksum. Returns the lines
-   * and the manifest rows that describe them.
+   * Reads every segment of a prefix from R2 in seq order, checking each checksum. A segment that
+   * cannot be read or fails its checksum is skipped with a warning (its lines are then missing).
    */
   static async readAll(
     bucket: R2Bucket,
     prefix: string,
-  ): Promise<{ lines: { seq: number; line: string }[]; segments: Omit<SegmentRow, "state">[] }> {
-    const out: { seq: number; line: string }[] = [];
+  ): Promise<{
+    lines: { seq: number; line: string }[];
+    segments: Omit<SegmentRow, "state">[];
+    warnings: string[];
+  }> {
+    const lines: { seq: number; line: string }[] = [];
     const segments: Omit<SegmentRow, "state">[] = [];
+    const warnings: string[] = [];
     let cursor: string | undefined;
     do {
       const page = await bucket.list({
@@ -156,29 +161,17 @@ export class SegmentStore {
         include: ["customMetadata"],
       });
       for (const object of page.objects) {
-        const body = await bucket.get(object.key);
-        if (body === null) throw new Error(`[rollout] segment ${object.key} vanished`);
-        const text = await gunzip(await body.arrayBuffer());
-        const expected = object.customMetadata?.sha256;
-        if (expected !== undefined && expected !== (await sha256Hex(text))) {
-          throw new Error(`[rollout] segment ${object.key} fails its checksum`);
+        try {
+          const segment = await readSegment(bucket, object);
+          lines.push(...segment.lines);
+          segments.push(segment.row);
+        } catch (err) {
+          warnings.push(`segment ${object.key} skipped: ${(err as Error).message}`);
         }
-        const first = Number(object.customMetadata?.first_seq);
-        const lines = text.split("\n").filter((l) => l !== "");
-        lines.forEach((line, i) => {
-          out.push({ seq: first + i, line });
-        });
-        segments.push({
-          first_seq: first,
-          last_seq: first + lines.length - 1,
-          r2_key: object.key,
-          bytes: text.length,
-          sha256: expected ?? "",
-        });
       }
       cursor = page.truncated ? page.cursor : undefined;
     } while (cursor !== undefined);
-    return { lines: out, segments };
+    return { lines, segments, warnings };
   }
 
   /** Deletes every R2 object under the prefix (thread deletion). */
@@ -190,4 +183,30 @@ export class SegmentStore {
       cursor = page.truncated ? page.cursor : undefined;
     } while (cursor !== undefined);
   }
+}
+
+async function readSegment(
+  bucket: R2Bucket,
+  object: R2Object,
+): Promise<{ lines: { seq: number; line: string }[]; row: Omit<SegmentRow, "state"> }> {
+  const body = await bucket.get(object.key);
+  if (body === null) throw new Error("it vanished");
+  const text = await gunzip(await body.arrayBuffer());
+  const expected = object.customMetadata?.sha256;
+  if (expected === undefined || expected !== (await sha256Hex(text))) {
+    throw new Error("its checksum does not match");
+  }
+  const first = Number(object.customMetadata?.first_seq);
+  if (!Number.isInteger(first) || first < 1) throw new Error("it has no first_seq");
+  const texts = text.split("\n").filter((l) => l !== "");
+  return {
+    lines: texts.map((line, i) => ({ seq: first + i, line })),
+    row: {
+      first_seq: first,
+      last_seq: first + texts.length - 1,
+      r2_key: object.key,
+      bytes: text.length,
+      sha256: expected,
+    },
+  };
 }

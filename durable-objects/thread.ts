@@ -21,11 +21,13 @@ import type {
   ThreadRpc,
 } from "../worker/thread-rpc.ts";
 import {
+  DEFAULT_CHECKPOINT_EVERY_LINES,
   LiveThread,
   readWholeRollout,
   type StorageParts,
   systemClock,
   threadPrefix,
+  withoutContextBaseline,
 } from "./live-thread.ts";
 import { MetaStore, type ThreadMeta, type TurnRow } from "./meta-store.ts";
 import { RolloutLog } from "./rollout-log.ts";
@@ -74,7 +76,14 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     super(ctx, env);
     migrate(ctx.storage.sql);
     const sql = sqlOf(ctx.storage.sql);
-    this.#parts = { sql, storage: ctx.storage, bucket: env.ROLLOUT, meta: new MetaStore(sql) };
+    this.#parts = {
+      checkpointEveryLines:
+        Number(env.SPINDLE_CHECKPOINT_EVERY_LINES) || DEFAULT_CHECKPOINT_EVERY_LINES,
+      sql,
+      storage: ctx.storage,
+      bucket: env.ROLLOUT,
+      meta: new MetaStore(sql),
+    };
   }
 
   /** The thread, loaded once per instance; undefined when it does not exist. */
@@ -355,11 +364,11 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     if (!tenant || !threadId) return fail("internal", "This object has no thread name.");
     const existing = await this.#thread();
     const log = existing?.log ?? new RolloutLog(this.#parts.sql, systemClock, 0);
-    const { lines: rows, segments } = await readWholeRollout(
-      this.#parts,
-      { tenant, id: threadId },
-      log,
-    );
+    const {
+      lines: rows,
+      segments,
+      warnings,
+    } = await readWholeRollout(this.#parts, { tenant, id: threadId }, log);
     if (rows.length === 0) return fail("not_found", "No rollout in R2 for this thread.");
     const lines = rows.map((r) => r.line);
     const configLine = lines.findLast((l) => l.type === "spindle_config");
@@ -378,7 +387,12 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       turn_count: turns.length,
       warnings: [],
     };
-    const state = reconstructRollout(lines, { truncation: truncationPolicyOf(config) });
+    const rebuilt = reconstructRollout(lines, { truncation: truncationPolicyOf(config) });
+    const state = warnings.length > 0 ? withoutContextBaseline(rebuilt) : rebuilt;
+    meta.warnings = [...warnings, ...state.warnings].map((message) => ({
+      code: "rollout_repaired",
+      message,
+    }));
     const lastSeq = rows.at(-1)?.seq ?? 0;
     // Rewrite local state from the rollout: lines R2 holds are recorded as flushed.
     await this.ctx.storage.deleteAll();

@@ -6,4 +6,6 @@ export interface Env {
   ROLLOUT: R2Bucket;
   SPINDLE_ENV?: string;
   SPINDLE_API_KEYS?: string;
+  /** Lines between checkpoints (default 2000); tests lower it to exercise checkpoints. */
+  SPINDLE_CHECKPOINT_EVERY_LINES?: string;
 }

@@ -34,3 +34,7 @@ export function threadStub(threadId: string, tenant = "local") {
 export function newThreadId(): string {
   return `t_${crypto.randomUUID().replaceAll("-", "")}`;
 }
+
+/** API keys of the two test tenants configured in vitest.workers.config.ts. */
+export const ACME_KEY = "sk-test-acme";
+export const GLOBEX_KEY = "sk-test-globex";

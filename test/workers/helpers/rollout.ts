@@ -1,0 +1,47 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { checkRollout, type RolloutCheck, type SegmentText } from "../../helpers/rollout-check.ts";
+import { threadStub } from "./api.ts";
+
+async function gunzip(bytes: ArrayBuffer): Promise<string> {
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return new Response(stream).text();
+}
+
+/** Reads a thread's R2 segments and SQLite tail and checks them together. */
+export async function checkThreadRollout(
+  threadId: string,
+  tenant = "local",
+): Promise<RolloutCheck> {
+  const segments: SegmentText[] = [];
+  const listed = await env.ROLLOUT.list({
+    prefix: `threads/${tenant}/${threadId}/segments/`,
+    include: ["customMetadata"],
+  });
+  for (const object of listed.objects) {
+    const body = await env.ROLLOUT.get(object.key);
+    if (!body) throw new Error(`missing ${object.key}`);
+    segments.push({
+      key: object.key,
+      first_seq: Number(object.customMetadata?.first_seq),
+      text: await gunzip(await body.arrayBuffer()),
+    });
+  }
+  const tail = await runInDurableObject(threadStub(threadId, tenant), (_i, state) =>
+    state.storage.sql
+      .exec<{ seq: number; line: string }>("SELECT seq, line FROM spindle_rollout ORDER BY seq")
+      .toArray(),
+  );
+  return checkRollout(segments, tail);
+}
+
+/** SQLite rows of a thread's tables, for assertions. */
+export async function sqlRows<T extends Record<string, SqlStorageValue>>(
+  threadId: string,
+  query: string,
+  tenant = "local",
+): Promise<T[]> {
+  return runInDurableObject(threadStub(threadId, tenant), (_i, state) =>
+    state.storage.sql.exec<T>(query).toArray(),
+  );
+}
