@@ -1,0 +1,29 @@
+export {
+  type Checkpoint,
+  type CheckpointOptions,
+  createCheckpoint,
+  DEFAULT_MAX_ROLLBACK_TURNS,
+  extendCheckpoint,
+  type NeedsFullReplay,
+  reconstructFromCheckpoint,
+} from "./checkpoint.ts";
+export {
+  type DecodeJsonlOptions,
+  decodeRolloutJsonl,
+  decodeRolloutLine,
+  encodeRolloutJsonl,
+  encodeRolloutLine,
+  RolloutDecodeError,
+} from "./codec.ts";
+export {
+  type ReconstructedState,
+  type ReconstructOptions,
+  reconstructRollout,
+} from "./reconstruct.ts";
+export type {
+  CompactedEntry,
+  OlderScanSummary,
+  ScanEntry,
+  WorldStateRecord,
+  WorldStateReplay,
+} from "./scan.ts";
