@@ -24,6 +24,9 @@ export default defineConfig({
   ],
   test: {
     include: ["test/workers/**/*.test.ts"],
+    // Test files share one isolate: a spy on a binding (fault injection) would leak into
+    // another file's Durable Objects if files ran at the same time.
+    fileParallelism: false,
   },
 });
 

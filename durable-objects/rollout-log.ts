@@ -4,6 +4,27 @@ import { decodeRolloutLine, encodeRolloutLine } from "../shared/rollout/index.ts
 import type { RolloutSink } from "../shared/session/index.ts";
 import type { Sql } from "./sql.ts";
 
+/**
+ * Durable Object SQLite rows are limited to 2 MB (not enforced by local workerd). A line is stored
+ * in parts of at most this many UTF-16 code units: at most 3 UTF-8 bytes each, 1.5 MB a row.
+ */
+export const LINE_PART_MAX_CHARS = 500_000;
+
+/** Splits text into parts, never between the two halves of a surrogate pair. */
+export function splitLine(text: string, max = LINE_PART_MAX_CHARS): string[] {
+  const parts: string[] = [];
+  let start = 0;
+  while (text.length - start > max) {
+    let end = start + max;
+    const code = text.charCodeAt(end);
+    if (code >= 0xdc00 && code <= 0xdfff) end -= 1;
+    parts.push(text.slice(start, end));
+    start = end;
+  }
+  parts.push(text.slice(start));
+  return parts;
+}
+
 export interface StoredLine {
   seq: number;
   line: string;
@@ -38,7 +59,7 @@ export class RolloutLog implements RolloutSink {
   /** Appends an already-encoded line (imports keep the original bytes). */
   appendLine(line: RolloutLine, text: string): void {
     const seq = this.#lastSeq + 1;
-    this.#sql`INSERT INTO spindle_rollout (seq, line) VALUES (${seq}, ${text})`;
+    RolloutLog.insert(this.#sql, seq, text);
     this.#lastSeq = seq;
     for (const listener of this.#listeners) listener(seq, line);
   }
@@ -48,10 +69,25 @@ export class RolloutLog implements RolloutSink {
     return () => this.#listeners.delete(listener);
   }
 
+  static insert(sql: Sql, seq: number, text: string): void {
+    splitLine(text).forEach((part, i) => {
+      sql`INSERT INTO spindle_rollout (seq, part, line) VALUES (${seq}, ${i}, ${part})`;
+    });
+  }
+
   /** Stored lines with `seq > after`, oldest first, at most `limit`. */
   rawAfter(after: number, limit = Number.MAX_SAFE_INTEGER): StoredLine[] {
-    return this.#sql<{ seq: number; line: string }>`
-      SELECT seq, line FROM spindle_rollout WHERE seq > ${after} ORDER BY seq LIMIT ${limit}`.toArray();
+    const last = after + Math.min(limit, Number.MAX_SAFE_INTEGER - after);
+    const rows = this.#sql<{ seq: number; part: number; line: string }>`
+      SELECT seq, part, line FROM spindle_rollout WHERE seq > ${after} AND seq <= ${last}
+      ORDER BY seq, part`.toArray();
+    const lines: StoredLine[] = [];
+    for (const row of rows) {
+      const previous = lines.at(-1);
+      if (row.part > 0 && previous?.seq === row.seq) previous.line += row.line;
+      else lines.push({ seq: row.seq, line: row.line });
+    }
+    return lines;
   }
 
   /**

@@ -3,7 +3,8 @@ import { sqlOf } from "./sql.ts";
 /**
  * Persisted table names (design §6). They are stable: never rename one; add a migration step.
  * - spindle_meta: small key → JSON values (identity, configuration, status, counters).
- * - spindle_rollout: rollout lines after the newest checkpoint that R2 may not hold yet.
+ * - spindle_rollout: rollout lines after the newest checkpoint that R2 may not hold yet; a line
+ *   longer than a row may hold is split into numbered parts.
  * - spindle_checkpoint: the newest checkpoint, gzip-compressed, split into chunks under the 2 MB
  *   row limit (not enforced by local workerd, so it is enforced here).
  * - spindle_segments: the manifest of R2 segment objects (contiguous, immutable seq ranges).
@@ -19,7 +20,8 @@ export const TABLES = {
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS spindle_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-   CREATE TABLE IF NOT EXISTS spindle_rollout (seq INTEGER PRIMARY KEY, line TEXT NOT NULL);
+   CREATE TABLE IF NOT EXISTS spindle_rollout (
+     seq INTEGER NOT NULL, part INTEGER NOT NULL, line TEXT NOT NULL, PRIMARY KEY (seq, part));
    CREATE TABLE IF NOT EXISTS spindle_checkpoint (chunk INTEGER PRIMARY KEY, data BLOB NOT NULL);
    CREATE TABLE IF NOT EXISTS spindle_segments (
      first_seq INTEGER PRIMARY KEY, last_seq INTEGER NOT NULL, r2_key TEXT NOT NULL,

@@ -405,7 +405,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       const flushed = segments.at(-1)?.last_seq ?? 0;
       for (const r of rows) {
         if (r.seq > flushed) {
-          this.#parts.sql`INSERT INTO spindle_rollout (seq, line) VALUES (${r.seq}, ${r.text})`;
+          RolloutLog.insert(this.#parts.sql, r.seq, r.text);
         }
       }
     });

@@ -71,6 +71,56 @@ describe("checkpoints and cold starts", () => {
   });
 });
 
+describe("row size", () => {
+  it("a line larger than a SQLite row is stored in parts under the 2 MB limit and reads back whole", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    // 3 MiB of text with multi-byte characters and surrogate pairs at every offset parity.
+    const big = "é😀x".repeat(262_144 + 7);
+    const done = await turn(id, big);
+    expect(done.status).toBe("completed");
+    const parts = await sqlRows<{ seq: number; bytes: number }>(
+      id,
+      "SELECT seq, length(CAST(line AS BLOB)) AS bytes FROM spindle_rollout",
+    );
+    expect(Math.max(...parts.map((p) => p.bytes))).toBeLessThan(1_800_000);
+    expect(new Set(parts.map((p) => p.seq)).size).toBeLessThan(parts.length);
+    const before = await prompt(id);
+    await evictDurableObject(threadStub(id));
+    const after = await prompt(id);
+    expect(after).toBe(before);
+    expect(after).toContain(big);
+    expect((await checkThreadRollout(id)).errors).toEqual([]);
+  });
+});
+
+describe("checkpoint size", () => {
+  it("a checkpoint larger than a row is split into chunks under the 2 MB limit and loads back", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    // Incompressible text, so the gzip checkpoint stays above one row.
+    const bytes = new Uint8Array(3_000_000);
+    for (let i = 0; i < bytes.length; i += 65_536)
+      crypto.getRandomValues(bytes.subarray(i, i + 65_536));
+    const noise = Array.from(bytes, (b) => String.fromCharCode(48 + (b % 64))).join("");
+    await turn(id, noise);
+    for (let i = 0; i < 6; i++) await turn(id, `more ${i}`);
+    await runDurableObjectAlarm(threadStub(id));
+    const chunks = await sqlRows<{ bytes: number }>(
+      id,
+      "SELECT length(data) AS bytes FROM spindle_checkpoint",
+    );
+    expect(chunks.length).toBeGreaterThan(1);
+    expect(Math.max(...chunks.map((c) => c.bytes))).toBeLessThanOrEqual(1_800_000);
+    const before = await prompt(id);
+    const state = await inspect(id);
+    expect(state?.checkpointSeq).toBeGreaterThan(0);
+    await evictDurableObject(threadStub(id));
+    expect(await prompt(id)).toBe(before);
+    expect(await inspect(id)).toEqual(state);
+  });
+});
+
 describe("repairs instead of crash loops", () => {
   it("a turn cut off mid-way by an eviction is settled, and the next turn pairs its tool call", async () => {
     const id = newThreadId();
@@ -112,7 +162,7 @@ describe("repairs instead of crash loops", () => {
       lines.forEach((line, i) => {
         // Raw rows, as a crashed instance left them.
         sql.exec(
-          "INSERT INTO spindle_rollout (seq, line) VALUES (?, ?)",
+          "INSERT INTO spindle_rollout (seq, part, line) VALUES (?, 0, ?)",
           last + 1 + i,
           JSON.stringify(line),
         );

@@ -27,11 +27,20 @@ export async function checkThreadRollout(
       text: await gunzip(await body.arrayBuffer()),
     });
   }
-  const tail = await runInDurableObject(threadStub(threadId, tenant), (_i, state) =>
+  const rows = await runInDurableObject(threadStub(threadId, tenant), (_i, state) =>
     state.storage.sql
-      .exec<{ seq: number; line: string }>("SELECT seq, line FROM spindle_rollout ORDER BY seq")
+      .exec<{ seq: number; part: number; line: string }>(
+        "SELECT seq, part, line FROM spindle_rollout ORDER BY seq, part",
+      )
       .toArray(),
   );
+  // A long line is stored in parts; join them back.
+  const tail: { seq: number; line: string }[] = [];
+  for (const row of rows) {
+    const last = tail.at(-1);
+    if (row.part > 0 && last?.seq === row.seq) last.line += row.line;
+    else tail.push({ seq: row.seq, line: row.line });
+  }
   return checkRollout(segments, tail);
 }
 
