@@ -79,6 +79,11 @@ export const ThreadConfigSchema = z.strictObject({
     .optional(),
   tools: z.array(FunctionToolSchema).max(128).optional(),
   truncation: TruncationConfigSchema.optional(),
+  /**
+   * Auto-compaction runs before a turn when the estimated context exceeds this share of the
+   * model's window (0 < x ≤ 1; default 0.9). `null` goes back to the default.
+   */
+  auto_compact_fraction: z.number().gt(0).max(1).nullable().optional(),
 });
 
 export type PermissionsConfig = z.infer<typeof PermissionsConfigSchema>;
@@ -112,5 +117,7 @@ export const SessionConfigurationSchema = z.object({
   context_sections: z.record(ContextSectionIdSchema, ContextSectionConfigSchema),
   tools: z.array(FunctionToolSchema),
   truncation: TruncationConfigSchema,
+  /** Unset: the engine's default (0.9). */
+  auto_compact_fraction: z.number().gt(0).max(1).optional(),
 });
 export type SessionConfiguration = z.output<typeof SessionConfigurationSchema>;

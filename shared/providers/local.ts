@@ -10,6 +10,7 @@ import type {
   TokenUsage,
   ToolOutput,
 } from "../protocol/index.ts";
+import { SUMMARIZATION_REQUEST, SUMMARY_PREFIX } from "../session/index.ts";
 import type { ModelClient, ModelEvent } from "./model-client.ts";
 
 /** `/call NAME {json arguments}`: asks the local model to call a declared tool. */
@@ -40,7 +41,10 @@ function approxTokens(text: string): number {
  * - normally: `Received N input items. Last user message: "…"`;
  * - last user text `/call NAME {json}` with NAME declared in tools: a `function_call` (call id
  *   derived from the prompt, so retries are stable); an undeclared tool gets an explanation;
- * - after tool outputs follow the last user message: a message quoting each output.
+ * - after tool outputs follow the last user message: a message quoting each output;
+ * - last user text is the engine's summarization request (a compaction): a summary
+ *   `Summary of N earlier items; last user request: "…"`, N counting the items before the request
+ *   and the quote being the newest real user message before it (earlier summaries skipped).
  * Usage is estimated from the prompt with the context manager's estimator.
  */
 export class LocalModelClient implements ModelClient {
@@ -84,6 +88,9 @@ export class LocalModelClient implements ModelClient {
         .join("\n");
       return assistant(`Tool output received.\n${quoted}`);
     }
+    if (last !== undefined && text === SUMMARIZATION_REQUEST) {
+      return assistant(summarize(input.slice(0, lastUser)));
+    }
     const call = CALL_COMMAND.exec(text);
     if (call) {
       const name = call[1] ?? "";
@@ -118,6 +125,20 @@ export class LocalModelClient implements ModelClient {
       total_tokens: input + out,
     };
   }
+}
+
+/** The deterministic compaction summary of the items before the summarization request. */
+function summarize(earlier: readonly KnownResponseItem[]): string {
+  let request = "";
+  for (let i = earlier.length - 1; i >= 0; i--) {
+    const item = earlier[i];
+    if (item?.type !== "message" || item.role !== "user" || !isUserTurnBoundary(item)) continue;
+    const text = userText(item).trim();
+    if (text.startsWith(SUMMARY_PREFIX)) continue;
+    request = text;
+    break;
+  }
+  return `Summary of ${earlier.length} earlier items; last user request: ${JSON.stringify(request)}`;
 }
 
 function assistant(text: string): MessageItem {

@@ -74,6 +74,12 @@ export function resolveSessionConfiguration(
   setOptional(next, "collaboration_mode", update.collaboration_mode, current?.collaboration_mode);
   setOptional(next, "network", update.network, current?.network);
   setOptional(next, "agents_md", update.agents_md, current?.agents_md);
+  setOptional(
+    next,
+    "auto_compact_fraction",
+    update.auto_compact_fraction,
+    current?.auto_compact_fraction,
+  );
   return next;
 }
 

@@ -6,6 +6,7 @@ import type {
   ResponseItem,
   TurnContextItem,
   WorldStateItem,
+  WorldStateSnapshot,
 } from "../protocol/index.ts";
 import { buildWorldState, mergePatchFrom, type WorldState } from "../world-state/index.ts";
 import type { RolloutSink } from "./rollout-sink.ts";
@@ -101,22 +102,13 @@ export function recordContextUpdates(
   const worldState = buildWorldState(step.worldState);
   const snapshot = worldState.snapshot();
   const full = history.referenceContextItem === undefined;
-  const baseline = history.worldStateBaseline;
 
-  let items: MessageItem[];
-  let worldStateItem: WorldStateItem | undefined;
-  if (full) {
-    items = buildInitialContext(turn, worldState);
-    worldStateItem = { full: true, state: snapshot };
-  } else {
-    items = buildSettingsUpdateItems(turn, worldState.renderHistoryDiff(baseline, history.items));
-    if (baseline === undefined) {
-      worldStateItem = { full: true, state: snapshot };
-    } else {
-      const patch = mergePatchFrom(baseline, snapshot);
-      worldStateItem = patch === undefined ? undefined : { full: false, state: patch };
-    }
-  }
+  const { items, worldStateItem } = full
+    ? {
+        items: buildInitialContext(turn, worldState),
+        worldStateItem: { full: true, state: snapshot } satisfies WorldStateItem,
+      }
+    : diffAgainstBaseline(history, turn, worldState, snapshot);
 
   const turnContextItem = toTurnContextItem(turn);
   if (items.length > 0) {
@@ -128,6 +120,59 @@ export function recordContextUpdates(
   history.referenceContextItem = turnContextItem;
   history.worldStateBaseline = snapshot;
   return { full, items, turnContextItem, worldStateItem };
+}
+
+/**
+ * The diff of the world state against history's baseline: the fragments of the sections that
+ * changed (or whose text is missing from history) as at most two messages, and the `world_state`
+ * item describing it (full without a baseline, a merge patch otherwise, none when unchanged).
+ */
+function diffAgainstBaseline(
+  history: ContextManager,
+  turn: TurnContext,
+  worldState: WorldState,
+  snapshot: WorldStateSnapshot,
+): { items: MessageItem[]; worldStateItem: WorldStateItem | undefined } {
+  const baseline = history.worldStateBaseline;
+  const items = buildSettingsUpdateItems(
+    turn,
+    worldState.renderHistoryDiff(baseline, history.items),
+  );
+  if (baseline === undefined) return { items, worldStateItem: { full: true, state: snapshot } };
+  const patch = mergePatchFrom(baseline, snapshot);
+  return { items, worldStateItem: patch === undefined ? undefined : { full: false, state: patch } };
+}
+
+export interface WorldStateUpdateResult {
+  /** The model-visible diff items appended to history (none when nothing changed). */
+  readonly items: readonly MessageItem[];
+  readonly worldStateItem: WorldStateItem | undefined;
+}
+
+/**
+ * The world-state half of `recordContextUpdates`, for a later sampling step of a running turn
+ * (design §5 step 5: a resumed or continued turn captures a new StepContext, e.g. the date rolled
+ * over). Records exactly the diff the turn-start path would record — only the changed sections'
+ * items (design §10 invariant 2), then their `world_state` patch — and advances the baseline. It writes no `turn_context` and
+ * leaves the reference context item alone: the turn's settings are frozen (design §3), so the
+ * turn's `turn_context` line stays true; only world facts outside the settings (the clock) move.
+ */
+export function recordWorldStateUpdate(
+  history: ContextManager,
+  turn: TurnContext,
+  step: StepContext,
+  sink: RolloutSink,
+): WorldStateUpdateResult {
+  const worldState = buildWorldState(step.worldState);
+  const snapshot = worldState.snapshot();
+  const { items, worldStateItem } = diffAgainstBaseline(history, turn, worldState, snapshot);
+  if (items.length > 0) {
+    history.recordItems(items, turn.truncationPolicy);
+    for (const item of items) sink.append({ type: "response_item", payload: item });
+  }
+  if (worldStateItem !== undefined) sink.append({ type: "world_state", payload: worldStateItem });
+  history.worldStateBaseline = snapshot;
+  return { items, worldStateItem };
 }
 
 /** The settings a turn leaves for the next one (reference §1.5 `PreviousTurnSettings`). */

@@ -1,3 +1,4 @@
+export * from "./compaction.ts";
 export * from "./configuration.ts";
 export {
   buildInitialContext,
@@ -5,9 +6,13 @@ export {
   type ContextUpdateResult,
   previousTurnSettingsOf,
   recordContextUpdates,
+  recordWorldStateUpdate,
+  type WorldStateUpdateResult,
   withTurnId,
 } from "./context-updates.ts";
 export * from "./engine.ts";
-export { buildPrompt } from "./prompt.ts";
+export * from "./errors.ts";
+export * from "./notices.ts";
+export { buildCompactionPrompt, buildPrompt } from "./prompt.ts";
 export * from "./rollout-sink.ts";
 export * from "./turn-context.ts";

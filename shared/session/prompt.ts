@@ -1,5 +1,6 @@
 import type { ContextManager } from "../context-manager/index.ts";
 import type { KnownResponseItem, Prompt } from "../protocol/index.ts";
+import { summarizationRequestMessage } from "./notices.ts";
 import type { StepContext, TurnContext } from "./turn-context.ts";
 
 /** Removes Spindle/Codex bookkeeping that providers do not accept. Returns a copy. */
@@ -18,6 +19,23 @@ export function buildPrompt(history: ContextManager, turn: TurnContext, step: St
     instructions: turn.baseInstructions,
     input: history.forPrompt(turn.model.inputModalities).map(providerView),
     tools: step.tools.map((t) => ({ ...t })),
+    parallel_tool_calls: turn.model.supportsParallelToolCalls,
+  };
+}
+
+/**
+ * The request of a compaction task (reference §5.6): the turn's base instructions, the normalized
+ * history and one extra user message asking for a summary. That message exists only in this
+ * request; it is never recorded. No tools are offered, so the model can only answer in text.
+ */
+export function buildCompactionPrompt(history: ContextManager, turn: TurnContext): Prompt {
+  return {
+    instructions: turn.baseInstructions,
+    input: [
+      ...history.forPrompt(turn.model.inputModalities).map(providerView),
+      summarizationRequestMessage(),
+    ],
+    tools: [],
     parallel_tool_calls: turn.model.supportsParallelToolCalls,
   };
 }

@@ -1,21 +1,37 @@
+import { ContextManager } from "../../../shared/context-manager/index.ts";
 import { DEFAULT_MODEL_CATALOG, DEFAULT_MODEL_SLUG } from "../../../shared/models/index.ts";
-import { fixedClock, sequentialIds } from "../../../shared/ports/index.ts";
-import type { Prompt, RolloutItem, ThreadConfig } from "../../../shared/protocol/index.ts";
-import { LocalModelClient, type ModelClient } from "../../../shared/providers/index.ts";
+import { type Clock, fixedClock, sequentialIds } from "../../../shared/ports/index.ts";
+import type {
+  FunctionCallItem,
+  Prompt,
+  RolloutItem,
+  ThreadConfig,
+} from "../../../shared/protocol/index.ts";
+import {
+  LocalModelClient,
+  type ModelClient,
+  type ModelEvent,
+} from "../../../shared/providers/index.ts";
 import {
   type EngineDeps,
   MemoryRolloutSink,
+  type SessionState,
   ThreadSession,
+  type ToolCallOutput,
+  type TurnEvent,
   type TurnOutcome,
 } from "../../../shared/session/index.ts";
 
 /** 2026-03-01T12:00:00Z */
 export const T0 = Date.UTC(2026, 2, 1, 12, 0, 0);
 
-/** A local model that remembers every prompt it was sent. */
+/** A model (the local one by default) that remembers every prompt it was sent. */
 export class RecordingClient implements ModelClient {
   readonly prompts: Prompt[] = [];
-  readonly #inner = new LocalModelClient();
+  readonly #inner: ModelClient;
+  constructor(inner: ModelClient = new LocalModelClient()) {
+    this.#inner = inner;
+  }
   stream(prompt: Prompt, signal?: AbortSignal) {
     this.prompts.push(structuredClone(prompt));
     return this.#inner.stream(prompt, signal);
@@ -29,11 +45,21 @@ export interface Harness {
   deps: EngineDeps;
 }
 
-export function newSession(config: ThreadConfig = {}, stepMs = 1000): Harness {
+export interface HarnessOptions {
+  clock?: Clock;
+  /** Serves every model request instead of the recording local model (which still records). */
+  model?: ModelClient;
+}
+
+export function newSession(
+  config: ThreadConfig = {},
+  stepMs = 1000,
+  options: HarnessOptions = {},
+): Harness {
   const sink = new MemoryRolloutSink();
-  const client = new RecordingClient();
+  const client = new RecordingClient(options.model);
   const deps: EngineDeps = {
-    clock: fixedClock(T0, stepMs),
+    clock: options.clock ?? fixedClock(T0, stepMs),
     ids: sequentialIds("u"),
     catalog: DEFAULT_MODEL_CATALOG,
     defaultModel: DEFAULT_MODEL_SLUG,
@@ -42,6 +68,82 @@ export function newSession(config: ThreadConfig = {}, stepMs = 1000): Harness {
   };
   return { session: ThreadSession.create(config, deps), sink, client, deps };
 }
+
+/**
+ * A fresh session over a copy of `h`'s state and the same deps (sink, client, ids): what the
+ * Durable Object has after an eviction and a rebuild from its checkpoint.
+ */
+export function rebuild(h: Harness): Harness {
+  const { config, history, previousTurnSettings } = h.session.state;
+  const state: SessionState = {
+    config: structuredClone(config),
+    history: new ContextManager(structuredClone(history.toState())),
+  };
+  if (previousTurnSettings !== undefined) state.previousTurnSettings = { ...previousTurnSettings };
+  return { ...h, session: new ThreadSession(state, h.deps) };
+}
+
+/** A clock the test sets by hand. */
+export class ManualClock implements Clock {
+  constructor(public ms: number) {}
+  nowMs(): number {
+    return this.ms;
+  }
+}
+
+/** Drains a task's generator: every event and the outcome. */
+export async function drain<R>(
+  gen: AsyncGenerator<TurnEvent, R>,
+): Promise<{ events: TurnEvent[]; outcome: R }> {
+  const events: TurnEvent[] = [];
+  for (;;) {
+    const next = await gen.next();
+    if (next.done) return { events, outcome: next.value };
+    events.push(next.value);
+  }
+}
+
+/** Resumes a paused turn with outputs and returns the outcome. */
+export async function resume(
+  h: Harness,
+  outcome: TurnOutcome,
+  outputs: (calls: FunctionCallItem[]) => ToolCallOutput[],
+): Promise<TurnOutcome> {
+  if (outcome.status !== "requires_action") throw new Error(`not paused: ${outcome.status}`);
+  const gen = h.session.resumeTurn(
+    outcome.turn_id,
+    outcome.pending_calls,
+    outputs(outcome.pending_calls),
+  );
+  return (await drain(gen)).outcome;
+}
+
+/** A model that streams one delta and then waits until the signal aborts (then throws, as a provider does). */
+export class StallingClient implements ModelClient {
+  started = 0;
+  async *stream(_prompt: Prompt, signal?: AbortSignal): AsyncIterable<ModelEvent> {
+    this.started += 1;
+    yield { type: "output_text_delta", delta: "Partial ans" };
+    await new Promise<void>((_, reject) => {
+      if (signal?.aborted) reject(signal.reason);
+      signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
+    });
+    yield { type: "output_text_delta", delta: "wer that never finishes" };
+  }
+}
+
+/** Text of about `tokens` estimated tokens (4 bytes each). */
+export function textOfTokens(tokens: number, fill = "lorem ipsum "): string {
+  return fill.repeat(Math.ceil((tokens * 4) / fill.length)).slice(0, tokens * 4);
+}
+
+/** A declared client tool for `/call` tests. */
+export const LOOKUP_TOOL = {
+  type: "function" as const,
+  name: "lookup",
+  description: "find things",
+  parameters: { type: "object" },
+};
 
 export function text(t: string) {
   return { content: [{ type: "input_text" as const, text: t }] };

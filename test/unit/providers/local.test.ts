@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { KnownResponseItem, Prompt } from "../../../shared/protocol/index.ts";
 import { LocalModelClient, type ModelEvent } from "../../../shared/providers/index.ts";
+import { SUMMARIZATION_REQUEST, summaryMessage } from "../../../shared/session/index.ts";
 
 function prompt(input: KnownResponseItem[], tools: Prompt["tools"] = []): Prompt {
   return { instructions: "be local", input, tools, parallel_tool_calls: true };
@@ -66,6 +67,52 @@ describe("LocalModelClient", () => {
       type: "message",
       role: "assistant",
       content: [{ type: "output_text", text: "Tool output received.\nc1: 42 results" }],
+    });
+  });
+
+  it("answers the summarization request with a deterministic summary of what came before", () => {
+    const answer: KnownResponseItem = {
+      type: "message",
+      role: "assistant",
+      content: [{ type: "output_text", text: "ok" }],
+    };
+    const p = prompt([
+      user("<environment_context>x</environment_context>"),
+      user("first"),
+      answer,
+      user("second task"),
+      answer,
+      user(SUMMARIZATION_REQUEST),
+    ]);
+    const item = new LocalModelClient().respond(p);
+    expect(item).toEqual({
+      type: "message",
+      role: "assistant",
+      content: [
+        {
+          type: "output_text",
+          text: 'Summary of 5 earlier items; last user request: "second task"',
+        },
+      ],
+    });
+    expect(new LocalModelClient().respond(p)).toEqual(item);
+  });
+
+  it("skips earlier compaction summaries when quoting the last user request", () => {
+    const item = new LocalModelClient().respond(
+      prompt([user("original"), summaryMessage("old"), user(SUMMARIZATION_REQUEST)]),
+    );
+    expect(item.type === "message" && item.content[0]).toEqual({
+      type: "output_text",
+      text: 'Summary of 2 earlier items; last user request: "original"',
+    });
+  });
+
+  it("summarizes an empty conversation with an empty quote", () => {
+    const item = new LocalModelClient().respond(prompt([user(SUMMARIZATION_REQUEST)]));
+    expect(item.type === "message" && item.content[0]).toEqual({
+      type: "output_text",
+      text: 'Summary of 0 earlier items; last user request: ""',
     });
   });
 

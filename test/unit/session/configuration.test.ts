@@ -1,6 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { DEFAULT_MODEL_CATALOG, DEFAULT_MODEL_SLUG } from "../../../shared/models/index.ts";
-import type { SessionConfiguration, ThreadConfig } from "../../../shared/protocol/index.ts";
+import {
+  type SessionConfiguration,
+  type ThreadConfig,
+  ThreadConfigSchema,
+} from "../../../shared/protocol/index.ts";
 import {
   DEFAULT_PERMISSIONS,
   InvalidConfigurationError,
@@ -94,5 +98,21 @@ describe("resolveSessionConfiguration", () => {
     expect(first.provider).toBe("custom");
     expect(resolve(first, { model: "spindle-local-lite" }).provider).toBe("local");
     expect(resolve(first, { timezone: "UTC" }).provider).toBe("custom");
+  });
+
+  it("carries auto_compact_fraction as a new default; null goes back to the engine default", () => {
+    const first = resolve(undefined, { auto_compact_fraction: 0.5 });
+    expect(first.auto_compact_fraction).toBe(0.5);
+    const second = resolve(first, { timezone: "UTC" });
+    expect(second.auto_compact_fraction).toBe(0.5);
+    expect(resolve(second, { auto_compact_fraction: null })).not.toHaveProperty(
+      "auto_compact_fraction",
+    );
+  });
+
+  it("accepts auto_compact_fraction only in (0, 1]", () => {
+    expect(ThreadConfigSchema.safeParse({ auto_compact_fraction: 1 }).success).toBe(true);
+    expect(ThreadConfigSchema.safeParse({ auto_compact_fraction: 0 }).success).toBe(false);
+    expect(ThreadConfigSchema.safeParse({ auto_compact_fraction: 1.5 }).success).toBe(false);
   });
 });
