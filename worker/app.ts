@@ -1,174 +1,290 @@
 /**
  * The stateless edge: authenticate, validate, scope to the tenant, call the thread's DO, render
- * the result (design §7). No thread state lives here.
+ * the result (design §7). No thread state lives here. The routes are the table in `routes.ts`;
+ * this file holds one handler per route.
  */
-import { type Context, Hono } from "hono";
+import { type Context, Hono, type MiddlewareHandler } from "hono";
 import type { AppEnv } from "./app-env.ts";
 import { authenticate } from "./auth.ts";
 import { ApiError, isProblemCode, PROBLEM_CONTENT_TYPE, toApiError } from "./errors.ts";
+import { buildOpenApiDocument, type OpenApiDocument } from "./openapi.ts";
 import {
-  CreateThreadBodySchema,
-  HistoryQuerySchema,
-  type InputMessage,
-  StartTurnBodySchema,
-  ThreadParamsSchema,
-  type TurnInput,
-  TurnParamsSchema,
-} from "./schemas.ts";
-import type { RpcResult, ThreadRpc } from "./thread-rpc.ts";
+  API_ROUTES,
+  honoPath,
+  IMPORT_MEDIA_TYPES,
+  matchesPath,
+  type OperationId,
+  type RouteInput,
+  type RouteSpec,
+} from "./routes.ts";
+import type { InputMessage, TurnInput } from "./schemas.ts";
+import { SSE_HEADERS, serverSentEvents } from "./sse.ts";
+import type { RpcResult, StartTurnRequest, ThreadRpc } from "./thread-rpc.ts";
 import { getThreadStub, type ThreadStubFactory } from "./thread-stub.ts";
 import {
-  jsonBodyMaxBytes,
+  importBodyMaxBytes,
   limitBody,
-  turnBodyMaxBytes,
-  validBody,
-  validParams,
-  validQuery,
+  limitStream,
+  mediaTypeOf,
+  parseRequestPart,
+  readJsonBody,
+  tooLarge,
 } from "./validate.ts";
 
 export interface AppOptions {
   /** How to reach a thread's DO; defaults to the `THREAD` namespace under `{tenant}:{thread}`. */
   threadStub?: ThreadStubFactory;
-  /** Id for a thread created without one; defaults to `thr_<uuid v4>`. */
+  /** Id for a thread created, forked or imported without one; defaults to `thr_<uuid v4>`. */
   newThreadId?: () => string;
+  /** The largest rollout `POST /v1/threads/import` reads; defaults to 64 MiB. */
+  importMaxBytes?: number;
+  /** Silence on an SSE stream before a keep-alive comment; defaults to 15 s. */
+  keepAliveMs?: number;
 }
 
-const PATHS = {
-  threads: "/v1/threads",
-  thread: "/v1/threads/:id",
-  turns: "/v1/threads/:id/turns",
-  turn: "/v1/threads/:id/turns/:turn",
-  history: "/v1/threads/:id/history",
-  prompt: "/v1/threads/:id/prompt",
-  restore: "/v1/threads/:id/restore",
-} as const;
+type RouteHandler<R> = (c: Context<AppEnv>, input: RouteInput<R>) => Response | Promise<Response>;
+
+/** One handler per route of the table: a route without a handler does not compile. */
+type Handlers = { [K in OperationId]: RouteHandler<(typeof API_ROUTES)[K]> };
+
+const threadUrl = (threadId: string) => `/v1/threads/${threadId}`;
 
 export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   const threadStub = options.threadStub ?? getThreadStub;
   const newThreadId = options.newThreadId ?? (() => `thr_${crypto.randomUUID()}`);
+  const importMaxBytes = options.importMaxBytes ?? importBodyMaxBytes;
   const app = new Hono<AppEnv>();
-
-  app.onError((err, c) => renderError(c, err));
-  app.notFound((c) =>
-    renderError(c, new ApiError("not_found", `No route matches ${c.req.method} ${c.req.path}.`)),
-  );
-
-  app.get("/healthz", (c) => c.json({ ok: true, service: "spindle" }));
-
-  // Authenticate before anything reads the body or touches a DO.
-  app.use("/v1/*", authenticate());
+  let document: OpenApiDocument | undefined;
 
   const stubFor = (c: Context<AppEnv>, threadId: string): ThreadRpc =>
     threadStub(c.env, c.var.tenant, threadId);
 
-  app.post(
-    PATHS.threads,
-    limitBody(jsonBodyMaxBytes),
-    validBody(CreateThreadBodySchema),
-    async (c) => {
-      const { id, ...config } = c.req.valid("json");
+  /** The response of a streamed turn (`endAfterTerminal`) or of the thread's tail. */
+  const eventStream = (
+    c: Context<AppEnv>,
+    upstream: ReadableStream<Uint8Array>,
+    endAfterTerminal: boolean,
+  ): Response =>
+    c.body(
+      serverSentEvents(upstream, {
+        endAfterTerminal,
+        ...(options.keepAliveMs === undefined ? {} : { keepAliveMs: options.keepAliveMs }),
+        onError: (error) => logError(c, error),
+      }),
+      200,
+      SSE_HEADERS,
+    );
+
+  const handlers: Handlers = {
+    health: (c) => c.json({ ok: true, service: "spindle" }),
+
+    openApiDocument: (c) => {
+      // Built once per isolate, on first request: it only depends on the code.
+      document ??= buildOpenApiDocument();
+      return c.json(document);
+    },
+
+    createThread: async (c, { body }) => {
+      const { id, ...config } = body;
       const threadId = id ?? newThreadId();
       const tenant = c.var.tenant;
       const thread = unwrap(
         await threadStub(c.env, tenant, threadId).createThread({ tenant, threadId, config }),
       );
-      return c.json(thread, 201, { Location: `${PATHS.threads}/${threadId}` });
+      return c.json(thread, 201, { Location: threadUrl(threadId) });
     },
-  );
 
-  app.get(PATHS.thread, validParams(ThreadParamsSchema), async (c) => {
-    const { id } = c.req.valid("param");
-    return c.json(unwrap(await stubFor(c, id).getThread()));
-  });
-
-  app.delete(PATHS.thread, validParams(ThreadParamsSchema), async (c) => {
-    const { id } = c.req.valid("param");
-    unwrap(await stubFor(c, id).deleteThread());
-    return c.body(null, 204);
-  });
-
-  app.post(
-    PATHS.turns,
-    validParams(ThreadParamsSchema),
-    limitBody(turnBodyMaxBytes),
-    validBody(StartTurnBodySchema),
-    async (c) => {
-      const { id } = c.req.valid("param");
-      const { input, overrides, on_busy, stream } = c.req.valid("json");
-      if (stream) {
-        const errors = [{ path: "/stream", message: "Streaming is not implemented yet" }];
+    importThread: async (c, { query }) => {
+      const mediaType = mediaTypeOf(c);
+      if (!IMPORT_MEDIA_TYPES.includes(mediaType)) {
         throw new ApiError(
-          "invalid_request",
-          "Streaming turns (`stream: true`) are not available yet.",
-          {
-            errors,
-          },
+          "unsupported_media_type",
+          `Send the rollout as JSONL, with Content-Type ${IMPORT_MEDIA_TYPES.join(" or ")}.`,
+          { headers: { "Accept-Post": IMPORT_MEDIA_TYPES.join(", ") } },
         );
       }
-      const turn = unwrap(
-        await stubFor(c, id).startTurn({
-          input: inputMessages(input),
-          ...(overrides === undefined ? {} : { overrides }),
-          onBusy: on_busy,
-        }),
-      );
+      if (Number(c.req.header("content-length")) > importMaxBytes) throw tooLarge(importMaxBytes);
+      const body = c.req.raw.body;
+      if (body === null) {
+        throw new ApiError("invalid_request", "The rollout is empty.", {
+          errors: [{ path: "/line/1", message: "No rollout line" }],
+        });
+      }
+      const tenant = c.var.tenant;
+      const threadId = query.id ?? newThreadId();
+      // Streamed to the DO as it arrives; past the limit the DO's read fails and nothing is kept.
+      const upload = limitStream(body, importMaxBytes);
+      let result: RpcResult<unknown>;
+      try {
+        result = await threadStub(c.env, tenant, threadId).createFromRollout({
+          tenant,
+          threadId,
+          lines: upload.stream,
+          source: "import",
+        });
+      } catch (thrown) {
+        if (upload.exceeded()) throw tooLarge(importMaxBytes);
+        throw thrown;
+      }
+      if (upload.exceeded()) throw tooLarge(importMaxBytes);
+      return c.json(unwrap(result), 201, { Location: threadUrl(threadId) });
+    },
+
+    getThread: async (c, { param }) => c.json(unwrap(await stubFor(c, param.id).getThread())),
+
+    deleteThread: async (c, { param }) => {
+      unwrap(await stubFor(c, param.id).deleteThread());
+      return c.body(null, 204);
+    },
+
+    startTurn: async (c, { param, body }) => {
+      const { input, overrides, on_busy, stream } = body;
+      const req: StartTurnRequest = {
+        input: inputMessages(input),
+        ...(overrides === undefined ? {} : { overrides }),
+        onBusy: on_busy,
+      };
+      if (stream ?? acceptsEventStream(c.req.header("accept"))) {
+        return eventStream(c, unwrap(await stubFor(c, param.id).streamTurn(req)), true);
+      }
+      const turn = unwrap(await stubFor(c, param.id).startTurn(req));
       // A queued turn has not run yet: accepted, not done (RFC 9110 §15.3.3).
       return c.json(turn, turn.status === "in_progress" ? 202 : 200);
     },
-  );
 
-  app.get(PATHS.turn, validParams(TurnParamsSchema), async (c) => {
-    const { id, turn } = c.req.valid("param");
-    return c.json(unwrap(await stubFor(c, id).getTurn(turn)));
-  });
+    getTurn: async (c, { param }) => c.json(unwrap(await stubFor(c, param.id).getTurn(param.turn))),
 
-  app.get(
-    PATHS.history,
-    validParams(ThreadParamsSchema),
-    validQuery(HistoryQuerySchema),
-    async (c) => {
-      const { id } = c.req.valid("param");
-      const { limit, cursor } = c.req.valid("query");
-      const page = await stubFor(c, id).listHistory(
+    submitOutputs: async (c, { param, body }) => {
+      const stub = stubFor(c, param.id);
+      const req = { items: body.items };
+      if (body.stream ?? acceptsEventStream(c.req.header("accept"))) {
+        return eventStream(c, unwrap(await stub.streamOutputs(param.turn, req)), true);
+      }
+      return c.json(unwrap(await stub.submitOutputs(param.turn, req)));
+    },
+
+    steerTurn: async (c, { param, body }) => {
+      const req = { input: inputMessages(body.input) };
+      return c.json(unwrap(await stubFor(c, param.id).steer(param.turn, req)));
+    },
+
+    interruptTurn: async (c, { param }) =>
+      c.json(unwrap(await stubFor(c, param.id).interrupt(param.turn))),
+
+    getEvents: async (c, { param, query, header }) => {
+      // A reconnecting EventSource sends Last-Event-ID with the original URL: the header is newer.
+      const after = header["last-event-id"] ?? query.after;
+      const events = await stubFor(c, param.id).events(after === undefined ? {} : { after });
+      return eventStream(c, unwrap(events), false);
+    },
+
+    rollbackThread: async (c, { param, body }) =>
+      c.json(unwrap(await stubFor(c, param.id).rollback({ turns: body.turns }))),
+
+    forkThread: async (c, { param, body }) => {
+      const tenant = c.var.tenant;
+      const request = body.before_turn === undefined ? {} : { beforeTurn: body.before_turn };
+      const source = unwrap(await stubFor(c, param.id).forkSource(request));
+      // The target is in the caller's tenant, like the source (design §10 invariant 9).
+      const threadId = body.id ?? newThreadId();
+      let result: RpcResult<unknown>;
+      try {
+        result = await threadStub(c.env, tenant, threadId).createFromRollout({
+          tenant,
+          threadId,
+          lines: source.lines,
+          forkedFrom: source.forkedFrom,
+          source: "fork",
+        });
+      } catch (thrown) {
+        cancelQuietly(source.lines);
+        throw thrown;
+      }
+      if (!result.ok) cancelQuietly(source.lines);
+      return c.json(unwrap(result), 201, { Location: threadUrl(threadId) });
+    },
+
+    compactThread: async (c, { param }) => c.json(unwrap(await stubFor(c, param.id).compact())),
+
+    injectItems: async (c, { param, body }) => {
+      const items = body.items ?? inputMessages(body.text ?? "");
+      return c.json(unwrap(await stubFor(c, param.id).inject({ items })));
+    },
+
+    listHistory: async (c, { param, query }) => {
+      const { limit, cursor } = query;
+      const page = await stubFor(c, param.id).listHistory(
         cursor === undefined ? { limit } : { limit, cursor },
       );
       return c.json(unwrap(page));
     },
-  );
 
-  app.get(PATHS.prompt, validParams(ThreadParamsSchema), async (c) => {
-    const { id } = c.req.valid("param");
-    return c.json(unwrap(await stubFor(c, id).getPrompt()));
-  });
+    getPrompt: async (c, { param }) => c.json(unwrap(await stubFor(c, param.id).getPrompt())),
 
-  app.post(PATHS.restore, validParams(ThreadParamsSchema), async (c) => {
-    const { id } = c.req.valid("param");
-    return c.json(unwrap(await stubFor(c, id).restore()));
-  });
+    exportRollout: async (c, { param }) => {
+      const lines = unwrap(await stubFor(c, param.id).exportRollout());
+      return c.body(lines, 200, {
+        "Content-Type": "application/x-ndjson",
+        "Content-Disposition": `attachment; filename="${param.id}.jsonl"`,
+      });
+    },
 
-  // A known path with another method is 405 with `Allow` (RFC 9110 §15.5.6), not 404.
-  const allowed: Record<(typeof PATHS)[keyof typeof PATHS], string> = {
-    [PATHS.threads]: "POST",
-    [PATHS.thread]: "GET, DELETE",
-    [PATHS.turns]: "POST",
-    [PATHS.turn]: "GET",
-    [PATHS.history]: "GET",
-    [PATHS.prompt]: "GET",
-    [PATHS.restore]: "POST",
+    restoreThread: async (c, { param }) => c.json(unwrap(await stubFor(c, param.id).restore())),
   };
-  for (const [path, allow] of Object.entries(allowed)) {
-    app.all(path, (c) => {
-      throw new ApiError(
-        "method_not_allowed",
-        `${c.req.method} is not allowed here; use ${allow}.`,
-        {
-          headers: { Allow: allow },
-        },
+
+  app.onError((err, c) => renderError(c, err));
+  // No route matched: a path some route has is 405 with `Allow` (RFC 9110 §15.5.6), else 404.
+  app.notFound((c) => {
+    const allow = [
+      ...new Set(
+        Object.values(API_ROUTES as Record<string, RouteSpec>)
+          .filter((route) => matchesPath(route.path, c.req.path))
+          .map((route) => route.method.toUpperCase()),
+      ),
+    ];
+    if (allow.length === 0) {
+      return renderError(
+        c,
+        new ApiError("not_found", `No route matches ${c.req.method} ${c.req.path}.`),
       );
-    });
+    }
+    const detail = `${c.req.method} is not allowed here; use ${allow.join(", ")}.`;
+    return renderError(
+      c,
+      new ApiError("method_not_allowed", detail, { headers: { Allow: allow.join(", ") } }),
+    );
+  });
+
+  // Authenticate before anything reads the body or touches a DO.
+  app.use("/v1/*", authenticate());
+
+  for (const operationId of Object.keys(API_ROUTES) as OperationId[]) {
+    const route: RouteSpec = API_ROUTES[operationId];
+    const handler = handlers[operationId] as RouteHandler<RouteSpec>;
+    const handle: MiddlewareHandler<AppEnv> = async (c) =>
+      handler(c, (await readInput(c, route)) as RouteInput<RouteSpec>);
+    const method = route.method.toUpperCase();
+    if (route.body?.kind === "json") {
+      app.on(method, honoPath(route.path), limitBody(route.body.maxBytes), handle);
+    } else {
+      app.on(method, honoPath(route.path), handle);
+    }
   }
 
   return app;
+}
+
+/** Parses each part the route declares: path, query, headers, then the JSON body. */
+async function readInput(c: Context<AppEnv>, route: RouteSpec) {
+  return {
+    param: route.params && parseRequestPart(route.params, c.req.param(), "param"),
+    query: route.query && parseRequestPart(route.query, c.req.query(), "query"),
+    header: route.headers && parseRequestPart(route.headers, c.req.header(), "header"),
+    body:
+      route.body?.kind === "json"
+        ? parseRequestPart(route.body.schema, await readJsonBody(c), "body")
+        : undefined,
+  };
 }
 
 /** The value of a successful DO call, or its failure thrown as the matching `ApiError`. */
@@ -190,12 +306,33 @@ function inputMessages(input: TurnInput): InputMessage[] {
   return [{ type: "message", role: "user", content: [{ type: "input_text", text: input }] }];
 }
 
+/**
+ * Whether an `Accept` header (RFC 9110 §12.5.1) names `text/event-stream` with a non-zero
+ * weight. Wildcards do not count: a client that accepts anything gets JSON.
+ */
+export function acceptsEventStream(accept: string | undefined): boolean {
+  if (accept === undefined) return false;
+  return accept.split(",").some((range) => {
+    const [type, ...params] = range.split(";").map((part) => part.trim().toLowerCase());
+    if (type !== "text/event-stream") return false;
+    const weight = params.find((param) => param.startsWith("q="));
+    return weight === undefined || Number(weight.slice(2)) > 0;
+  });
+}
+
+/** Releases a stream nobody will read; a stream already handed over is left alone. */
+function cancelQuietly(stream: ReadableStream<Uint8Array>): void {
+  stream.cancel().catch(() => {});
+}
+
+function logError(c: Context<AppEnv>, error: ApiError): void {
+  console.error("[worker]", c.req.method, c.req.path, error.message, error.cause ?? "");
+}
+
 /** RFC 9457: every error answers `application/problem+json`; unexpected ones are logged. */
 function renderError(c: Context<AppEnv>, thrown: unknown): Response {
   const error = toApiError(thrown);
-  if (error.code === "internal") {
-    console.error("[worker]", c.req.method, c.req.path, error.message, error.cause ?? "");
-  }
+  if (error.code === "internal") logError(c, error);
   return c.body(JSON.stringify(error.toProblem()), error.status, {
     ...error.headers,
     "Content-Type": PROBLEM_CONTENT_TYPE,

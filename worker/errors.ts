@@ -19,6 +19,8 @@ export const PROBLEM_CODES = [
   "no_pending_calls",
   "unknown_call_id",
   "payload_too_large",
+  "unsupported_media_type",
+  "event_expired",
   "provider_error",
   "context_window_exceeded",
   "unknown_model",
@@ -63,6 +65,8 @@ const PROBLEM_TYPES: Record<ProblemCode, { status: ContentfulStatusCode; title: 
   no_pending_calls: { status: 409, title: "The turn is not waiting for tool outputs" },
   unknown_call_id: { status: 400, title: "No pending call has this call_id" },
   payload_too_large: { status: 413, title: "The request body is too large" },
+  unsupported_media_type: { status: 415, title: "The request body's media type is not accepted" },
+  event_expired: { status: 410, title: "The requested events are no longer retained" },
   provider_error: { status: 502, title: "The model provider failed" },
   context_window_exceeded: { status: 400, title: "The input does not fit the context window" },
   unknown_model: { status: 400, title: "The model is not in the catalog" },
@@ -90,7 +94,7 @@ export function problemType(code: ProblemCode): string {
 
 export interface ApiErrorOptions {
   errors?: FieldError[];
-  /** Response headers the error needs (`WWW-Authenticate` on 401, `Allow` on 405). */
+  /** Headers the error needs: `WWW-Authenticate` (401), `Allow` (405), `Accept-Post` (415). */
   headers?: Record<string, string>;
   cause?: unknown;
 }
@@ -135,6 +139,7 @@ const CODE_BY_HTTP_STATUS: Partial<Record<number, ProblemCode>> = {
   404: "not_found",
   405: "method_not_allowed",
   413: "payload_too_large",
+  415: "unsupported_media_type",
 };
 
 /**
@@ -152,12 +157,12 @@ export function toApiError(thrown: unknown): ApiError {
 }
 
 /** Where a validated value came from; it decides how a field error's `path` is written. */
-export type RequestPart = "body" | "query" | "param";
+export type RequestPart = "body" | "query" | "param" | "header";
 
 /**
  * Renders zod issues as field errors. For the body, `path` is an RFC 6901 JSON Pointer
- * (`/input/0/content`, `""` for the body itself); query and path parameters are flat, so their
- * `path` is the parameter name (`limit`, `id`). A union failure reports the one branch that got
+ * (`/input/0/content`, `""` for the body itself); query, path and header parameters are flat, so
+ * their `path` is the parameter name (`limit`, `id`, `last-event-id`). A union failure reports the one branch that got
  * past its type check, so the path reaches the field that is actually wrong; each unknown key
  * gets its own entry.
  */

@@ -10,11 +10,17 @@
  * The worker authenticates, validates and scopes before any call: a stub is addressed by
  * `{tenant}:{thread}` (design §10 invariant 9), and every argument has passed the zod schemas in
  * `schemas.ts` (defaults applied).
+ *
+ * Every `ReadableStream` in this contract, either way, carries `Uint8Array` chunks only. Workers
+ * RPC documents byte streams (`type: "bytes"`) as transferable, so prefer those; a plain stream
+ * of `Uint8Array` was seen to work locally (cloudflare-platform §1.9). Ownership moves to the
+ * receiver.
  */
 
 import type { Prompt, ResponseItem, ThreadConfig } from "../shared/protocol/index.ts";
 import type { ProblemCode } from "./errors.ts";
 import type {
+  FunctionCallOutputInput,
   InputMessage,
   ListResource,
   OnBusy,
@@ -54,13 +60,96 @@ export interface ListHistoryRequest {
   cursor?: string;
 }
 
+/** `events`: where the replay starts. */
+export interface EventsRequest {
+  /**
+   * Replay every retained event with `seq > after`, then tail. Absent: no replay, live events
+   * only (from the moment of the call).
+   */
+  after?: number;
+}
+
+/** `submitOutputs` / `streamOutputs`. */
+export interface SubmitOutputsRequest {
+  /** 1-128 outputs, `call_id`s distinct (checked by the worker). */
+  items: FunctionCallOutputInput[];
+}
+
+/** `steer`. */
+export interface SteerRequest {
+  /** User messages, as for `startTurn`. */
+  input: InputMessage[];
+}
+
+/** `rollback`. */
+export interface RollbackRequest {
+  /** ≥ 1. More than the thread has drops every user turn (reference §4.5 step 3). */
+  turns: number;
+}
+
+/** `inject`. */
+export interface InjectRequest {
+  /** 1-256 user messages (a `{text}` body arrives as one `input_text` message). */
+  items: InputMessage[];
+}
+
+/** `forkSource`. */
+export interface ForkSourceRequest {
+  /** A turn id of this thread: the fork ends just before that turn's first line. */
+  beforeTurn?: string;
+}
+
+/** `forkSource`'s answer: the prefix to copy, read by the worker and piped to the target. */
+export interface ForkSource {
+  /** The prefix as Codex JSONL (the `exportRollout` format). */
+  lines: ReadableStream<Uint8Array>;
+  /** The source thread's id, recorded as the fork's `forked_from`. */
+  forkedFrom: string;
+}
+
+/** `createFromRollout`, called on the TARGET thread's DO (design §7 fork and import). */
+export interface CreateFromRolloutRequest {
+  /** The caller's tenant: the target is always in the same tenant as the request. */
+  tenant: string;
+  threadId: string;
+  /**
+   * The rollout as Codex JSONL: UTF-8, one `RolloutLine` per line (`\n` or `\r\n`), blank lines
+   * ignored but counted, the final newline optional. Read to its end or cancelled; never kept
+   * after the call answers. It may error mid-read (the worker aborts an import over its size
+   * limit): the DO then creates nothing and answers `invalid_request` (the worker reports 413).
+   */
+  lines: ReadableStream<Uint8Array>;
+  /** The source thread's id for a fork; absent for an import. */
+  forkedFrom?: string;
+  /** `fork`: lines from `forkSource`; `import`: a client's upload, to be checked line by line. */
+  source: "fork" | "import";
+}
+
+/**
+ * Event streams: a body of NDJSON, one `ThreadEvent` (`schemas.ts`) per `\n`-terminated line,
+ * UTF-8, in `seq` order. `seq` is the thread's event sequence: strictly increasing, persistent
+ * across eviction and never reused, but not contiguous (a client must not infer lost events
+ * from gaps). Cancelling the stream (`ReadableStream.cancel`, a client that left) only detaches
+ * that reader: it never interrupts, fails or otherwise changes a turn.
+ */
+export type EventStream = ReadableStream<Uint8Array>;
+
 /**
  * The Thread DO's public RPC methods. Expected failures and their codes:
- * `createThread` → `thread_exists`, `unknown_model`, `invalid_request`;
- * everything else on a thread that does not exist → `not_found`;
- * `startTurn` → `thread_busy` (with `onBusy: "reject"`), `unknown_model`, `invalid_request`,
- * `provider_error`, `context_window_exceeded`; `getTurn` → `turn_not_found`;
- * `listHistory` → `invalid_request` for a cursor it cannot read.
+ * - `createThread` → `thread_exists`, `unknown_model`, `invalid_request`;
+ * - every method but `createThread`/`createFromRollout`, on a thread that does not exist →
+ *   `not_found`;
+ * - `startTurn`/`streamTurn` → `thread_busy` (with `onBusy: "reject"`), `unknown_model`,
+ *   `invalid_request`, `context_window_exceeded` (the input cannot fit, found before the turn
+ *   starts), and for `startTurn` only `provider_error`;
+ * - `getTurn` → `turn_not_found`;
+ * - `listHistory` → `invalid_request` for a cursor it cannot read;
+ * - the rest as documented on each method.
+ *
+ * "Answers when the turn ends or pauses" means: once the turn's last line (`task_complete`,
+ * `turn_aborted`, or the pause for client tool calls) is durable in SQLite (design §10
+ * invariant 5). A provider that fails during a turn ends that turn `failed`: the result is ok,
+ * with the Turn's `error` set. A failed result with `provider_error` means no turn was recorded.
  */
 export interface ThreadRpc {
   createThread(req: CreateThreadRequest): Promise<RpcResult<ThreadResource>>;
@@ -69,7 +158,105 @@ export interface ThreadRpc {
   deleteThread(): Promise<RpcResult<null>>;
   /** Resolves when the turn ends or pauses (`requires_action`), or at once when queued. */
   startTurn(req: StartTurnRequest): Promise<RpcResult<TurnResource>>;
+  /**
+   * `startTurn`, answered at once (before any model call) with the turn's `EventStream`: it
+   * starts with `turn.started` and ends with exactly one terminal event (`turn.completed`,
+   * `turn.requires_action`, `turn.interrupted` or `turn.failed`, carrying the Turn), after which
+   * the DO closes it. A provider failure after the answer arrives as `turn.failed`, never as a
+   * broken stream. `onBusy: "queue"`: the stream stays silent until the queued turn starts;
+   * `"steer"`: the input joins the running turn and the stream follows that turn from now on.
+   * Failures that precede the turn (`not_found`, `thread_busy`, `unknown_model`,
+   * `invalid_request`, `context_window_exceeded`) are answered as a failed result, never inside
+   * the stream. Cancelling the stream does not stop the turn; its events stay available through
+   * `events` (same `seq`s).
+   */
+  streamTurn(req: StartTurnRequest): Promise<RpcResult<EventStream>>;
   getTurn(turnId: string): Promise<RpcResult<TurnResource>>;
+  /**
+   * The thread's `EventStream`: the retained events with `seq > after`, in order, then live
+   * events as they happen, across turns, until the reader cancels (or the object goes away, when
+   * the stream simply ends). The retained window is bounded (by count and age, the DO's choice);
+   * replay may leave out `item.delta` (the `item.completed` that follows holds the whole item). Failures: `event_expired` when events after `after` have already been dropped (the
+   * client must re-read the thread; it must not resume from a gap); `invalid_request` with
+   * `errors[0].path` `"after"` when `after` is greater than the newest `seq`.
+   */
+  events(req: EventsRequest): Promise<RpcResult<EventStream>>;
+  /**
+   * Records `function_call_output` items for the turn's pending calls, in request order. When no
+   * call is left pending the turn resumes (a new step, design §5 step 5) and the call answers when
+   * it ends or pauses again; while some stay pending it answers at once, still `requires_action`,
+   * with the remaining `pending_calls`. All-or-nothing: a failure records none of the items.
+   * Failures: `turn_not_found`; `no_pending_calls` when the turn is not `requires_action`;
+   * `unknown_call_id` when an item's `call_id` is not pending, with `errors[i].path`
+   * `/items/{i}/call_id` for each such item.
+   */
+  submitOutputs(turnId: string, req: SubmitOutputsRequest): Promise<RpcResult<TurnResource>>;
+  /**
+   * `submitOutputs` answered at once with an `EventStream` of the resumed turn (as `streamTurn`,
+   * minus `turn.started`: the turn started earlier), or, while calls stay pending, with a stream of
+   * one `turn.requires_action` event. Same failures, all before the stream.
+   */
+  streamOutputs(turnId: string, req: SubmitOutputsRequest): Promise<RpcResult<EventStream>>;
+  /**
+   * Adds user input to the running turn: recorded as a user message before its next sampling
+   * step. Answers at once with the Turn as it stands (`in_progress`). Failures:
+   * `turn_not_found`; `turn_mismatch` when the turn is not the thread's running turn (it ended,
+   * or none or another one runs); `turn_not_steerable` when it is the running turn but cannot
+   * take input (paused in `requires_action`, where outputs are due, or a compaction turn).
+   */
+  steer(turnId: string, req: SteerRequest): Promise<RpcResult<TurnResource>>;
+  /**
+   * Ends the turn as `interrupted` (a `turn_aborted` line and the `<turn_aborted>` user fragment,
+   * design §5 step 6): a running turn stops its model call, a paused one drops its pending calls,
+   * a queued one never starts. Answers when the turn has ended. Idempotent: a turn that already
+   * ended is answered as it is. Failures: `turn_not_found`.
+   */
+  interrupt(turnId: string): Promise<RpcResult<TurnResource>>;
+  /**
+   * Drops the last `turns` user turns from history (reference §4.5) and records a
+   * `thread_rolled_back` line. Failures: `thread_busy` unless the thread is `idle`.
+   */
+  rollback(req: RollbackRequest): Promise<RpcResult<ThreadResource>>;
+  /**
+   * Runs a manual compaction turn (reference §5.6: no reference context, so the next turn
+   * re-injects the full context) and answers when it ends, with its Turn. It emits events like
+   * any turn; a provider failure ends it `failed` like any turn. Failures: `thread_busy` unless
+   * the thread is `idle`.
+   */
+  compact(): Promise<RpcResult<TurnResource>>;
+  /**
+   * Records user messages without a turn (reference §5.5): no `task_started`, `turn_context` or
+   * reference update; they count as user turns for rollback. Each is an `item.completed` event
+   * with `turn_id` null. While a turn is running they are queued as pending input for it (and
+   * their events carry that turn's id). Failures: `invalid_request` (the worker never sends an
+   * empty list).
+   */
+  inject(req: InjectRequest): Promise<RpcResult<ThreadResource>>;
+  /**
+   * The whole rollout as Codex JSONL, `\n`-terminated lines in `seq` order (R2 segments, then
+   * the SQLite tail): the lines durable when the call was made, none added later.
+   */
+  exportRollout(): Promise<RpcResult<ReadableStream<Uint8Array>>>;
+  /**
+   * The rollout prefix a fork copies, in the `exportRollout` format. Without `beforeTurn`: every
+   * line durable at the call except those of a turn still `in_progress`. Failures:
+   * `turn_not_found` for an unknown `beforeTurn`.
+   */
+  forkSource(req: ForkSourceRequest): Promise<RpcResult<ForkSource>>;
+  /**
+   * Creates this (target) thread from a rollout: checks that it does not exist before reading
+   * `lines`, reconstructs the state (design §6; invariant 1: no context is written before turn
+   * 1), writes its own `session_meta` (its id, `forked_from_id`) in place of the source's and
+   * persists the other lines as they came. Its configuration is the rollout's newest
+   * `spindle_config` line, or else one resolved over the catalog defaults from the newest
+   * `turn_context` (a plain Codex rollout has no `spindle_config`). Answers the new Thread
+   * (`forked_from` = `forkedFrom`, or null). Failures: `thread_exists` (then `lines` is cancelled unread);
+   * `invalid_request` for a line that does not decode or a rollout that cannot be reconstructed
+   * (no `session_meta` first, no line at all), with `errors[0].path` `/line/{n}` (1-based line
+   * number; `/line/1` for an empty rollout) and the reason as `message`; nothing is kept on any
+   * failure.
+   */
+  createFromRollout(req: CreateFromRolloutRequest): Promise<RpcResult<ThreadResource>>;
   listHistory(req: ListHistoryRequest): Promise<RpcResult<ListResource<ResponseItem>>>;
   /** The exact next provider request (design §7 `GET …/prompt`). */
   getPrompt(): Promise<RpcResult<Prompt>>;

@@ -1,6 +1,6 @@
 /**
- * Request validation: zod schemas for the body, the query and path parameters, and the body-size
- * limits. Every failure is thrown as an `ApiError` so `app.onError` renders it.
+ * Request validation: zod schemas for the body, the query, path and header parameters, and the
+ * body-size limits. Every failure is thrown as an `ApiError` so `app.onError` renders it.
  */
 import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
@@ -12,6 +12,8 @@ import { ApiError, issuesToFieldErrors, type RequestPart } from "./errors.ts";
 export const turnBodyMaxBytes = 8 * 1024 * 1024;
 /** Every other JSON body. */
 export const jsonBodyMaxBytes = 1024 * 1024;
+/** A rollout uploaded to `POST /v1/threads/import`, unless `createApp` is given another limit. */
+export const importBodyMaxBytes = 64 * 1024 * 1024;
 
 /**
  * Rejects a body over `maxBytes` with 413 `payload_too_large`. A declared `Content-Length` is
@@ -22,44 +24,58 @@ export function limitBody(maxBytes: number): MiddlewareHandler<AppEnv> {
   return bodyLimit({
     maxSize: maxBytes,
     onError: () => {
-      throw new ApiError("payload_too_large", `The request body is larger than ${maxBytes} bytes.`);
+      throw tooLarge(maxBytes);
     },
   });
 }
 
-type Validated<Target extends "json" | "query" | "param", S extends z.ZodType> = {
-  in: { [K in Target]: z.input<S> };
-  out: { [K in Target]: z.output<S> };
-};
-
-/** Parses the JSON body with `schema`; the result is `c.req.valid("json")`. */
-export function validBody<S extends z.ZodType<object>>(
-  schema: S,
-): MiddlewareHandler<AppEnv, string, Validated<"json", S>> {
-  return async (c, next) => {
-    c.req.addValidatedData("json", parseWith(schema, await readJsonBody(c), "body"));
-    await next();
-  };
+/**
+ * `body` counting the bytes that pass through it: past `maxBytes` it errors (the reader sees
+ * `payload_too_large`) and cancels `body`, so an oversized upload is never read to its end.
+ * `exceeded()` tells the caller afterwards why its reader failed. The result is a byte stream
+ * (`type: "bytes"`), the kind Workers RPC passes on.
+ */
+export function limitStream(
+  body: ReadableStream<Uint8Array>,
+  maxBytes: number,
+): { stream: ReadableStream<Uint8Array>; exceeded: () => boolean } {
+  const reader = body.getReader();
+  let seenBytes = 0;
+  let exceeded = false;
+  const stream = new ReadableStream({
+    type: "bytes",
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) {
+        controller.close();
+        return;
+      }
+      seenBytes += value.byteLength;
+      if (seenBytes > maxBytes) {
+        exceeded = true;
+        const error = tooLarge(maxBytes);
+        controller.error(error);
+        await reader.cancel(error).catch(() => {});
+        return;
+      }
+      // A byte stream takes ownership of the chunk's buffer; copy a view into a shared one.
+      const whole = value.byteOffset === 0 && value.byteLength === value.buffer.byteLength;
+      controller.enqueue(whole ? value : value.slice());
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
+  return { stream, exceeded: () => exceeded };
 }
 
-/** Parses the query string (first value of each name) with `schema`: `c.req.valid("query")`. */
-export function validQuery<S extends z.ZodType<object>>(
-  schema: S,
-): MiddlewareHandler<AppEnv, string, Validated<"query", S>> {
-  return async (c, next) => {
-    c.req.addValidatedData("query", parseWith(schema, c.req.query(), "query"));
-    await next();
-  };
+export function tooLarge(maxBytes: number): ApiError {
+  return new ApiError("payload_too_large", `The request body is larger than ${maxBytes} bytes.`);
 }
 
-/** Parses the path parameters with `schema`: `c.req.valid("param")`. */
-export function validParams<S extends z.ZodType<object>>(
-  schema: S,
-): MiddlewareHandler<AppEnv, string, Validated<"param", S>> {
-  return async (c, next) => {
-    c.req.addValidatedData("param", parseWith(schema, c.req.param(), "param"));
-    await next();
-  };
+/** The media type of a request, lowercase and without parameters; "" when none is declared. */
+export function mediaTypeOf(c: Context<AppEnv>): string {
+  return (c.req.header("content-type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
 }
 
 const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
@@ -69,11 +85,10 @@ const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
  * non-empty one must be declared JSON, so a form-encoded `curl -d` gets a clear answer instead of
  * a parse error.
  */
-async function readJsonBody(c: Context<AppEnv>): Promise<unknown> {
+export async function readJsonBody(c: Context<AppEnv>): Promise<unknown> {
   const text = await c.req.text();
   if (text.trim() === "") return {};
-  const mediaType = (c.req.header("content-type") ?? "").split(";")[0]?.trim() ?? "";
-  if (!JSON_MEDIA_TYPE.test(mediaType)) {
+  if (!JSON_MEDIA_TYPE.test(mediaTypeOf(c))) {
     throw new ApiError(
       "invalid_request",
       "Send the body as JSON with `Content-Type: application/json`.",
@@ -86,7 +101,15 @@ async function readJsonBody(c: Context<AppEnv>): Promise<unknown> {
   }
 }
 
-function parseWith<S extends z.ZodType<object>>(
+const PART_NAMES: Record<RequestPart, string> = {
+  body: "request body",
+  query: "query",
+  param: "path",
+  header: "headers",
+};
+
+/** `value` parsed with `schema`, or `invalid_request` with one field error per failing field. */
+export function parseRequestPart<S extends z.ZodType>(
   schema: S,
   value: unknown,
   part: RequestPart,
@@ -94,7 +117,7 @@ function parseWith<S extends z.ZodType<object>>(
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   const errors = issuesToFieldErrors(result.error.issues, part);
-  const where = part === "body" ? "request body" : part === "query" ? "query" : "path";
+  const where = PART_NAMES[part];
   throw new ApiError("invalid_request", `The ${where} is invalid.`, {
     errors,
     cause: result.error,

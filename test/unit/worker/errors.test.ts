@@ -23,6 +23,8 @@ describe("problem codes", () => {
       no_pending_calls: 409,
       unknown_call_id: 400,
       payload_too_large: 413,
+      unsupported_media_type: 415,
+      event_expired: 410,
       provider_error: 502,
       context_window_exceeded: 400,
       unknown_model: 400,

@@ -2,13 +2,25 @@ import { createHash } from "node:crypto";
 import type { Prompt, ResponseItem } from "../../../shared/protocol/index.ts";
 import { createApp } from "../../../worker/app.ts";
 import type { Env } from "../../../worker/env.ts";
-import type { ListResource, ThreadResource, TurnResource } from "../../../worker/schemas.ts";
 import type {
+  ListResource,
+  ThreadEvent,
+  ThreadResource,
+  TurnResource,
+} from "../../../worker/schemas.ts";
+import type {
+  CreateFromRolloutRequest,
   CreateThreadRequest,
+  EventsRequest,
+  ForkSourceRequest,
+  InjectRequest,
   ListHistoryRequest,
+  RollbackRequest,
   RpcFailure,
   RpcResult,
   StartTurnRequest,
+  SteerRequest,
+  SubmitOutputsRequest,
   ThreadRpc,
 } from "../../../worker/thread-rpc.ts";
 
@@ -27,6 +39,12 @@ export class FakeThreads {
   readonly failures = new Map<keyof ThreadRpc, RpcFailure | Error>();
   /** What `startTurn` answers with (its status). */
   turnStatus: TurnResource["status"] = "completed";
+  /** The body of every event stream the fake answers (`streamTurn`, `events`, `streamOutputs`). */
+  eventStream: () => ReadableStream<Uint8Array> = () => ndjson(turnEvents("turn_1", "t1"));
+  /** The rollout `exportRollout` and `forkSource` answer, as JSONL. */
+  rolloutText = `${rolloutLines.join("\n")}\n`;
+  /** What `createFromRollout` read from `lines`, by DO name. */
+  readonly received = new Map<string, string>();
 
   readonly namespace = {
     getByName: (name: string): ThreadRpc => {
@@ -103,6 +121,91 @@ export class FakeThreads {
           return { ok: true, value: prompt };
         }),
       restore: () => call("restore", [], existing),
+      streamTurn: (req: StartTurnRequest) =>
+        call("streamTurn", [req], () => {
+          const found = existing();
+          return found.ok ? { ok: true, value: this.eventStream() } : found;
+        }),
+      events: (req: EventsRequest) =>
+        call("events", [req], () => {
+          const found = existing();
+          return found.ok ? { ok: true, value: this.eventStream() } : found;
+        }),
+      submitOutputs: (turnId: string, req: SubmitOutputsRequest) =>
+        call("submitOutputs", [turnId, req], () => {
+          const found = existing();
+          return found.ok ? { ok: true, value: turn(turnId, found.value.id, "completed") } : found;
+        }),
+      streamOutputs: (turnId: string, req: SubmitOutputsRequest) =>
+        call("streamOutputs", [turnId, req], () => {
+          const found = existing();
+          return found.ok ? { ok: true, value: this.eventStream() } : found;
+        }),
+      steer: (turnId: string, req: SteerRequest) =>
+        call("steer", [turnId, req], () => {
+          const found = existing();
+          return found.ok
+            ? { ok: true, value: turn(turnId, found.value.id, "in_progress") }
+            : found;
+        }),
+      interrupt: (turnId: string) =>
+        call("interrupt", [turnId], () => {
+          const found = existing();
+          return found.ok
+            ? { ok: true, value: turn(turnId, found.value.id, "interrupted") }
+            : found;
+        }),
+      rollback: (req: RollbackRequest) => call("rollback", [req], existing),
+      compact: () =>
+        call("compact", [], () => {
+          const found = existing();
+          return found.ok
+            ? { ok: true, value: turn("turn_c", found.value.id, "completed") }
+            : found;
+        }),
+      inject: (req: InjectRequest) => call("inject", [req], existing),
+      exportRollout: () =>
+        call("exportRollout", [], () => {
+          const found = existing();
+          return found.ok ? { ok: true, value: textStream(this.rolloutText) } : found;
+        }),
+      forkSource: (req: ForkSourceRequest) =>
+        call("forkSource", [req], () => {
+          const found = existing();
+          if (!found.ok) return found;
+          return {
+            ok: true,
+            value: { lines: textStream(this.rolloutText), forkedFrom: found.value.id },
+          };
+        }),
+      createFromRollout: async (req: CreateFromRolloutRequest) => {
+        this.calls.push({ name, method: "createFromRollout", args: [req] });
+        const forced = this.failures.get("createFromRollout");
+        if (forced instanceof Error) throw forced;
+        if (forced !== undefined || this.threads.has(name)) {
+          await req.lines.cancel();
+          return {
+            ok: false,
+            error: forced ?? { code: "thread_exists", detail: "It exists." },
+          };
+        }
+        // As the contract asks: read to the end, a broken stream keeps nothing.
+        let text: string;
+        try {
+          text = await new Response(req.lines).text();
+        } catch {
+          return { ok: false, error: { code: "invalid_request", detail: "The upload broke off." } };
+        }
+        this.received.set(name, text);
+        const bad = text.split("\n").findIndex((line) => line.trim() !== "" && !isJson(line));
+        if (bad !== -1) {
+          const errors = [{ path: `/line/${bad + 1}`, message: "not JSON" }];
+          return { ok: false, error: { code: "invalid_request", detail: "Bad line.", errors } };
+        }
+        const created = { ...thread(req.threadId), forked_from: req.forkedFrom ?? null };
+        this.threads.set(name, created);
+        return { ok: true, value: created };
+      },
     };
   }
 }
@@ -148,6 +251,79 @@ export function turn(id: string, threadId: string, status: TurnResource["status"
     error: null,
   };
 }
+
+/** The events of a short completed turn, seqs 1-4. */
+export function turnEvents(turnId: string, threadId: string): ThreadEvent[] {
+  return [
+    { seq: 1, type: "turn.started", turn_id: turnId, data: turn(turnId, threadId, "in_progress") },
+    {
+      seq: 2,
+      type: "item.completed",
+      turn_id: turnId,
+      data: { item: userMessage("hi"), context: false },
+    },
+    { seq: 3, type: "item.delta", turn_id: turnId, data: { delta: "hel" } },
+    { seq: 4, type: "turn.completed", turn_id: turnId, data: turn(turnId, threadId, "completed") },
+  ];
+}
+
+/** Values as an NDJSON byte stream, one chunk per line. */
+export function ndjson(values: readonly unknown[]): ReadableStream<Uint8Array> {
+  return textStream(...values.map((value) => `${JSON.stringify(value)}\n`));
+}
+
+/** A byte stream of these chunks of text. */
+export function textStream(...chunks: string[]): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  return new ReadableStream({
+    start(controller) {
+      for (const chunk of chunks) controller.enqueue(encoder.encode(chunk));
+      controller.close();
+    },
+  });
+}
+
+/**
+ * A byte stream the test writes to line by line, which records whether its reader cancelled it
+ * (a client that left must cancel the read and nothing else).
+ */
+export function controlledStream() {
+  const encoder = new TextEncoder();
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  const state = { cancelled: false, cancelReason: undefined as unknown };
+  const stream = new ReadableStream<Uint8Array>({
+    start(c) {
+      controller = c;
+    },
+    cancel(reason) {
+      state.cancelled = true;
+      state.cancelReason = reason;
+    },
+  });
+  return {
+    stream,
+    state,
+    push: (value: unknown) => controller.enqueue(encoder.encode(`${JSON.stringify(value)}\n`)),
+    pushText: (text: string) => controller.enqueue(encoder.encode(text)),
+    pushBytes: (bytes: Uint8Array) => controller.enqueue(bytes),
+    close: () => controller.close(),
+    error: (reason: unknown) => controller.error(reason),
+  };
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const rolloutLines = [
+  '{"timestamp":"2026-01-01T00:00:00.000Z","type":"session_meta","payload":{"id":"t1"}}',
+  '{"timestamp":"2026-01-01T00:00:01.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"u1"}}',
+];
 
 export function userMessage(text: string): ResponseItem {
   return { type: "message", role: "user", content: [{ type: "input_text", text }] };

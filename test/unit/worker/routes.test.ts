@@ -236,19 +236,16 @@ describe("POST /v1/threads/{id}/turns", () => {
     expect(await res.json()).toEqual(turn("turn_1", "t1", "in_progress"));
   });
 
-  it("stream: true is refused until streaming exists, without calling the DO", async () => {
+  it("stream: false wins over Accept: text/event-stream", async () => {
     const { json, fake } = setup();
-    const res = await json("/v1/threads/t1/turns", { input: "hi", stream: true });
-    expect(res.status).toBe(400);
-    expect(await problemOf(res)).toEqual({
-      type: "/problems/invalid_request",
-      title: "The request is invalid",
-      status: 400,
-      detail: "Streaming turns (`stream: true`) are not available yet.",
-      code: "invalid_request",
-      errors: [{ path: "/stream", message: "Streaming is not implemented yet" }],
-    });
-    expect(fake.calls).toEqual([]);
+    fake.threads.set("A:t1", thread("t1"));
+    const res = await json(
+      "/v1/threads/t1/turns",
+      { input: "hi", stream: false },
+      { headers: { accept: "text/event-stream" } },
+    );
+    expect(res.headers.get("content-type")).toBe("application/json");
+    expect(fake.calls.map((c) => c.method)).toEqual(["startTurn"]);
   });
 });
 
@@ -366,6 +363,18 @@ describe("routing errors", () => {
       ["POST", "/v1/threads/t1/history", "GET"],
       ["POST", "/v1/threads/t1/prompt", "GET"],
       ["GET", "/v1/threads/t1/restore", "POST"],
+      ["GET", "/v1/threads/t1/turns/u1/outputs", "POST"],
+      ["GET", "/v1/threads/t1/turns/u1/steer", "POST"],
+      ["GET", "/v1/threads/t1/turns/u1/interrupt", "POST"],
+      ["POST", "/v1/threads/t1/events", "GET"],
+      ["GET", "/v1/threads/t1/rollback", "POST"],
+      ["GET", "/v1/threads/t1/fork", "POST"],
+      ["GET", "/v1/threads/t1/compact", "POST"],
+      ["GET", "/v1/threads/t1/inject", "POST"],
+      ["POST", "/v1/threads/t1/rollout", "GET"],
+      ["POST", "/openapi.json", "GET"],
+      // `import` is also a valid thread id, so both routes answer there.
+      ["PUT", "/v1/threads/import", "POST, GET, DELETE"],
     ];
     for (const [method, path, allow] of cases) {
       const res = await request(path, { method });

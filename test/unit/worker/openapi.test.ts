@@ -1,0 +1,254 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { createApp } from "../../../worker/app.ts";
+import { PROBLEM_CODES } from "../../../worker/errors.ts";
+import { buildOpenApiDocument, type OpenApiDocument } from "../../../worker/openapi.ts";
+import { API_ROUTES, type RouteSpec } from "../../../worker/routes.ts";
+import { setup } from "./fake-thread.ts";
+
+const doc = buildOpenApiDocument();
+const routes = Object.entries(API_ROUTES as Record<string, RouteSpec>);
+
+type Operation = Record<string, unknown> & {
+  operationId: string;
+  parameters?: { name: string; in: string; required: boolean }[];
+  requestBody?: { required: boolean; content: Record<string, { schema: { $ref?: string } }> };
+  responses: Record<string, { content?: Record<string, { schema: Record<string, unknown> }> }>;
+  security?: unknown[];
+};
+
+function operations(document: OpenApiDocument): [string, string, Operation][] {
+  return Object.entries(document.paths).flatMap(([path, item]) =>
+    Object.entries(item).map(([method, op]): [string, string, Operation] => [
+      path,
+      method,
+      op as Operation,
+    ]),
+  );
+}
+
+/** Every `$ref` anywhere in a JSON value. */
+function refsIn(value: unknown): string[] {
+  if (Array.isArray(value)) return value.flatMap(refsIn);
+  if (typeof value !== "object" || value === null) return [];
+  return Object.entries(value).flatMap(([key, inner]) =>
+    key === "$ref" && typeof inner === "string" ? [inner] : refsIn(inner),
+  );
+}
+
+const component = (name: string) => doc.components.schemas[name] as Record<string, unknown>;
+
+describe("the OpenAPI document", () => {
+  it("is OpenAPI 3.1", () => {
+    expect(doc.openapi).toMatch(/^3\.1\.\d+$/);
+    expect(doc.info.version).toBe("1");
+  });
+
+  it("documents every route the app serves, with its method, and nothing else", () => {
+    const app = createApp();
+    const served = new Set(
+      app.routes
+        .filter((route) => route.method !== "ALL")
+        .map((route) => `${route.method} ${route.path.replace(/:(\w+)/g, "{$1}")}`),
+    );
+    const documented = new Set(
+      operations(doc).map(([path, method]) => `${method.toUpperCase()} ${path}`),
+    );
+    expect(documented).toEqual(served);
+    // The design §7 table, plus restore (an operator route from the DO work).
+    expect([...documented].sort()).toEqual(
+      [
+        "GET /healthz",
+        "GET /openapi.json",
+        "POST /v1/threads",
+        "POST /v1/threads/import",
+        "GET /v1/threads/{id}",
+        "DELETE /v1/threads/{id}",
+        "POST /v1/threads/{id}/turns",
+        "GET /v1/threads/{id}/turns/{turn}",
+        "POST /v1/threads/{id}/turns/{turn}/outputs",
+        "POST /v1/threads/{id}/turns/{turn}/steer",
+        "POST /v1/threads/{id}/turns/{turn}/interrupt",
+        "GET /v1/threads/{id}/events",
+        "POST /v1/threads/{id}/rollback",
+        "POST /v1/threads/{id}/fork",
+        "POST /v1/threads/{id}/compact",
+        "POST /v1/threads/{id}/inject",
+        "GET /v1/threads/{id}/history",
+        "GET /v1/threads/{id}/prompt",
+        "GET /v1/threads/{id}/rollout",
+        "POST /v1/threads/{id}/restore",
+      ].sort(),
+    );
+  });
+
+  it("every $ref points at a component that exists", () => {
+    const refs = refsIn(doc);
+    expect(refs.length).toBeGreaterThan(30);
+    const missing = refs.filter((ref) => {
+      const name = /^#\/components\/schemas\/(.+)$/.exec(ref)?.[1];
+      return name === undefined || !(name in doc.components.schemas);
+    });
+    expect(missing).toEqual([]);
+  });
+
+  it("operation ids are unique and each path parameter is declared, required", () => {
+    const ids = operations(doc).map(([, , op]) => op.operationId);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const [path, , op] of operations(doc)) {
+      const inPath = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+      const declared = (op.parameters ?? []).filter((p) => p.in === "path");
+      expect(declared.map((p) => p.name)).toEqual(inPath);
+      expect(declared.every((p) => p.required)).toBe(true);
+    }
+  });
+
+  it("every operation has a success response and problem responses whose codes are known", () => {
+    for (const [path, method, op] of operations(doc)) {
+      const statuses = Object.keys(op.responses);
+      expect(
+        statuses.some((s) => s.startsWith("2")),
+        `${method} ${path}`,
+      ).toBe(true);
+      expect(statuses).toContain("500");
+      for (const status of statuses.filter((s) => Number(s) >= 400)) {
+        const problem = op.responses[status]?.content?.["application/problem+json"]?.schema;
+        const [ref, codes] = (problem?.allOf ?? []) as [
+          { $ref: string },
+          { properties: { code: { enum: string[] } } },
+        ];
+        expect(ref.$ref).toBe("#/components/schemas/Problem");
+        expect(PROBLEM_CODES).toEqual(expect.arrayContaining(codes.properties.code.enum));
+      }
+    }
+    expect((component("Problem").properties as Record<string, unknown>).code).toEqual({
+      type: "string",
+      enum: [...PROBLEM_CODES],
+    });
+  });
+
+  it("/v1 routes need the API key and the two public routes do not", () => {
+    expect(doc.security).toEqual([{ apiKey: [] }]);
+    expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: "http", scheme: "bearer" });
+    const open = operations(doc)
+      .filter(([, , op]) => op.security !== undefined)
+      .map(([path, , op]) => [path, op.security]);
+    expect(open).toEqual([
+      ["/healthz", []],
+      ["/openapi.json", []],
+    ]);
+  });
+
+  it("each route's own error codes are documented under their status", () => {
+    const steer = doc.paths["/v1/threads/{id}/turns/{turn}/steer"]?.post as Operation;
+    const conflict = steer.responses["409"]?.content?.["application/problem+json"]?.schema;
+    expect(conflict?.allOf).toEqual([
+      { $ref: "#/components/schemas/Problem" },
+      { type: "object", properties: { code: { enum: ["turn_mismatch", "turn_not_steerable"] } } },
+    ]);
+    const imports = doc.paths["/v1/threads/import"]?.post as Operation;
+    expect(Object.keys(imports.responses)).toEqual([
+      "201",
+      "400",
+      "401",
+      "409",
+      "413",
+      "415",
+      "500",
+    ]);
+    expect(imports.responses["415"]).toMatchObject({
+      headers: { "Accept-Post": expect.anything() },
+    });
+  });
+
+  it("request bodies are the schemas that validate them, by their input side", () => {
+    for (const [, route] of routes) {
+      if (route.body?.kind !== "json") continue;
+      const op = doc.paths[route.path]?.[route.method] as Operation;
+      const ref = op.requestBody?.content["application/json"]?.schema.$ref ?? "";
+      const documented = component(ref.replace("#/components/schemas/", ""));
+      const schema = route.body.schema as z.ZodObject;
+      expect(Object.keys(documented.properties as object)).toEqual(Object.keys(schema.shape));
+      // A body that may be empty is optional; one with a required field is not.
+      expect(op.requestBody?.required).toBe(!schema.safeParse({}).success);
+    }
+    // Defaults make a field optional for the client.
+    expect(component("StartTurnBody").required).toEqual(["input"]);
+    expect(component("InjectBody").oneOf).toEqual([
+      { required: ["text"] },
+      { required: ["items"] },
+    ]);
+  });
+
+  it("query and header parameters come from the validating schemas", () => {
+    const events = doc.paths["/v1/threads/{id}/events"]?.get as Operation;
+    expect(
+      events.parameters?.map(({ name, in: where, required }) => [name, where, required]),
+    ).toEqual([
+      ["id", "path", true],
+      ["after", "query", false],
+      ["last-event-id", "header", false],
+    ]);
+    const history = doc.paths["/v1/threads/{id}/history"]?.get as Operation;
+    expect(history.parameters?.find((p) => p.name === "limit")).toMatchObject({
+      required: false,
+      schema: { type: "integer", minimum: 1, maximum: 1000, default: 100 },
+    });
+  });
+
+  it("a response item is documented as parsed: compaction, and other for unknown types", () => {
+    const branches = JSON.stringify(component("ResponseItem"));
+    expect(branches).toContain('"const":"other"');
+    expect(branches).toContain('"const":"compaction"');
+    expect(branches).not.toContain("compaction_summary");
+    // Response objects stay open to new fields.
+    expect(component("Thread").additionalProperties).toBeUndefined();
+  });
+
+  it("streams are documented by the schema of each event or line", () => {
+    const turns = doc.paths["/v1/threads/{id}/turns"]?.post as Operation;
+    expect(turns.responses["200"]?.content).toEqual({
+      "application/json": { schema: { $ref: "#/components/schemas/Turn" } },
+      "text/event-stream": { schema: { $ref: "#/components/schemas/ThreadEvent" } },
+    });
+    const rollout = doc.paths["/v1/threads/{id}/rollout"]?.get as Operation;
+    expect(rollout.responses["200"]?.content).toEqual({
+      "application/x-ndjson": { schema: { $ref: "#/components/schemas/RolloutLine" } },
+    });
+    const types = (
+      component("ThreadEvent").oneOf as { properties: { type: { const: string } } }[]
+    ).map((branch) => branch.properties.type.const);
+    expect(types).toEqual([
+      "turn.started",
+      "item.completed",
+      "item.delta",
+      "token_count",
+      "turn.completed",
+      "turn.requires_action",
+      "turn.interrupted",
+      "turn.failed",
+    ]);
+  });
+
+  it("a route whose schema has no component name cannot be documented", () => {
+    const unnamed: RouteSpec = {
+      method: "post",
+      path: "/v1/x",
+      summary: "x",
+      body: { kind: "json", schema: z.strictObject({ a: z.string() }), maxBytes: 10 },
+      responses: { 200: { description: "x" } },
+      errors: [],
+    };
+    expect(() => buildOpenApiDocument({ unnamed })).toThrow(
+      "A request body schema has no component name.",
+    );
+  });
+
+  it("GET /openapi.json serves the document without an API key", async () => {
+    const { request } = setup();
+    const res = await request("/openapi.json", { key: "" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(await res.json()).toEqual(JSON.parse(JSON.stringify(doc)));
+  });
+});

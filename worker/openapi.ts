@@ -1,0 +1,301 @@
+/**
+ * The OpenAPI 3.1 document of HTTP API v1, generated from the route table (`routes.ts`) and the
+ * zod schemas that validate the requests and describe the responses (`schemas.ts`), so the
+ * document cannot disagree with the code. OpenAPI 3.1 schema objects are JSON Schema 2020-12,
+ * which `z.toJSONSchema` writes directly.
+ */
+import { z } from "zod";
+import {
+  ThreadConfigSchema,
+  TokenUsageInfoSchema,
+  TokenUsageSchema,
+} from "../shared/protocol/index.ts";
+import { PROBLEM_CONTENT_TYPE, type ProblemCode, problemStatus } from "./errors.ts";
+import { API_ROUTES, type ContentSpec, type ResponseSpec, type RouteSpec } from "./routes.ts";
+import {
+  CreateThreadBodySchema,
+  EmptyBodySchema,
+  FieldErrorSchema,
+  ForkBodySchema,
+  HealthSchema,
+  HistoryPageSchema,
+  InjectBodySchema,
+  InputMessageSchema,
+  OpenApiDocumentSchema,
+  ProblemSchema,
+  PromptResourceSchema,
+  ResolvedThreadConfigSchema,
+  ResponseItemOutputSchema,
+  RollbackBodySchema,
+  RolloutLineDocSchema,
+  StartTurnBodySchema,
+  SteerBodySchema,
+  SubmitOutputsBodySchema,
+  ThreadEventSchema,
+  ThreadResourceSchema,
+  TurnInputSchema,
+  TurnResourceSchema,
+} from "./schemas.ts";
+
+type JsonSchema = Record<string, unknown>;
+
+export interface OpenApiDocument {
+  openapi: string;
+  info: { title: string; version: string; description: string };
+  security: Record<string, string[]>[];
+  paths: Record<string, Record<string, Record<string, unknown>>>;
+  components: {
+    schemas: Record<string, JsonSchema>;
+    securitySchemes: Record<string, Record<string, unknown>>;
+  };
+}
+
+/**
+ * Named request schemas, documented by their input side (what a client may send: defaults make
+ * a field optional). Every JSON request body of the table must be here.
+ */
+const REQUEST_COMPONENTS: ReadonlyMap<z.ZodType, string> = new Map<z.ZodType, string>([
+  [CreateThreadBodySchema, "CreateThreadBody"],
+  [StartTurnBodySchema, "StartTurnBody"],
+  [SubmitOutputsBodySchema, "SubmitOutputsBody"],
+  [SteerBodySchema, "SteerBody"],
+  [EmptyBodySchema, "EmptyBody"],
+  [RollbackBodySchema, "RollbackBody"],
+  [ForkBodySchema, "ForkBody"],
+  [InjectBodySchema, "InjectBody"],
+  [TurnInputSchema, "TurnInput"],
+  [InputMessageSchema, "InputMessage"],
+  [ThreadConfigSchema, "ThreadConfig"],
+]);
+
+/**
+ * Named response schemas, documented by their output side (what a client receives). Every
+ * response schema of the table must be here; none may transform.
+ */
+const RESPONSE_COMPONENTS: ReadonlyMap<z.ZodType, string> = new Map<z.ZodType, string>([
+  [ThreadResourceSchema, "Thread"],
+  [ResolvedThreadConfigSchema, "ResolvedThreadConfig"],
+  [TurnResourceSchema, "Turn"],
+  [ResponseItemOutputSchema, "ResponseItem"],
+  [TokenUsageSchema, "TokenUsage"],
+  [TokenUsageInfoSchema, "TokenUsageInfo"],
+  [ThreadEventSchema, "ThreadEvent"],
+  [HistoryPageSchema, "HistoryPage"],
+  [PromptResourceSchema, "Prompt"],
+  [ProblemSchema, "Problem"],
+  [FieldErrorSchema, "FieldError"],
+  [RolloutLineDocSchema, "RolloutLine"],
+  [HealthSchema, "Health"],
+  [OpenApiDocumentSchema, "OpenApiDocument"],
+]);
+
+const MEDIA_TYPES: Record<ContentSpec["format"], string> = {
+  json: "application/json",
+  sse: "text/event-stream",
+  ndjson: "application/x-ndjson",
+};
+
+const componentRef = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+
+/** Builds the document; throws when a route uses a schema that has no component name. */
+export function buildOpenApiDocument(
+  routes: Readonly<Record<string, RouteSpec>> = API_ROUTES,
+): OpenApiDocument {
+  const schemas = {
+    ...componentSchemas(REQUEST_COMPONENTS, "input"),
+    ...componentSchemas(RESPONSE_COMPONENTS, "output"),
+  };
+  const paths: OpenApiDocument["paths"] = {};
+  for (const [operationId, route] of Object.entries(routes)) {
+    paths[route.path] ??= {};
+    const item = paths[route.path] ?? {};
+    item[route.method] = operation(operationId, route);
+  }
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "Spindle",
+      version: "1",
+      description:
+        "Hosted AI-agent conversation threads. Every `/v1` route needs `Authorization: Bearer " +
+        "<api key>`; the key names the tenant. Errors are RFC 9457 problem documents " +
+        "(`application/problem+json`) with a stable `code`.",
+    },
+    security: [{ apiKey: [] }],
+    paths,
+    components: {
+      schemas,
+      securitySchemes: {
+        apiKey: { type: "http", scheme: "bearer", description: "An API key of the tenant." },
+      },
+    },
+  };
+}
+
+function componentSchemas(
+  names: ReadonlyMap<z.ZodType, string>,
+  io: "input" | "output",
+): Record<string, JsonSchema> {
+  const registry = z.registry<{ id: string }>();
+  for (const [schema, id] of names) registry.add(schema, { id });
+  const { schemas } = z.toJSONSchema(registry, {
+    io,
+    target: "draft-2020-12",
+    uri: (id) => `#/components/schemas/${id}`,
+    // A response may gain fields in a later version; zod writes its output objects as closed.
+    override: ({ jsonSchema }) => {
+      if (io === "output" && jsonSchema.additionalProperties === false) {
+        delete jsonSchema.additionalProperties;
+      }
+    },
+  });
+  // Each comes out as a standalone document; as a component it needs neither marker.
+  return Object.fromEntries(
+    Object.entries(schemas).map(([id, { $schema: _, $id: __, ...schema }]) => [id, schema]),
+  );
+}
+
+function operation(operationId: string, route: RouteSpec): Record<string, unknown> {
+  const op: Record<string, unknown> = { operationId, summary: route.summary };
+  if (route.description !== undefined) op.description = route.description;
+  const isPublic = !route.path.startsWith("/v1/");
+  if (isPublic) op.security = [];
+  const parameters = [
+    ...parametersOf(route.params, "path"),
+    ...parametersOf(route.query, "query"),
+    ...parametersOf(route.headers, "header"),
+  ];
+  if (parameters.length > 0) op.parameters = parameters;
+  if (route.body?.kind === "json") {
+    op.requestBody = {
+      required: !route.body.schema.safeParse({}).success,
+      content: { "application/json": { schema: componentRef(requestName(route.body.schema)) } },
+    };
+  } else if (route.body?.kind === "rollout") {
+    const line = { schema: componentRef(responseName(RolloutLineDocSchema)) };
+    op.requestBody = {
+      required: true,
+      description: "Codex rollout JSONL: one rollout line per line.",
+      content: Object.fromEntries(route.body.mediaTypes.map((type) => [type, line])),
+    };
+  }
+  const responses: Record<string, unknown> = {};
+  for (const [status, response] of Object.entries(route.responses)) {
+    responses[status] = successResponse(response);
+  }
+  for (const [status, codes] of errorCodesByStatus(route, isPublic)) {
+    responses[String(status)] = problemResponse(codes);
+  }
+  op.responses = responses;
+  return op;
+}
+
+/** The route's own codes plus the ones every route of its kind answers with. */
+function errorCodesByStatus(route: RouteSpec, isPublic: boolean): Map<number, ProblemCode[]> {
+  const validated = route.params ?? route.query ?? route.headers ?? route.body;
+  const codes = new Set<ProblemCode>([
+    ...(isPublic ? [] : (["unauthorized"] as const)),
+    ...(validated === undefined ? [] : (["invalid_request"] as const)),
+    ...(route.body === undefined ? [] : (["payload_too_large"] as const)),
+    ...route.errors,
+    "internal",
+  ]);
+  const byStatus = new Map<number, ProblemCode[]>();
+  for (const code of codes) {
+    const status = problemStatus(code);
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  return new Map([...byStatus].sort(([a], [b]) => a - b));
+}
+
+function successResponse(response: ResponseSpec): Record<string, unknown> {
+  const out: Record<string, unknown> = { description: response.description };
+  if (response.headers !== undefined) {
+    out.headers = Object.fromEntries(
+      Object.entries(response.headers).map(([name, description]) => [
+        name,
+        { description, schema: { type: "string" } },
+      ]),
+    );
+  }
+  if (response.content !== undefined) {
+    out.content = Object.fromEntries(
+      response.content.map(({ format, schema }) => [
+        MEDIA_TYPES[format],
+        { schema: componentRef(responseName(schema)) },
+      ]),
+    );
+  }
+  return out;
+}
+
+const PROBLEM_HEADERS: Partial<Record<ProblemCode, [string, string]>> = {
+  unauthorized: ["WWW-Authenticate", "The Bearer challenge (RFC 6750 §3)."],
+  unsupported_media_type: ["Accept-Post", "The media types the body may have."],
+};
+
+/** A problem response whose `code` is one of `codes` (all of the same status). */
+function problemResponse(codes: ProblemCode[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {
+    description: `Problem: ${codes.map((code) => `\`${code}\``).join(", ")}.`,
+    content: {
+      [PROBLEM_CONTENT_TYPE]: {
+        schema: {
+          allOf: [
+            componentRef(responseName(ProblemSchema)),
+            { type: "object", properties: { code: { enum: codes } } },
+          ],
+        },
+      },
+    },
+  };
+  const headers = codes.flatMap((code) => {
+    const header = PROBLEM_HEADERS[code];
+    return header === undefined ? [] : [header];
+  });
+  if (headers.length > 0) {
+    out.headers = Object.fromEntries(
+      headers.map(([name, description]) => [name, { description, schema: { type: "string" } }]),
+    );
+  }
+  return out;
+}
+
+/** One OpenAPI parameter per field of a params/query/headers schema, inlined. */
+function parametersOf(
+  schema: z.ZodObject | undefined,
+  where: "path" | "query" | "header",
+): Record<string, unknown>[] {
+  if (schema === undefined) return [];
+  return Object.entries(schema.shape).map(([name, field]) => {
+    const {
+      $schema: _,
+      description,
+      ...fieldSchema
+    } = z.toJSONSchema(field as z.ZodType, {
+      io: "input",
+      target: "draft-2020-12",
+    });
+    const parameter: Record<string, unknown> = {
+      name,
+      in: where,
+      // Path parameters are always required (OpenAPI 3.1 §4.8.12.1).
+      required: where === "path" || !(field as z.ZodType).safeParse(undefined).success,
+      schema: fieldSchema,
+    };
+    if (typeof description === "string") parameter.description = description;
+    return parameter;
+  });
+}
+
+function requestName(schema: z.ZodType): string {
+  const name = REQUEST_COMPONENTS.get(schema);
+  if (name === undefined) throw new Error("A request body schema has no component name.");
+  return name;
+}
+
+function responseName(schema: z.ZodType): string {
+  const name = RESPONSE_COMPONENTS.get(schema);
+  if (name === undefined) throw new Error("A response schema has no component name.");
+  return name;
+}
