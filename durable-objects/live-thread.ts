@@ -11,7 +11,6 @@ import { LocalModelClient, type ModelClient, ProviderError } from "../shared/pro
 import {
   type Checkpoint,
   createCheckpoint,
-  decodeRolloutLine,
   extendCheckpoint,
   type ReconstructedState,
   reconstructFromCheckpoint,
@@ -157,18 +156,26 @@ export class LiveThread {
    * Takes a new checkpoint when enough lines accumulated, then drops SQLite lines that are both
    * in R2 and covered by the checkpoint. Runs after a flush, off the request path.
    */
-  async maybeCheckpoint(): Promise<void> {
+  async maybeCheckpoint(
+    readWhole: () => Promise<{ lines: { seq: number; line: RolloutLine }[] }>,
+  ): Promise<void> {
     const after = this.checkpoint?.lastSeq ?? 0;
     const flushed = this.segments.flushedThrough();
     if (flushed - after < this.#checkpointEveryLines) return;
-    const lines = this.log
-      .rawAfter(after, flushed - after)
-      .map((r) => decodeRolloutLine(r.line, r.seq));
+    const lines = this.log.linesBetween(after + 1, flushed);
     const opts = { truncation: this.truncation, lastSeq: flushed };
-    const next = this.checkpoint
+    let next = this.checkpoint
       ? extendCheckpoint(this.checkpoint, lines, opts)
       : extendFromScratch(this.log, lines, opts);
-    if ("needsFullReplay" in next) return;
+    if ("needsFullReplay" in next) {
+      // A rollback deeper than the checkpoint's window (or a new truncation policy): start over
+      // from the whole rollout, once.
+      const whole = await readWhole();
+      next = createCheckpoint(
+        whole.lines.filter((l) => l.seq <= flushed).map((l) => l.line),
+        opts,
+      );
+    }
     await this.checkpoints.save(next);
     this.checkpoint = next;
     this.log.deleteThrough(Math.min(next.lastSeq, this.segments.flushedThrough()));

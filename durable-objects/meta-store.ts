@@ -1,4 +1,4 @@
-import type { SessionConfiguration } from "../shared/protocol/index.ts";
+import type { ContentItem, SessionConfiguration } from "../shared/protocol/index.ts";
 import type { TurnResource, Warning } from "../worker/schemas.ts";
 import type { Sql } from "./sql.ts";
 
@@ -17,12 +17,16 @@ export interface ThreadMeta {
 export interface TurnRow {
   id: string;
   ordinal: number;
+  /** A user turn, or a compaction (manual or automatic). Absent in rows written before kinds. */
+  kind?: "turn" | "compaction";
   status: TurnResource["status"];
   first_seq: number;
   last_seq: number;
   pending_calls: TurnResource["pending_calls"];
   usage: TurnResource["usage"];
   error: TurnResource["error"];
+  /** Steered input waiting for a paused turn's tool outputs (joins when the turn resumes). */
+  queued_input?: ContentItem[][];
 }
 
 /** Small keyed JSON values and turn rows in SQLite. All methods are synchronous. */

@@ -90,6 +90,11 @@ export class RolloutLog implements RolloutSink {
     return lines;
   }
 
+  /** Decoded lines with seq in [first, last] (tolerantly, as `linesAfter`). */
+  linesBetween(first: number, last: number): RolloutLine[] {
+    return decodeTolerantly(this.rawAfter(first - 1, last - first + 1)).lines;
+  }
+
   /**
    * Decoded lines with `seq > after`. A line that does not decode is skipped with a warning: one
    * corrupt row must not keep the thread from loading (design §10 invariant 8).

@@ -1,25 +1,45 @@
 import { DurableObject } from "cloudflare:workers";
+import { v7 as uuidv7 } from "uuid";
 import { DEFAULT_MODEL_CATALOG, DEFAULT_MODEL_SLUG } from "../shared/models/index.ts";
-import type { ResponseItem, RolloutLine, ThreadConfig } from "../shared/protocol/index.ts";
-import { ProviderError } from "../shared/providers/index.ts";
-import { decodeRolloutLine, reconstructRollout } from "../shared/rollout/index.ts";
+import type {
+  ContentItem,
+  MessageItem,
+  ResponseItem,
+  RolloutLine,
+  SessionConfiguration,
+  ThreadConfig,
+} from "../shared/protocol/index.ts";
+import { encodeRolloutLine, reconstructRollout } from "../shared/rollout/index.ts";
 import {
   InvalidConfigurationError,
   resolveSessionConfiguration,
-  type TurnOutcome,
+  SessionError,
+  type ToolCallOutput,
+  threadConfigFromTurnContext,
   truncationPolicyOf,
+  UnknownCallIdError,
   UnknownModelError,
 } from "../shared/session/index.ts";
 import type { Env } from "../worker/env.ts";
 import type { ListResource, ThreadResource, TurnResource } from "../worker/schemas.ts";
 import type {
+  CreateFromRolloutRequest,
   CreateThreadRequest,
+  EventStream,
+  EventsRequest,
+  ForkSource,
+  ForkSourceRequest,
+  InjectRequest,
   ListHistoryRequest,
+  RollbackRequest,
   RpcFailure,
   RpcResult,
   StartTurnRequest,
+  SteerRequest,
+  SubmitOutputsRequest,
   ThreadRpc,
 } from "../worker/thread-rpc.ts";
+import { EventLog } from "./event-log.ts";
 import {
   DEFAULT_CHECKPOINT_EVERY_LINES,
   LiveThread,
@@ -30,11 +50,14 @@ import {
   withoutContextBaseline,
 } from "./live-thread.ts";
 import { MetaStore, type ThreadMeta, type TurnRow } from "./meta-store.ts";
+import { type ImportedLine, jsonlStream, readRolloutStream } from "./rollout-import.ts";
 import { RolloutLog } from "./rollout-log.ts";
 import { migrate } from "./schema.ts";
 import { SegmentStore } from "./segments.ts";
 import { sqlOf } from "./sql.ts";
+import { type RunningTask, runTask, type TaskGenerator } from "./task-runner.ts";
 import { turnRowsFromRollout } from "./turn-index.ts";
+import { TurnQueue } from "./turn-queue.ts";
 
 /** Lines written at turn end are flushed to R2 this long after, so bursts share one segment. */
 export const FLUSH_DELAY_MS = 1_000;
@@ -47,30 +70,42 @@ const fail = (
   code: RpcFailure["code"],
   detail: string,
   errors?: RpcFailure["errors"],
-): RpcResult<never> => ({
-  ok: false,
-  error: errors ? { code, detail, errors } : { code, detail },
-});
+): RpcResult<never> => ({ ok: false, error: errors ? { code, detail, errors } : { code, detail } });
+const NOT_FOUND = fail("not_found", "No such thread.");
 
-/** Maps the core's configuration errors to API failures. */
-function configFailure(err: unknown): RpcResult<never> | undefined {
+const nowIso = () => new Date(systemClock.nowMs()).toISOString();
+const newTurnId = () => `turn_${uuidv7()}`;
+
+/** Maps the core's typed errors to API failures; undefined for anything unexpected. */
+function failureOf(err: unknown): RpcResult<never> | undefined {
   if (err instanceof UnknownModelError)
     return fail("unknown_model", `Unknown model "${err.model}".`);
   if (err instanceof InvalidConfigurationError) {
-    return fail("invalid_request", err.message, [{ path: `/${err.path}`, message: err.message }]);
+    return fail("invalid_request", err.message, [
+      { path: `/overrides/${err.path}`, message: err.message },
+    ]);
   }
+  if (err instanceof SessionError) return fail(err.code as RpcFailure["code"], err.message);
   return undefined;
 }
 
+function contentOf(input: readonly { content: readonly ContentItem[] }[]): ContentItem[] {
+  return input.flatMap((m) => [...m.content]);
+}
+
 /**
- * One conversation thread (design §5-§6). Thin: it wires the core engine to SQLite (the rollout
- * tail, checkpoint, manifest and meta) and R2 (segments), and serializes turns. The constructor only
- * migrates the schema; the first request loads the thread.
+ * One conversation thread (design §5-§7). Thin: it wires the core engine to SQLite (rollout
+ * tail, checkpoint, manifest, meta, events, queue) and R2 (segments), runs one task at a time and
+ * routes the API's operations to the engine. The constructor only migrates the schema; the first
+ * request loads the thread.
  */
 export class Thread extends DurableObject<Env> implements ThreadRpc {
   readonly #parts: StorageParts;
+  readonly #events: EventLog;
+  readonly #queue: TurnQueue;
   #live: LiveThread | undefined;
   #loading: Promise<LiveThread | undefined> | undefined;
+  #task: RunningTask | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -84,7 +119,11 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       bucket: env.ROLLOUT,
       meta: new MetaStore(sql),
     };
+    this.#events = new EventLog(sql);
+    this.#queue = new TurnQueue(sql);
   }
+
+  // --- Loading ----------------------------------------------------------------------------------
 
   /** The thread, loaded once per instance; undefined when it does not exist. */
   async #thread(): Promise<LiveThread | undefined> {
@@ -112,7 +151,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   #resource(live: LiveThread): ThreadResource {
     const meta = live.meta;
     const last = this.#parts.meta.lastTurn();
-    const status = live.running
+    const status = this.#task
       ? "running"
       : last?.status === "requires_action"
         ? "requires_action"
@@ -131,133 +170,92 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     };
   }
 
-  async createThread(req: CreateThreadRequest): Promise<RpcResult<ThreadResource>> {
-    if ((await this.#thread()) !== undefined) {
-      return fail("thread_exists", `Thread "${req.threadId}" already exists.`);
-    }
-    let config: ReturnType<typeof resolveSessionConfiguration>;
-    try {
-      config = resolveSessionConfiguration(
-        undefined,
-        req.config,
-        DEFAULT_MODEL_CATALOG,
-        DEFAULT_MODEL_SLUG,
+  /** A turn's resource; its items are read back from the rollout unless given. */
+  async #turnResource(
+    live: LiveThread,
+    row: TurnRow,
+    items?: ResponseItem[],
+  ): Promise<TurnResource> {
+    const recorded =
+      items ??
+      (await this.#linesBetween(live, row.first_seq, row.last_seq)).flatMap((l) =>
+        l.type === "response_item" ? [l.payload] : [],
       );
-    } catch (err) {
-      const failure = configFailure(err);
-      if (failure) return failure;
-      throw err;
-    }
-    const now = new Date(systemClock.nowMs()).toISOString();
-    const meta: ThreadMeta = {
-      tenant: req.tenant,
-      id: req.threadId,
-      created_at: now,
-      updated_at: now,
-      forked_from: null,
-      turn_count: 0,
-      warnings: [],
+    return {
+      object: "turn",
+      id: row.id,
+      thread_id: live.meta.id,
+      status: row.status,
+      items: recorded,
+      pending_calls: row.pending_calls,
+      usage: row.usage,
+      error: row.error,
     };
-    this.#parts.meta.put("thread", meta);
-    this.#parts.meta.put("config", config);
-    const log = new RolloutLog(this.#parts.sql, systemClock, 0);
-    log.append({
-      type: "session_meta",
-      payload: {
-        id: req.threadId,
-        timestamp: now,
-        cwd: config.environments[0]?.cwd ?? "/",
-        originator: "spindle",
-        cli_version: "spindle-0.1.0",
-        source: "api",
-        model_provider: config.provider,
-      },
-    });
-    log.append({ type: "spindle_config", payload: config });
-    const live = new LiveThread(this.#parts, meta, config, log, undefined, undefined);
-    this.#live = live;
-    await this.#scheduleFlush();
-    return ok(this.#resource(live));
   }
 
-  async getThread(): Promise<RpcResult<ThreadResource>> {
-    const live = await this.#thread();
-    return live ? ok(this.#resource(live)) : fail("not_found", "No such thread.");
+  #queuedResource(live: LiveThread, turnId: string): TurnResource {
+    return {
+      object: "turn",
+      id: turnId,
+      thread_id: live.meta.id,
+      status: "in_progress",
+      items: [],
+      pending_calls: [],
+      usage: null,
+      error: null,
+    };
   }
 
-  async deleteThread(): Promise<RpcResult<null>> {
-    const live = await this.#thread();
-    if (!live) return fail("not_found", "No such thread.");
-    await SegmentStore.deleteAll(this.env.ROLLOUT, threadPrefix(live.meta.tenant, live.meta.id));
-    await this.ctx.storage.deleteAlarm();
-    await this.ctx.storage.deleteAll();
-    this.#live = undefined;
-    migrate(this.ctx.storage.sql);
-    return ok(null);
-  }
-
-  async startTurn(req: StartTurnRequest): Promise<RpcResult<TurnResource>> {
-    const live = await this.#thread();
-    if (!live) return fail("not_found", "No such thread.");
-    if (live.running) {
-      return fail(
-        "thread_busy",
-        `Turn ${live.running} is running; only on_busy "reject" is supported so far.`,
-      );
+  /** Lines in [first, last]: from SQLite when it still has them, else from R2 + SQLite. */
+  async #linesBetween(live: LiveThread, first: number, last: number): Promise<RolloutLine[]> {
+    if (last < first) return [];
+    const stored = live.log.firstStoredSeq();
+    if (stored !== undefined && stored <= first) {
+      return live.log.linesBetween(first, last);
     }
-    const content = req.input.flatMap((m) => m.content);
-    const items: ResponseItem[] = [];
-    const meta = this.#parts.meta;
+    const { lines } = await readWholeRollout(this.#parts, live.meta, live.log);
+    return lines.filter((r) => r.seq >= first && r.seq <= last).map((r) => r.line);
+  }
+
+  // --- Tasks ------------------------------------------------------------------------------------
+
+  /**
+   * Starts a task and keeps it as the running one until it ends; then flushes, prunes events and
+   * starts the next queued turn.
+   */
+  #startTask(
+    live: LiveThread,
+    turnId: string,
+    start: (signal: AbortSignal) => TaskGenerator,
+    resumed?: TurnRow,
+  ): { task: RunningTask; started: Promise<void> } {
     const configBefore = JSON.stringify(live.session.state.config);
-    let row: TurnRow | undefined;
-    let outcome: TurnOutcome | undefined;
-    try {
-      const turn = live.session.runTurn({ content }, req.overrides as ThreadConfig | undefined);
-      for (let next = await turn.next(); ; next = await turn.next()) {
-        if (next.done) {
-          outcome = next.value;
-          break;
-        }
-        const event = next.value;
-        if (event.type === "turn.started") {
-          live.running = event.turn_id;
-          live.meta.turn_count += 1;
-          row = {
-            id: event.turn_id,
-            ordinal: live.meta.turn_count,
-            status: "in_progress",
-            first_seq: live.log.lastSeq,
-            last_seq: live.log.lastSeq,
-            pending_calls: [],
-            usage: null,
-            error: null,
-          };
-          this.#saveConfigIfChanged(live, configBefore);
-          meta.put("thread", live.meta);
-          meta.putTurn(row);
-        } else if (event.type === "item.completed") {
-          items.push(event.item);
-        } else if (event.type === "token_count" && row) {
-          row.usage = event.info ? { ...event.info.last_token_usage } : null;
-        }
-      }
-    } catch (err) {
-      const failure = configFailure(err);
-      if (failure) return failure;
-      if (!row) throw err;
-      return ok(this.#failTurn(live, row, items, err));
-    } finally {
-      live.running = undefined;
-    }
-    if (!row || !outcome) return fail("internal", "The turn did not start.");
-    row.status = outcome.status;
-    row.pending_calls = outcome.status === "requires_action" ? outcome.pending_calls : [];
-    row.last_seq = live.log.lastSeq;
-    live.meta.updated_at = new Date(systemClock.nowMs()).toISOString();
-    meta.put("thread", live.meta);
-    meta.putTurn(row);
+    const { task, started } = runTask(
+      {
+        live,
+        meta: this.#parts.meta,
+        events: this.#events,
+        now: nowIso,
+        resourceOf: (row, items) => this.#turnResource(live, row, items),
+        onTaskStarted: () => this.#saveConfigIfChanged(live, configBefore),
+      },
+      turnId,
+      start,
+      resumed,
+    );
+    this.#task = task;
+    const settle = () => {
+      if (this.#task === task) this.#task = undefined;
+      this.#events.prune();
+      this.ctx.waitUntil(this.#afterTask());
+    };
+    task.done.then(settle, settle);
+    return { task, started };
+  }
+
+  async #afterTask(): Promise<void> {
     await this.#scheduleFlush();
-    return ok(this.#turnResource(live, row, items));
+    await this.#drainQueue();
   }
 
   #saveConfigIfChanged(live: LiveThread, before: string): void {
@@ -267,66 +265,491 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     live.log.append({ type: "spindle_config", payload: config });
   }
 
-  #failTurn(live: LiveThread, row: TurnRow, items: ResponseItem[], err: unknown): TurnResource {
-    const provider = err instanceof ProviderError;
-    if (!provider) console.error("[thread] turn failed", err);
-    const message = provider ? err.message : "The turn failed with an internal error.";
-    const code = provider ? "provider_error" : "internal";
-    live.log.append({
-      type: "event_msg",
-      payload: {
-        type: "task_complete",
-        turn_id: row.id,
-        last_agent_message: null,
-        error: { code, message },
-      },
-    });
-    row.status = "failed";
-    row.error = { code, message };
-    row.last_seq = live.log.lastSeq;
-    this.#parts.meta.putTurn(row);
-    this.ctx.waitUntil(this.#scheduleFlush());
-    return this.#turnResource(live, row, items);
+  /** Runs the next queued turn when nothing else runs (durable: the queue is in SQLite). */
+  async #drainQueue(): Promise<void> {
+    const live = await this.#thread();
+    if (!live || this.#task) return;
+    const next = this.#queue.shift();
+    if (!next) return;
+    this.#abandonPausedTurn();
+    const { task } = this.#startTask(live, next.turnId, (signal) =>
+      live.session.runTurn({ content: next.content }, next.overrides, signal, {
+        turnId: next.turnId,
+      }),
+    );
+    this.ctx.waitUntil(
+      task.done.then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
   }
 
-  #turnResource(live: LiveThread, row: TurnRow, items: ResponseItem[]): TurnResource {
-    return {
-      object: "turn",
-      id: row.id,
-      thread_id: live.meta.id,
-      status: row.status,
-      items,
-      pending_calls: row.pending_calls,
-      usage: row.usage,
-      error: row.error,
-    };
+  /** A new turn instead of tool outputs: the paused turn's calls stay unanswered in history. */
+  #abandonPausedTurn(): void {
+    const last = this.#parts.meta.lastTurn();
+    if (last?.status === "requires_action") {
+      this.#parts.meta.putTurn({ ...last, status: "interrupted", pending_calls: [] });
+    }
+  }
+
+  /**
+   * Starts a user turn now (after `on_busy` was dealt with). Resolves once the turn has started
+   * (or failed to start, with a 4xx result).
+   */
+  async #beginTurn(
+    live: LiveThread,
+    req: StartTurnRequest,
+    turnId: string,
+  ): Promise<RpcResult<RunningTask>> {
+    this.#abandonPausedTurn();
+    const { task, started } = this.#startTask(live, turnId, (signal) =>
+      live.session.runTurn({ content: contentOf(req.input) }, req.overrides, signal, { turnId }),
+    );
+    try {
+      await started;
+    } catch (err) {
+      const failure = failureOf(err);
+      if (failure) return failure;
+      throw err;
+    }
+    return ok(task);
+  }
+
+  /**
+   * Applies `on_busy` when a task runs. Returns the task the request follows (the new turn, or
+   * the running one it steered into), or a queued turn's id, or a failure.
+   */
+  async #admitTurn(
+    live: LiveThread,
+    req: StartTurnRequest,
+    turnId: string,
+  ): Promise<RpcResult<{ task?: RunningTask; queued?: string }>> {
+    await this.#drainQueue();
+    const running = this.#task;
+    if (running) {
+      switch (req.onBusy) {
+        case "reject":
+          return fail("thread_busy", `Turn ${running.currentId} is running.`);
+        case "queue":
+          this.#queue.push({ turnId, content: contentOf(req.input), overrides: req.overrides });
+          await this.#scheduleQueueCheck();
+          return ok({ queued: turnId });
+        case "steer": {
+          if (req.expectedTurnId !== running.turnId) {
+            return fail("turn_mismatch", `The running turn is ${running.turnId}.`);
+          }
+          if (running.currentKind !== "turn") {
+            return fail("turn_not_steerable", "A compaction is running; it takes no input.");
+          }
+          live.session.steer(contentOf(req.input));
+          return ok({ task: running });
+        }
+        case "interrupt":
+          running.controller.abort(new Error("interrupted by a new turn"));
+          await running.done.catch(() => undefined);
+          break;
+      }
+    }
+    const begun = await this.#beginTurn(live, req, turnId);
+    return begun.ok ? ok({ task: begun.value }) : begun;
+  }
+
+  /** An alarm soon, so a queue left behind by an eviction still drains. */
+  async #scheduleQueueCheck(): Promise<void> {
+    if ((await this.ctx.storage.getAlarm()) === null) {
+      await this.ctx.storage.setAlarm(systemClock.nowMs() + FLUSH_DELAY_MS);
+    }
+  }
+
+  // --- RPC: threads -----------------------------------------------------------------------------
+
+  async createThread(req: CreateThreadRequest): Promise<RpcResult<ThreadResource>> {
+    if ((await this.#thread()) !== undefined) {
+      return fail("thread_exists", `Thread "${req.threadId}" already exists.`);
+    }
+    let config: SessionConfiguration;
+    try {
+      config = resolveSessionConfiguration(
+        undefined,
+        req.config,
+        DEFAULT_MODEL_CATALOG,
+        DEFAULT_MODEL_SLUG,
+      );
+    } catch (err) {
+      const failure = failureOf(err);
+      if (failure) return failure;
+      throw err;
+    }
+    const now = nowIso();
+    const meta = newMeta(req.tenant, req.threadId, now, null);
+    const log = new RolloutLog(this.#parts.sql, systemClock, 0);
+    this.ctx.storage.transactionSync(() => {
+      this.#parts.meta.put("thread", meta);
+      this.#parts.meta.put("config", config);
+      log.append({
+        type: "session_meta",
+        payload: sessionMetaPayload(req.threadId, now, config, null),
+      });
+      log.append({ type: "spindle_config", payload: config });
+    });
+    const live = new LiveThread(this.#parts, meta, config, log, undefined, undefined);
+    this.#live = live;
+    await this.#scheduleFlush();
+    return ok(this.#resource(live));
+  }
+
+  async getThread(): Promise<RpcResult<ThreadResource>> {
+    const live = await this.#thread();
+    return live ? ok(this.#resource(live)) : NOT_FOUND;
+  }
+
+  async deleteThread(): Promise<RpcResult<null>> {
+    const live = await this.#thread();
+    if (!live) return NOT_FOUND;
+    this.#task?.controller.abort(new Error("thread deleted"));
+    await this.#task?.done.catch(() => undefined);
+    this.#events.closeAll();
+    await SegmentStore.deleteAll(this.env.ROLLOUT, threadPrefix(live.meta.tenant, live.meta.id));
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    this.#live = undefined;
+    migrate(this.ctx.storage.sql);
+    return ok(null);
+  }
+
+  // --- RPC: turns -------------------------------------------------------------------------------
+
+  async startTurn(req: StartTurnRequest): Promise<RpcResult<TurnResource>> {
+    const live = await this.#thread();
+    if (!live) return NOT_FOUND;
+    const admitted = await this.#admitTurn(live, req, newTurnId());
+    if (!admitted.ok) return admitted;
+    const { task, queued } = admitted.value;
+    if (queued) return ok(this.#queuedResource(live, queued));
+    if (!task) return fail("internal", "No turn was started.");
+    return ok(await task.done);
+  }
+
+  async streamTurn(req: StartTurnRequest): Promise<RpcResult<EventStream>> {
+    const live = await this.#thread();
+    if (!live) return NOT_FOUND;
+    const turnId = req.onBusy === "steer" && req.expectedTurnId ? req.expectedTurnId : newTurnId();
+    // Subscribe first, so the stream holds every event of the turn from its start.
+    const stream = this.#events.subscribe(this.#events.lastSeq, turnId);
+    const admitted = await this.#admitTurn(live, req, turnId);
+    if (!admitted.ok) {
+      await stream.cancel().catch(() => undefined);
+      return admitted;
+    }
+    return ok(stream);
   }
 
   async getTurn(turnId: string): Promise<RpcResult<TurnResource>> {
     const live = await this.#thread();
-    if (!live) return fail("not_found", "No such thread.");
+    if (!live) return NOT_FOUND;
     const row = this.#parts.meta.turn(turnId);
-    if (!row) return fail("turn_not_found", `No turn "${turnId}" in this thread.`);
-    const lines = await this.#linesBetween(live, row.first_seq, row.last_seq);
-    const items = lines.flatMap((l) => (l.type === "response_item" ? [l.payload] : []));
-    return ok(this.#turnResource(live, row, items));
+    if (row) return ok(await this.#turnResource(live, row));
+    if (this.#queue.has(turnId)) return ok(this.#queuedResource(live, turnId));
+    return fail("turn_not_found", `No turn "${turnId}" in this thread.`);
   }
 
-  /** Lines in [first, last]: from SQLite when it still has them, else from the R2 segments. */
-  async #linesBetween(live: LiveThread, first: number, last: number): Promise<RolloutLine[]> {
-    const stored = live.log.firstStoredSeq();
-    if (stored !== undefined && stored <= first) {
-      return live.log
-        .rawAfter(first - 1, last - first + 1)
-        .map((r) => decodeRolloutLine(r.line, r.seq));
+  async events(req: EventsRequest): Promise<RpcResult<EventStream>> {
+    const live = await this.#thread();
+    if (!live) return NOT_FOUND;
+    const last = this.#events.lastSeq;
+    if (req.after !== undefined) {
+      if (req.after > last) {
+        return fail("invalid_request", `No event ${req.after} yet; the newest is ${last}.`, [
+          { path: "after", message: "greater than the newest event" },
+        ]);
+      }
+      if (req.after + 1 < this.#events.oldestKept()) {
+        return fail("event_expired", "Events after that point were dropped; re-read the thread.");
+      }
     }
-    const { lines: all } = await readWholeRollout(this.#parts, live.meta, live.log);
-    return all.filter((r) => r.seq >= first && r.seq <= last).map((r) => r.line);
+    return ok(this.#events.subscribe(req.after ?? last));
+  }
+
+  /** Checks a resume request; the pending row and outputs when it can go ahead. */
+  async #checkOutputs(
+    live: LiveThread,
+    turnId: string,
+    req: SubmitOutputsRequest,
+  ): Promise<RpcResult<{ row: TurnRow; outputs: ToolCallOutput[] }>> {
+    const row = this.#parts.meta.turn(turnId);
+    if (!row) return fail("turn_not_found", `No turn "${turnId}" in this thread.`);
+    if (row.status !== "requires_action") {
+      return fail("no_pending_calls", `Turn ${turnId} is not waiting for tool outputs.`);
+    }
+    if (this.#task) return fail("thread_busy", `Turn ${this.#task.currentId} is running.`);
+    const outputs: ToolCallOutput[] = req.items.map((i) => ({
+      call_id: i.call_id,
+      output: i.output as ToolCallOutput["output"],
+    }));
+    try {
+      live.session.checkResume(turnId, row.pending_calls, outputs);
+    } catch (err) {
+      if (err instanceof UnknownCallIdError) {
+        const pending = new Set(row.pending_calls.map((c) => c.call_id));
+        const errors = req.items.flatMap((item, i) =>
+          pending.has(item.call_id)
+            ? []
+            : [{ path: `/items/${i}/call_id`, message: "not a pending call" }],
+        );
+        return fail("unknown_call_id", err.message, errors);
+      }
+      const failure = failureOf(err);
+      if (failure) return failure;
+      throw err;
+    }
+    return ok({ row, outputs });
+  }
+
+  #resume(live: LiveThread, row: TurnRow, outputs: ToolCallOutput[]) {
+    return this.#startTask(
+      live,
+      row.id,
+      (signal) =>
+        live.session.resumeTurn(row.id, row.pending_calls, outputs, signal, row.queued_input),
+      row,
+    );
+  }
+
+  async submitOutputs(turnId: string, req: SubmitOutputsRequest): Promise<RpcResult<TurnResource>> {
+    const live = await this.#thread();
+    if (!live) return NOT_FOUND;
+    const checked = await this.#checkOutputs(live, turnId, req);
+    if (!checked.ok) return checked;
+    const { task } = this.#resume(live, checked.value.row, checked.value.outputs);
+    return ok(await task.done);
+  }
+
+  async streamOutputs(turnId: string, req: SubmitOutputsRequest): Promise<RpcResult<EventStream>> {
+    const live = await this.#thread();
+    if (!live) return NOT_FOUND;
+    const checked = await this.#checkOutputs(live, turnId, req);
+    if (!checked.ok) return checked;
+    const stream = this.#events.subscribe(this.#events.lastSeq, turnId);
+    this.#resume(live, checked.value.row, checked.value.outputs);
+    return ok(stream);
+  }
+
+  async steer(turnId: string, req: SteerRequest): Promise<RpcResult<TurnResource>> {
+    const live = await this.#thread();
+    if (!live) return NOT_FOUND;
+    const running = this.#task;
+    if (running && running.turnId === turnId) {
+      if (running.currentKind !== "turn") {
+        return fail("turn_not_steerable", "A compaction is running; it takes no input.");
+      }
+      live.session.steer(contentOf(req.input));
+      const row = this.#parts.meta.turn(running.currentId);
+      return row ? ok(await this.#turnResource(live, row)) : ok(this.#queuedResource(live, turnId));
+    }
+    const row = this.#parts.meta.turn(turnId);
+    if (!row && !this.#queue.has(turnId)) return fail("turn_not_found", `No turn "${turnId}".`);
+    if (row?.status === "requires_action") {
+      return fail(
+        "turn_not_steerable",
+        `Turn ${turnId} waits for tool outputs; post them instead.`,
+      );
+    }
+    return fail("turn_mismatch", `Turn ${turnId} is not the running turn.`);
+  }
+
+  async interrupt(turnId: string): Promise<RpcResult<TurnResource>> {
+    const live = await this.#thread();
+    if (!live) return NOT_FOUND;
+    const running = this.#task;
+    if (running && (running.turnId === turnId || running.currentId === turnId)) {
+      running.controller.abort(new Error("interrupted"));
+      return ok(await running.done);
+    }
+    if (this.#queue.remove(turnId)) {
+      return ok({ ...this.#queuedResource(live, turnId), status: "interrupted" });
+    }
+    const row = this.#parts.meta.turn(turnId);
+    if (!row) return fail("turn_not_found", `No turn "${turnId}" in this thread.`);
+    if (row.status === "requires_action" && !running) {
+      const item = live.session.interruptPausedTurn(turnId);
+      const done: TurnRow = {
+        ...row,
+        status: "interrupted",
+        pending_calls: [],
+        last_seq: live.log.lastSeq,
+      };
+      this.#parts.meta.putTurn(done);
+      this.#events.emit("item.completed", turnId, { item, context: true });
+      const resource = await this.#turnResource(live, done);
+      this.#events.emit("turn.interrupted", turnId, resource);
+      await this.#scheduleFlush();
+      return ok(resource);
+    }
+    return ok(await this.#turnResource(live, row));
+  }
+
+  // --- RPC: thread operations -------------------------------------------------------------------
+
+  async rollback(req: RollbackRequest): Promise<RpcResult<ThreadResource>> {
+    const live = await this.#thread();
+    if (!live) return NOT_FOUND;
+    if (this.#task) return fail("thread_busy", `Turn ${this.#task.currentId} is running.`);
+    try {
+      live.session.recordRollback(req.turns);
+    } catch (err) {
+      const failure = failureOf(err);
+      if (failure) return failure;
+      throw err;
+    }
+    this.#abandonPausedTurn();
+    // The exact post-rollback state (reference, baseline, settings) is what a replay gives.
+    const reloaded = await LiveThread.load(this.#parts);
+    if (!reloaded) return NOT_FOUND;
+    reloaded.meta.updated_at = nowIso();
+    this.#parts.meta.put("thread", reloaded.meta);
+    this.#live = reloaded;
+    await this.#scheduleFlush();
+    return ok(this.#resource(reloaded));
+  }
+
+  async compact(): Promise<RpcResult<TurnResource>> {
+    const live = await this.#thread();
+    if (!live) return NOT_FOUND;
+    if (this.#task) return fail("thread_busy", `Turn ${this.#task.currentId} is running.`);
+    const { task, started } = this.#startTask(live, "", (signal) =>
+      live.session.compact("manual", signal),
+    );
+    try {
+      await started;
+    } catch (err) {
+      const failure = failureOf(err);
+      if (failure) return failure;
+      throw err;
+    }
+    return ok(await task.done);
+  }
+
+  async inject(req: InjectRequest): Promise<RpcResult<ThreadResource>> {
+    const live = await this.#thread();
+    if (!live) return NOT_FOUND;
+    const running = this.#task;
+    try {
+      if (running?.currentKind === "turn") {
+        // While a turn runs, injected input joins it as pending input (reference §5.5).
+        for (const item of req.items) live.session.steer([...item.content]);
+      } else {
+        if (running) return fail("thread_busy", "A compaction is running.");
+        const messages: MessageItem[] = req.items.map((m) => ({
+          type: "message",
+          role: "user",
+          content: [...m.content],
+        }));
+        for (const item of live.session.inject(messages)) {
+          this.#events.emit("item.completed", null, { item, context: false });
+        }
+        live.meta.updated_at = nowIso();
+        this.#parts.meta.put("thread", live.meta);
+        await this.#scheduleFlush();
+      }
+    } catch (err) {
+      const failure = failureOf(err);
+      if (failure) return failure;
+      throw err;
+    }
+    return ok(this.#resource(live));
+  }
+
+  async exportRollout(): Promise<RpcResult<ReadableStream<Uint8Array>>> {
+    const live = await this.#thread();
+    if (!live) return NOT_FOUND;
+    const { lines } = await readWholeRollout(this.#parts, live.meta, live.log);
+    return ok(jsonlStream(lines.map((l) => l.text)));
+  }
+
+  async forkSource(req: ForkSourceRequest): Promise<RpcResult<ForkSource>> {
+    const live = await this.#thread();
+    if (!live) return NOT_FOUND;
+    let cut = live.log.lastSeq + 1;
+    if (req.beforeTurn !== undefined) {
+      const row = this.#parts.meta.turn(req.beforeTurn);
+      if (!row) return fail("turn_not_found", `No turn "${req.beforeTurn}" in this thread.`);
+      cut = row.first_seq;
+    } else if (this.#task) {
+      // The last consistent point: before the running task's first line.
+      const row = this.#parts.meta.turn(this.#task.currentId);
+      if (row) cut = row.first_seq;
+    }
+    const { lines } = await readWholeRollout(this.#parts, live.meta, live.log);
+    const prefix = lines.filter((l) => l.seq < cut).map((l) => l.text);
+    return ok({ lines: jsonlStream(prefix), forkedFrom: live.meta.id });
+  }
+
+  async createFromRollout(req: CreateFromRolloutRequest): Promise<RpcResult<ThreadResource>> {
+    if ((await this.#thread()) !== undefined) {
+      await req.lines.cancel().catch(() => undefined);
+      return fail("thread_exists", `Thread "${req.threadId}" already exists.`);
+    }
+    const read = await readRolloutStream(req.lines);
+    if (!read.ok) {
+      return fail("invalid_request", `Line ${read.lineNumber}: ${read.reason}`, [
+        { path: `/line/${read.lineNumber}`, message: read.reason },
+      ]);
+    }
+    const [first, ...rest] = read.lines;
+    if (!first)
+      return fail("invalid_request", "The rollout is empty.", [
+        { path: "/line/1", message: "no line" },
+      ]);
+    if (first.line.type !== "session_meta") {
+      return fail("invalid_request", "The first line must be session_meta.", [
+        { path: "/line/1", message: `expected session_meta, got ${first.line.type}` },
+      ]);
+    }
+    const resolved = configOfRollout(
+      read.lines.map((l) => l.line),
+      first.line.payload.cwd,
+    );
+    if (!resolved.ok) return resolved;
+    const now = nowIso();
+    const forkedFrom = req.forkedFrom ?? null;
+    const meta = newMeta(req.tenant, req.threadId, now, forkedFrom);
+    const ownMeta = {
+      ...first.line.payload,
+      id: req.threadId,
+      timestamp: now,
+      ...(forkedFrom ? { forked_from_id: forkedFrom } : {}),
+    };
+    const log = new RolloutLog(this.#parts.sql, systemClock, 0);
+    const config = resolved.value.config;
+    const metaLine = { timestamp: now, type: "session_meta", payload: ownMeta } as RolloutLine;
+    const stored: ImportedLine[] = [{ text: encodeRolloutLine(metaLine), line: metaLine }, ...rest];
+    this.ctx.storage.transactionSync(() => {
+      for (const line of stored) log.appendLine(line.line, line.text);
+      this.#parts.meta.put("config", config);
+    });
+    const lines = stored.map((l) => l.line);
+    const state = reconstructRollout(lines, { truncation: truncationPolicyOf(config) });
+    const turns = turnRowsFromRollout(stored.map((l, i) => ({ seq: i + 1, line: l.line })));
+    meta.turn_count = turns.filter((t) => t.kind !== "compaction").length;
+    meta.warnings = [...resolved.value.warnings, ...state.warnings].map((message) => ({
+      code: "rollout_repaired",
+      message,
+    }));
+    this.ctx.storage.transactionSync(() => {
+      this.#parts.meta.put("thread", meta);
+      for (const t of turns) this.#parts.meta.putTurn(t);
+    });
+    const live = new LiveThread(this.#parts, meta, config, log, undefined, state);
+    this.#live = live;
+    this.#settleInterruptedTurn(live);
+    await this.#scheduleFlush();
+    return ok(this.#resource(live));
   }
 
   async listHistory(req: ListHistoryRequest): Promise<RpcResult<ListResource<ResponseItem>>> {
     const live = await this.#thread();
-    if (!live) return fail("not_found", "No such thread.");
+    if (!live) return NOT_FOUND;
     const history = live.session.history;
     let start = 0;
     if (req.cursor !== undefined) {
@@ -350,7 +773,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
 
   async getPrompt() {
     const live = await this.#thread();
-    if (!live) return fail("not_found", "No such thread.");
+    if (!live) return NOT_FOUND;
     return ok(live.session.previewPrompt());
   }
 
@@ -362,37 +785,39 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     const name = this.ctx.id.name;
     const [tenant, threadId] = name?.split(":") ?? [];
     if (!tenant || !threadId) return fail("internal", "This object has no thread name.");
+    if (this.#task) return fail("thread_busy", `Turn ${this.#task.currentId} is running.`);
     const existing = await this.#thread();
     const log = existing?.log ?? new RolloutLog(this.#parts.sql, systemClock, 0);
-    const {
-      lines: rows,
-      segments,
-      warnings,
-    } = await readWholeRollout(this.#parts, { tenant, id: threadId }, log);
+    const whole = await readWholeRollout(this.#parts, { tenant, id: threadId }, log);
+    const rows = whole.lines;
     if (rows.length === 0) return fail("not_found", "No rollout in R2 for this thread.");
     const lines = rows.map((r) => r.line);
-    const configLine = lines.findLast((l) => l.type === "spindle_config");
     const metaLine = lines.find((l) => l.type === "session_meta");
-    if (configLine?.type !== "spindle_config" || metaLine?.type !== "session_meta") {
-      return fail("internal", "The rollout in R2 lacks its session_meta or configuration line.");
+    if (metaLine?.type !== "session_meta") {
+      return fail("internal", "The rollout in R2 has no session_meta line.");
     }
-    const config = configLine.payload;
+    const resolved = configOfRollout(lines, metaLine.payload.cwd);
+    if (!resolved.ok) return fail("internal", "The rollout's configuration cannot be resolved.");
+    const config = resolved.value.config;
     const turns = turnRowsFromRollout(rows);
     const meta: ThreadMeta = {
-      tenant,
-      id: threadId,
-      created_at: metaLine.payload.timestamp ?? metaLine.timestamp,
+      ...newMeta(
+        tenant,
+        threadId,
+        metaLine.payload.timestamp ?? metaLine.timestamp,
+        metaLine.payload.forked_from_id ?? null,
+      ),
       updated_at: lines.at(-1)?.timestamp ?? metaLine.timestamp,
-      forked_from: metaLine.payload.forked_from_id ?? null,
-      turn_count: turns.length,
-      warnings: [],
+      turn_count: turns.filter((t) => t.kind !== "compaction").length,
     };
     const rebuilt = reconstructRollout(lines, { truncation: truncationPolicyOf(config) });
-    const state = warnings.length > 0 ? withoutContextBaseline(rebuilt) : rebuilt;
-    meta.warnings = [...warnings, ...state.warnings].map((message) => ({
-      code: "rollout_repaired",
-      message,
-    }));
+    const state = whole.warnings.length > 0 ? withoutContextBaseline(rebuilt) : rebuilt;
+    meta.warnings = [...whole.warnings, ...resolved.value.warnings, ...state.warnings].map(
+      (message) => ({
+        code: "rollout_repaired",
+        message,
+      }),
+    );
     const lastSeq = rows.at(-1)?.seq ?? 0;
     // Rewrite local state from the rollout: lines R2 holds are recorded as flushed.
     await this.ctx.storage.deleteAll();
@@ -401,13 +826,9 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       this.#parts.meta.put("thread", meta);
       this.#parts.meta.put("config", config);
       for (const t of turns) this.#parts.meta.putTurn(t);
-      for (const s of segments) SegmentStore.recordDone(this.#parts.sql, s);
-      const flushed = segments.at(-1)?.last_seq ?? 0;
-      for (const r of rows) {
-        if (r.seq > flushed) {
-          RolloutLog.insert(this.#parts.sql, r.seq, r.text);
-        }
-      }
+      for (const s of whole.segments) SegmentStore.recordDone(this.#parts.sql, s);
+      const flushed = whole.segments.at(-1)?.last_seq ?? 0;
+      for (const r of rows) if (r.seq > flushed) RolloutLog.insert(this.#parts.sql, r.seq, r.text);
     });
     const live = new LiveThread(
       this.#parts,
@@ -436,6 +857,8 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     };
   }
 
+  // --- Flushing ---------------------------------------------------------------------------------
+
   async #scheduleFlush(): Promise<void> {
     const live = this.#live;
     if (!live) return;
@@ -448,14 +871,17 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     }
   }
 
-  /** Flushes the tail to R2, then checkpoints. A failure is retried with backoff; nothing is lost. */
+  /**
+   * Flushes the tail to R2, then checkpoints, then starts a queued turn left waiting. A failed
+   * flush is retried with backoff; nothing is lost.
+   */
   override async alarm(): Promise<void> {
     const live = await this.#thread();
     if (!live) return;
     try {
       await live.segments.flush();
       this.#parts.meta.put("flush_attempts", 0);
-      await live.maybeCheckpoint();
+      await live.maybeCheckpoint(() => readWholeRollout(this.#parts, live.meta, live.log));
     } catch (err) {
       const attempts = (this.#parts.meta.get<number>("flush_attempts") ?? 0) + 1;
       this.#parts.meta.put("flush_attempts", attempts);
@@ -463,6 +889,81 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       console.warn(`[rollout] flush failed (attempt ${attempts}), retrying in ${delay} ms`, err);
       await this.ctx.storage.setAlarm(systemClock.nowMs() + delay);
     }
+    await this.#drainQueue();
+  }
+}
+
+function newMeta(
+  tenant: string,
+  id: string,
+  createdAt: string,
+  forkedFrom: string | null,
+): ThreadMeta {
+  return {
+    tenant,
+    id,
+    created_at: createdAt,
+    updated_at: createdAt,
+    forked_from: forkedFrom,
+    turn_count: 0,
+    warnings: [],
+  };
+}
+
+function sessionMetaPayload(
+  id: string,
+  now: string,
+  config: SessionConfiguration,
+  forkedFrom: string | null,
+) {
+  return {
+    id,
+    timestamp: now,
+    cwd: config.environments[0]?.cwd ?? "/",
+    originator: "spindle",
+    cli_version: "spindle-0.1.0",
+    source: "api",
+    model_provider: config.provider,
+    ...(forkedFrom ? { forked_from_id: forkedFrom } : {}),
+  };
+}
+
+/**
+ * A rollout's configuration: its newest `spindle_config` line, else one resolved from its newest
+ * `turn_context` (a plain Codex rollout), else the defaults at the session's cwd.
+ */
+function configOfRollout(
+  lines: readonly RolloutLine[],
+  cwd: string | undefined,
+): RpcResult<{ config: SessionConfiguration; warnings: string[] }> {
+  const own = lines.findLast((l) => l.type === "spindle_config");
+  if (own?.type === "spindle_config") return ok({ config: own.payload, warnings: [] });
+  const context = lines.findLast((l) => l.type === "turn_context");
+  let update: ThreadConfig = cwd ? { cwd } : {};
+  const warnings: string[] = [];
+  if (context?.type === "turn_context") {
+    const derived = threadConfigFromTurnContext(
+      context.payload,
+      new Set(DEFAULT_MODEL_CATALOG.slugs()),
+    );
+    update = derived.config;
+    warnings.push(
+      ...derived.dropped.map((d) => `imported ${d} is not supported here; the default is used`),
+    );
+  }
+  try {
+    const config = resolveSessionConfiguration(
+      undefined,
+      update,
+      DEFAULT_MODEL_CATALOG,
+      DEFAULT_MODEL_SLUG,
+    );
+    return ok({ config, warnings });
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    return fail("invalid_request", `The rollout's settings cannot be used: ${message}`, [
+      { path: "/line/1", message },
+    ]);
   }
 }
 

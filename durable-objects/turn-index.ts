@@ -15,6 +15,7 @@ export function turnRowsFromRollout(
       if (open) {
         open.last_seq = seq;
         if (line.type === "response_item") trackCalls(open, line.payload);
+        if (line.type === "compacted") open.kind = "compaction";
       }
       continue;
     }
@@ -23,7 +24,8 @@ export function turnRowsFromRollout(
       if (open) rows.push({ ...open, status: "interrupted", pending_calls: [] });
       open = {
         id: event.turn_id,
-        ordinal: rows.length + 1,
+        ordinal: seq,
+        kind: "turn",
         status: "in_progress",
         first_seq: seq,
         last_seq: seq,

@@ -138,11 +138,17 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
     },
 
     startTurn: async (c, { param, body }) => {
-      const { input, overrides, on_busy, stream } = body;
+      const { input, overrides, on_busy, stream, expected_turn_id } = body;
+      if (on_busy === "steer" && expected_turn_id === undefined) {
+        throw new ApiError("invalid_request", 'on_busy "steer" needs expected_turn_id.', {
+          errors: [{ path: "/expected_turn_id", message: 'Required with on_busy "steer"' }],
+        });
+      }
       const req: StartTurnRequest = {
         input: inputMessages(input),
         ...(overrides === undefined ? {} : { overrides }),
         onBusy: on_busy,
+        ...(expected_turn_id === undefined ? {} : { expectedTurnId: expected_turn_id }),
       };
       if (stream ?? acceptsEventStream(c.req.header("accept"))) {
         return eventStream(c, unwrap(await stubFor(c, param.id).streamTurn(req)), true);

@@ -93,6 +93,12 @@ export const StartTurnBodySchema = z.strictObject({
   /** What to do when a turn is already running; `reject` answers 409 `thread_busy`. */
   on_busy: OnBusySchema.default("reject"),
   /**
+   * With `on_busy: "steer"`: the id of the turn the input should join. Required there (the
+   * running turn may have changed since the client looked); 409 `turn_mismatch` when it is not
+   * the running turn.
+   */
+  expected_turn_id: TurnIdSchema.optional(),
+  /**
    * Answer with server-sent events instead of one JSON Turn. Absent: whether `Accept` names
    * `text/event-stream`; an explicit value wins over `Accept`.
    */

@@ -51,6 +51,8 @@ export interface StartTurnRequest {
   /** Absent when the request had none; what it sets becomes the thread's new default. */
   overrides?: ThreadConfig;
   onBusy: OnBusy;
+  /** With `onBusy: "steer"` (always set then): the turn the input must join, else `turn_mismatch`. */
+  expectedTurnId?: string;
 }
 
 export interface ListHistoryRequest {

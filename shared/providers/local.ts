@@ -15,8 +15,27 @@ import type { ModelClient, ModelEvent } from "./model-client.ts";
 
 /** `/call NAME {json arguments}`: asks the local model to call a declared tool. */
 const CALL_COMMAND = /^\/call\s+([A-Za-z0-9_-]+)(?:\s+([\s\S]*))?$/;
+/** `/slow MS …`: the answer waits MS milliseconds before each delta (interrupt and steer tests). */
+const SLOW_COMMAND = /^\/slow\s+(\d{1,5})\b/;
 /** Splits answers into a few deltas so streaming can be observed. */
 const DELTA_CHARS = 24;
+
+/** Waits, or rejects with the signal's reason as soon as it aborts. */
+export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
+
+const timerSleep: Sleep = (ms, signal) =>
+  new Promise((resolve, reject) => {
+    signal?.throwIfAborted();
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });
 
 function userText(item: MessageItem): string {
   return item.content
@@ -29,6 +48,12 @@ function userText(item: MessageItem): string {
 function outputText(output: ToolOutput): string {
   if (typeof output === "string") return output;
   return output.map((p) => (p.type === "input_text" ? p.text : `[${p.type}]`)).join("");
+}
+
+/** The text of the newest real user message (a turn boundary), or "". */
+function lastUserText(prompt: Prompt): string {
+  const last = prompt.input.findLast(isUserTurnBoundary);
+  return last?.type === "message" ? userText(last).trim() : "";
 }
 
 function approxTokens(text: string): number {
@@ -45,15 +70,25 @@ function approxTokens(text: string): number {
  * - last user text is the engine's summarization request (a compaction): a summary
  *   `Summary of N earlier items; last user request: "…"`, N counting the items before the request
  *   and the quote being the newest real user message before it (earlier summaries skipped).
+ * - last user text `/slow MS …`: the usual answer, but each delta waits MS milliseconds first, so
+ *   a turn stays running long enough to be steered, queued behind or interrupted.
  * Usage is estimated from the prompt with the context manager's estimator.
  */
 export class LocalModelClient implements ModelClient {
+  readonly #sleep: Sleep;
+
+  constructor(options: { sleep?: Sleep } = {}) {
+    this.#sleep = options.sleep ?? timerSleep;
+  }
+
   async *stream(prompt: Prompt, signal?: AbortSignal): AsyncIterable<ModelEvent> {
     signal?.throwIfAborted();
     const item = this.respond(prompt);
+    const delayMs = Number(SLOW_COMMAND.exec(lastUserText(prompt))?.[1] ?? 0);
     if (item.type === "message") {
       const text = item.content.map((p) => (p.type === "output_text" ? p.text : "")).join("");
       for (let i = 0; i < text.length; i += DELTA_CHARS) {
+        if (delayMs > 0) await this.#sleep(delayMs, signal);
         signal?.throwIfAborted();
         yield { type: "output_text_delta", delta: text.slice(i, i + DELTA_CHARS) };
       }

@@ -319,6 +319,7 @@ export class ThreadSession {
     input: UserInput,
     overrides?: ThreadConfig,
     signal?: AbortSignal,
+    options: { turnId?: string } = {},
   ): AsyncGenerator<TurnEvent, TurnOutcome> {
     this.#assertIdle();
     this.#applyOverrides(overrides);
@@ -330,7 +331,8 @@ export class ThreadSession {
     }
 
     const { sink, clock, ids } = this.#deps;
-    const turn = this.#newTurnContext(`turn_${ids.uuidv7()}`);
+    // A caller may fix the id up front (a queued or streamed turn is addressed before it starts).
+    const turn = this.#newTurnContext(options.turnId ?? `turn_${ids.uuidv7()}`);
     this.#running = { turnId: turn.turnId, kind: "turn", queue: [] };
     try {
       const startedAtMs = clock.nowMs();
@@ -775,6 +777,20 @@ export class ThreadSession {
     this.#turnAborted(turn, startedAtMs);
     yield { type: "turn.interrupted", turn_id: turn.turnId, kind: "turn" };
     return { status: "interrupted", turn_id: turn.turnId };
+  }
+
+  /**
+   * Interrupts a turn paused in `requires_action` (its client tools will not be answered): the
+   * same `<turn_aborted>` fragment and `turn_aborted` line as an interrupt while sampling. The
+   * pending calls stay in history unanswered (`forPrompt` pairs them with `aborted`).
+   */
+  interruptPausedTurn(turnId: string): ResponseItem {
+    this.#assertIdle();
+    this.#carried = undefined;
+    const turn = this.#newTurnContext(turnId);
+    const item = this.#record(turnAbortedMessage(), turn);
+    this.#turnAborted(turn, undefined);
+    return item;
   }
 
   #turnAborted(turn: TurnContext, startedAtMs: number | undefined): void {

@@ -170,10 +170,10 @@ describe("repairs instead of crash loops", () => {
       sql.exec(
         "INSERT INTO spindle_turns (turn_id, ordinal, body) VALUES (?, ?, ?)",
         "turn_cut",
-        2,
+        last + 1,
         JSON.stringify({
           id: "turn_cut",
-          ordinal: 2,
+          ordinal: last + 1,
           status: "in_progress",
           first_seq: last + 1,
           last_seq: last + 3,

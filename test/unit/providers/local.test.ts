@@ -141,3 +141,25 @@ async function collect_(signal: AbortSignal) {
     // draining
   }
 }
+
+describe("LocalModelClient /slow", () => {
+  it("waits the given time before each delta and stops when aborted", async () => {
+    const waits: number[] = [];
+    const controller = new AbortController();
+    const client = new LocalModelClient({
+      sleep: async (ms, signal) => {
+        waits.push(ms);
+        if (waits.length === 2) controller.abort(new Error("stop"));
+        signal?.throwIfAborted();
+      },
+    });
+    const seen: string[] = [];
+    const run = async () => {
+      for await (const e of client.stream(prompt([user("/slow 250 hello")]), controller.signal))
+        seen.push(e.type);
+    };
+    await expect(run()).rejects.toThrow("stop");
+    expect(waits).toEqual([250, 250]);
+    expect(seen).toEqual(["output_text_delta"]);
+  });
+});

@@ -1,0 +1,115 @@
+import type { Sql } from "./sql.ts";
+
+/** How many events a thread keeps for `Last-Event-ID` replay. */
+export const EVENT_WINDOW = 2_000;
+
+/** One thread event as stored and streamed (NDJSON over RPC; the worker frames it as SSE). */
+export interface ThreadEventRecord {
+  seq: number;
+  type: string;
+  /** Null for items injected outside a turn. */
+  turn_id: string | null;
+  data: unknown;
+}
+
+interface Subscriber {
+  writer: WritableStreamDefaultWriter<Uint8Array>;
+  /** Ends the stream after this turn's terminal event (undefined: follow until cancelled). */
+  untilTurn: string | undefined;
+}
+
+const TERMINAL = new Set([
+  "turn.completed",
+  "turn.requires_action",
+  "turn.interrupted",
+  "turn.failed",
+]);
+const encoder = new TextEncoder();
+
+/**
+ * The thread's event sequence (design §7): every event gets the next `seq`, is stored in SQLite
+ * (a bounded window, for replay after a disconnect), then fanned out to live subscribers. Persist
+ * first: a subscriber that has gone away never affects the turn (style §5).
+ */
+export class EventLog {
+  readonly #sql: Sql;
+  #lastSeq: number;
+  readonly #subscribers = new Set<Subscriber>();
+
+  constructor(sql: Sql) {
+    this.#sql = sql;
+    const row = sql<{ seq: number | null }>`SELECT MAX(seq) AS seq FROM spindle_events`.one();
+    this.#lastSeq = row.seq ?? 0;
+  }
+
+  get lastSeq(): number {
+    return this.#lastSeq;
+  }
+
+  emit(type: string, turnId: string | null, data: unknown): ThreadEventRecord {
+    const event = { seq: this.#lastSeq + 1, type, turn_id: turnId, data };
+    this
+      .#sql`INSERT INTO spindle_events (seq, body) VALUES (${event.seq}, ${JSON.stringify(event)})`;
+    this.#lastSeq = event.seq;
+    for (const subscriber of this.#subscribers) this.#send(subscriber, event);
+    return event;
+  }
+
+  /** Drops events older than the replay window. */
+  prune(): void {
+    this.#sql`DELETE FROM spindle_events WHERE seq <= ${this.#lastSeq - EVENT_WINDOW}`;
+  }
+
+  /** The oldest seq still replayable (lastSeq + 1 when none is kept). */
+  oldestKept(): number {
+    const row = this.#sql<{ seq: number | null }>`SELECT MIN(seq) AS seq FROM spindle_events`.one();
+    return row.seq ?? this.#lastSeq + 1;
+  }
+
+  /**
+   * NDJSON of the stored events after `after`, then live ones. With `untilTurn`, the stream ends
+   * after that turn's terminal event; otherwise it stays open until the reader cancels.
+   */
+  subscribe(after: number, untilTurn?: string): ReadableStream<Uint8Array> {
+    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+    const subscriber: Subscriber = { writer: writable.getWriter(), untilTurn };
+    const rows = this.#sql<{ body: string }>`
+      SELECT body FROM spindle_events WHERE seq > ${after} ORDER BY seq`.toArray();
+    let ended = false;
+    for (const row of rows) {
+      const event = JSON.parse(row.body) as ThreadEventRecord;
+      this.#send(subscriber, event);
+      if (untilTurn !== undefined && event.turn_id === untilTurn && TERMINAL.has(event.type)) {
+        ended = true;
+        break;
+      }
+    }
+    if (!ended) this.#subscribers.add(subscriber);
+    return readable;
+  }
+
+  #send(subscriber: Subscriber, event: ThreadEventRecord): void {
+    const done =
+      subscriber.untilTurn !== undefined &&
+      event.turn_id === subscriber.untilTurn &&
+      TERMINAL.has(event.type);
+    // Writes are not awaited: a slow or vanished reader must never hold up the turn.
+    subscriber.writer.write(encoder.encode(`${JSON.stringify(event)}\n`)).catch(() => {
+      this.#subscribers.delete(subscriber);
+    });
+    if (done) {
+      this.#subscribers.delete(subscriber);
+      subscriber.writer.close().catch(() => {});
+    }
+  }
+
+  /** Ends every live stream (thread deleted). */
+  closeAll(): void {
+    for (const s of this.#subscribers) s.writer.close().catch(() => {});
+    this.#subscribers.clear();
+  }
+}
+
+export function isTerminalEvent(type: string): boolean {
+  return TERMINAL.has(type);
+}
