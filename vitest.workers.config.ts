@@ -18,6 +18,10 @@ export default defineConfig({
           }),
           // Small, so that the suites take and use checkpoints.
           SPINDLE_CHECKPOINT_EVERY_LINES: "40",
+          // The openai provider, pointed at a host the tests answer by replacing fetch.
+          OPENAI_BASE_URL: "https://openai.test/v1",
+          OPENAI_API_KEY: "sk-test-openai",
+          SPINDLE_OPENAI_MODELS: JSON.stringify([{ slug: "gpt-test", context_window: 128_000 }]),
         },
       },
     }),

@@ -1,13 +1,8 @@
 import { v7 as uuidv7 } from "uuid";
 import { ContextManager, type TruncationPolicy } from "../shared/context-manager/index.ts";
-import {
-  DEFAULT_MODEL_CATALOG,
-  DEFAULT_MODEL_SLUG,
-  type ModelInfo,
-} from "../shared/models/index.ts";
+import { DEFAULT_MODEL_SLUG, type ModelCatalog } from "../shared/models/index.ts";
 import type { Clock, IdSource } from "../shared/ports/index.ts";
 import type { RolloutLine, SessionConfiguration } from "../shared/protocol/index.ts";
-import { LocalModelClient, type ModelClient, ProviderError } from "../shared/providers/index.ts";
 import {
   type Checkpoint,
   createCheckpoint,
@@ -34,13 +29,10 @@ export function threadPrefix(tenant: string, threadId: string): string {
   return `threads/${tenant}/${threadId}/`;
 }
 
-/** Chooses the model client for a provider name (design §9). */
-export function modelClientFor(_model: ModelInfo, provider: string): ModelClient {
-  if (provider === "local") return new LocalModelClient();
-  throw new ProviderError(`provider "${provider}" is not configured`);
-}
-
 export interface StorageParts {
+  catalog: ModelCatalog;
+  /** The model client factory of a thread's turns. */
+  modelClients: (threadId: string) => EngineDeps["modelClient"];
   /** Lines between checkpoints. */
   checkpointEveryLines: number;
   sql: Sql;
@@ -87,9 +79,9 @@ export class LiveThread {
     const deps: EngineDeps = {
       clock: systemClock,
       ids: randomIds,
-      catalog: DEFAULT_MODEL_CATALOG,
+      catalog: parts.catalog,
       defaultModel: DEFAULT_MODEL_SLUG,
-      modelClient: modelClientFor,
+      modelClient: parts.modelClients(meta.id),
       sink: log,
     };
     const history = new ContextManager(state?.history);

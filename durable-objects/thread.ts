@@ -1,6 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { v7 as uuidv7 } from "uuid";
-import { DEFAULT_MODEL_CATALOG, DEFAULT_MODEL_SLUG } from "../shared/models/index.ts";
+import { DEFAULT_MODEL_SLUG, type ModelCatalog } from "../shared/models/index.ts";
 import type {
   ContentItem,
   MessageItem,
@@ -50,6 +50,7 @@ import {
   withoutContextBaseline,
 } from "./live-thread.ts";
 import { MetaStore, type ThreadMeta, type TurnRow } from "./meta-store.ts";
+import { catalogOf, modelClientFactory } from "./providers.ts";
 import { type ImportedLine, jsonlStream, readRolloutStream } from "./rollout-import.ts";
 import { RolloutLog } from "./rollout-log.ts";
 import { migrate } from "./schema.ts";
@@ -112,6 +113,8 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     migrate(ctx.storage.sql);
     const sql = sqlOf(ctx.storage.sql);
     this.#parts = {
+      catalog: catalogOf(env),
+      modelClients: (threadId) => modelClientFactory(env, threadId),
       checkpointEveryLines:
         Number(env.SPINDLE_CHECKPOINT_EVERY_LINES) || DEFAULT_CHECKPOINT_EVERY_LINES,
       sql,
@@ -373,7 +376,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       config = resolveSessionConfiguration(
         undefined,
         req.config,
-        DEFAULT_MODEL_CATALOG,
+        this.#parts.catalog,
         DEFAULT_MODEL_SLUG,
       );
     } catch (err) {
@@ -707,6 +710,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       ]);
     }
     const resolved = configOfRollout(
+      this.#parts.catalog,
       read.lines.map((l) => l.line),
       first.line.payload.cwd,
     );
@@ -796,7 +800,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     if (metaLine?.type !== "session_meta") {
       return fail("internal", "The rollout in R2 has no session_meta line.");
     }
-    const resolved = configOfRollout(lines, metaLine.payload.cwd);
+    const resolved = configOfRollout(this.#parts.catalog, lines, metaLine.payload.cwd);
     if (!resolved.ok) return fail("internal", "The rollout's configuration cannot be resolved.");
     const config = resolved.value.config;
     const turns = turnRowsFromRollout(rows);
@@ -933,6 +937,7 @@ function sessionMetaPayload(
  * `turn_context` (a plain Codex rollout), else the defaults at the session's cwd.
  */
 function configOfRollout(
+  catalog: ModelCatalog,
   lines: readonly RolloutLine[],
   cwd: string | undefined,
 ): RpcResult<{ config: SessionConfiguration; warnings: string[] }> {
@@ -942,22 +947,14 @@ function configOfRollout(
   let update: ThreadConfig = cwd ? { cwd } : {};
   const warnings: string[] = [];
   if (context?.type === "turn_context") {
-    const derived = threadConfigFromTurnContext(
-      context.payload,
-      new Set(DEFAULT_MODEL_CATALOG.slugs()),
-    );
+    const derived = threadConfigFromTurnContext(context.payload, new Set(catalog.slugs()));
     update = derived.config;
     warnings.push(
       ...derived.dropped.map((d) => `imported ${d} is not supported here; the default is used`),
     );
   }
   try {
-    const config = resolveSessionConfiguration(
-      undefined,
-      update,
-      DEFAULT_MODEL_CATALOG,
-      DEFAULT_MODEL_SLUG,
-    );
+    const config = resolveSessionConfiguration(undefined, update, catalog, DEFAULT_MODEL_SLUG);
     return ok({ config, warnings });
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);

@@ -8,4 +8,9 @@ export interface Env {
   SPINDLE_API_KEYS?: string;
   /** Lines between checkpoints (default 2000); tests lower it to exercise checkpoints. */
   SPINDLE_CHECKPOINT_EVERY_LINES?: string;
+  /** The openai provider: API root (default https://api.openai.com/v1) and key (a secret). */
+  OPENAI_BASE_URL?: string;
+  OPENAI_API_KEY?: string;
+  /** JSON array of models served by the openai provider (`shared/models/configured.ts`). */
+  SPINDLE_OPENAI_MODELS?: string;
 }

@@ -1,1 +1,2 @@
 export * from "./catalog.ts";
+export * from "./configured.ts";

@@ -38,3 +38,54 @@ export function newThreadId(): string {
 /** API keys of the two test tenants configured in vitest.workers.config.ts. */
 export const ACME_KEY = "sk-test-acme";
 export const GLOBEX_KEY = "sk-test-globex";
+
+export interface SseFrame {
+  event?: string;
+  id?: string;
+  data: string;
+}
+
+/** Parses SSE frames from text (comments skipped). */
+export function parseSse(text: string): SseFrame[] {
+  const frames: SseFrame[] = [];
+  for (const block of text.split(/\n\n/)) {
+    const frame: SseFrame = { data: "" };
+    let any = false;
+    for (const line of block.split("\n")) {
+      if (line === "" || line.startsWith(":")) continue;
+      const colon = line.indexOf(":");
+      const field = line.slice(0, colon);
+      const value = line.slice(colon + 1).replace(/^ /, "");
+      any = true;
+      if (field === "event") frame.event = value;
+      else if (field === "id") frame.id = value;
+      else if (field === "data") frame.data += frame.data ? `\n${value}` : value;
+    }
+    if (any) frames.push(frame);
+  }
+  return frames;
+}
+
+/** Reads an SSE response until `stop` says so (or the stream ends), then cancels it. */
+export async function readSse(
+  res: Response,
+  stop: (frames: SseFrame[]) => boolean = () => false,
+): Promise<SseFrame[]> {
+  const reader = res.body?.pipeThrough(new TextDecoderStream()).getReader();
+  if (!reader) throw new Error("no body");
+  let text = "";
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    text += value;
+    if (stop(parseSse(text))) {
+      await reader.cancel();
+      break;
+    }
+  }
+  return parseSse(text);
+}
+
+export async function post(path: string, body?: unknown, key: string | null = DEV_KEY) {
+  return api("POST", path, body, key);
+}

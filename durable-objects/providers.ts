@@ -1,0 +1,38 @@
+import {
+  DEFAULT_MODEL_CATALOG,
+  type ModelCatalog,
+  type ModelInfo,
+  parseConfiguredModels,
+} from "../shared/models/index.ts";
+import {
+  createOpenAIClientFromEnv,
+  LocalModelClient,
+  type ModelClient,
+  ProviderError,
+} from "../shared/providers/index.ts";
+import type { Env } from "../worker/env.ts";
+
+/** The catalog of a deployment: the local models plus the configured provider models. */
+export function catalogOf(env: Env): ModelCatalog {
+  return DEFAULT_MODEL_CATALOG.with(parseConfiguredModels("openai", env.SPINDLE_OPENAI_MODELS));
+}
+
+/** Chooses the model client of a thread's turn (design §9). */
+export function modelClientFactory(
+  env: Env,
+  threadId: string,
+): (model: ModelInfo, provider: string) => ModelClient {
+  return (model, provider) => {
+    if (provider === "local") return new LocalModelClient();
+    if (provider === "openai") {
+      const providerModel = "providerModel" in model ? String(model.providerModel) : model.slug;
+      return createOpenAIClientFromEnv(env, {
+        // Bound late, so a test's or a runtime's replacement of fetch is used.
+        fetch: (input, init) => fetch(input, init),
+        model: providerModel,
+        threadId,
+      });
+    }
+    throw new ProviderError(`provider "${provider}" is not configured`);
+  };
+}

@@ -1,0 +1,46 @@
+import { z } from "zod";
+import type { ModelInfo } from "./catalog.ts";
+
+/** A model served by a remote provider, as configured by the operator (e.g. `SPINDLE_OPENAI_MODELS`). */
+export const ConfiguredModelSchema = z.strictObject({
+  slug: z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/),
+  /** The provider's own model name, when it differs from the slug. */
+  model: z.string().min(1).optional(),
+  context_window: z.number().int().positive(),
+  input_modalities: z
+    .array(z.enum(["text", "image"]))
+    .min(1)
+    .default(["text", "image"]),
+  parallel_tool_calls: z.boolean().default(true),
+  instructions: z
+    .string()
+    .default(
+      "You are a helpful assistant working inside a hosted agent thread. Follow the developer and user instructions in the conversation.",
+    ),
+});
+export type ConfiguredModel = z.output<typeof ConfiguredModelSchema>;
+
+export interface ProviderModel extends ModelInfo {
+  /** The name sent to the provider. */
+  providerModel: string;
+}
+
+/**
+ * Parses a provider's configured models (a JSON array). Empty or absent configuration gives no
+ * models; invalid configuration throws with the zod message, so a misconfigured deployment fails
+ * loudly instead of silently dropping models.
+ */
+export function parseConfiguredModels(provider: string, json: string | undefined): ProviderModel[] {
+  if (json === undefined || json.trim() === "") return [];
+  const entries = z.array(ConfiguredModelSchema).parse(JSON.parse(json));
+  return entries.map((e) => ({
+    slug: e.slug,
+    provider,
+    providerModel: e.model ?? e.slug,
+    instructions: e.instructions,
+    contextWindowTokens: e.context_window,
+    inputModalities: e.input_modalities,
+    supportsParallelToolCalls: e.parallel_tool_calls,
+    personalities: {},
+  }));
+}

@@ -1,0 +1,618 @@
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import {
+  api,
+  json,
+  newThreadId,
+  parseSse,
+  post,
+  readSse,
+  type SseFrame,
+  threadStub,
+} from "./helpers/api.ts";
+import { checkThreadRollout } from "./helpers/rollout.ts";
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+interface Item {
+  type: string;
+  role?: string;
+  id?: string;
+  call_id?: string;
+  name?: string;
+  output?: unknown;
+  content?: { type: string; text?: string }[];
+}
+interface Turn {
+  id: string;
+  status: string;
+  items: Item[];
+  pending_calls: Item[];
+  error: { code: string; message: string } | null;
+}
+interface Prompt {
+  instructions: string;
+  input: Item[];
+}
+
+const text = (item: Item | undefined) => item?.content?.map((p) => p.text ?? "").join("") ?? "";
+const isContext = (i: Item) =>
+  i.role === "developer" || (i.role === "user" && /^(<|# AGENTS)/.test(text(i)));
+
+async function createThread(id: string, config: Record<string, unknown> = {}) {
+  return json(await post("/v1/threads", { id, ...config }), 201);
+}
+async function turn(id: string, input: string, extra: Record<string, unknown> = {}, status = 200) {
+  return json<Turn>(await post(`/v1/threads/${id}/turns`, { input, ...extra }), status);
+}
+async function prompt(id: string): Promise<Prompt> {
+  return json<Prompt>(await api("GET", `/v1/threads/${id}/prompt`));
+}
+const promptText = async (id: string) => (await api("GET", `/v1/threads/${id}/prompt`)).text();
+/** The input array's JSON without its closing bracket: a byte-prefix check on prompts. */
+const openInput = (p: Prompt) => JSON.stringify(p.input).slice(0, -1);
+const events = (frames: SseFrame[]) => frames.map((f) => f.event);
+const until = (type: string) => (frames: SseFrame[]) => frames.some((f) => f.event === type);
+const waitFor = async (check: () => Promise<boolean>) => {
+  for (let i = 0; i < 200; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error("condition not reached");
+};
+
+describe("streaming (SSE)", () => {
+  it("streams a turn: turn.started first, context items flagged, deltas, token_count, one terminal event last", async () => {
+    const id = newThreadId();
+    await createThread(id, { cwd: "/repo" });
+    const res = await post(`/v1/threads/${id}/turns`, { input: "hello", stream: true });
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const frames = await readSse(res);
+    const types = events(frames);
+    expect(types[0]).toBe("turn.started");
+    expect(types.at(-1)).toBe("turn.completed");
+    expect(types.filter((t) => t?.startsWith("turn.") && t !== "turn.started")).toEqual([
+      "turn.completed",
+    ]);
+    expect(types).toContain("item.delta");
+    expect(types).toContain("token_count");
+    const ids = frames.map((f) => Number(f.id));
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    expect(new Set(ids).size).toBe(ids.length);
+    const completed = frames
+      .filter((f) => f.event === "item.completed")
+      .map((f) => JSON.parse(f.data).data as { item: Item; context: boolean });
+    expect(completed.map((c) => c.context)).toEqual([true, true, false, false]);
+    const last = JSON.parse(frames.at(-1)?.data ?? "{}");
+    expect(last.data).toMatchObject({ object: "turn", status: "completed" });
+  });
+
+  it("a client that disconnects does not stop the turn; Last-Event-ID replays what it missed", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    const res = await post(`/v1/threads/${id}/turns`, {
+      input: "/slow 20 keep going",
+      stream: true,
+    });
+    const seen = await readSse(res, until("item.delta"));
+    const lastId = seen.at(-1)?.id;
+    expect(lastId).toBeDefined();
+    const turnId = JSON.parse(seen[0]?.data ?? "{}").turn_id as string;
+    const resumed = await readSse(
+      await getWith(`/v1/threads/${id}/events`, { "last-event-id": String(lastId) }),
+      until("turn.completed"),
+    );
+    expect(Number(resumed[0]?.id)).toBe(Number(lastId) + 1);
+    expect(events(resumed).at(-1)).toBe("turn.completed");
+    const all = [...seen, ...resumed].map((f) => Number(f.id));
+    expect(all).toEqual(all.map((_, i) => (all[0] ?? 0) + i));
+    const done = await json<Turn>(await api("GET", `/v1/threads/${id}/turns/${turnId}`));
+    expect(done.status).toBe("completed");
+  });
+});
+
+/** A GET with the dev key and extra headers (e.g. Last-Event-ID). */
+function getWith(path: string, headers: Record<string, string>) {
+  return exports.default.fetch(`http://spindle.test${path}`, {
+    headers: { authorization: "Bearer sk-local-dev", ...headers },
+  });
+}
+
+describe("client-executed tools", () => {
+  it("requires_action → outputs → the same turn completes with the output", async () => {
+    const id = newThreadId();
+    await createThread(id, { tools: [{ name: "lookup", description: "find things" }] });
+    const paused = await turn(id, '/call lookup {"q":"x"}');
+    expect(paused.status).toBe("requires_action");
+    const [call] = paused.pending_calls;
+    expect(call).toMatchObject({ type: "function_call", name: "lookup", arguments: '{"q":"x"}' });
+    const thread = await json<{ status: string }>(await api("GET", `/v1/threads/${id}`));
+    expect(thread.status).toBe("requires_action");
+
+    const unknown = await post(`/v1/threads/${id}/turns/${paused.id}/outputs`, {
+      items: [{ type: "function_call_output", call_id: "call_nope", output: "x" }],
+    });
+    expect(unknown.status).toBe(400);
+    expect(await unknown.json()).toMatchObject({ code: "unknown_call_id" });
+
+    const done = await json<Turn>(
+      await post(`/v1/threads/${id}/turns/${paused.id}/outputs`, {
+        items: [{ type: "function_call_output", call_id: call?.call_id, output: "42 results" }],
+      }),
+    );
+    expect(done.id).toBe(paused.id);
+    expect(done.status).toBe("completed");
+    expect(text(done.items.at(-1))).toContain("42 results");
+
+    const again = await post(`/v1/threads/${id}/turns/${paused.id}/outputs`, {
+      items: [{ type: "function_call_output", call_id: call?.call_id, output: "x" }],
+    });
+    expect(again.status).toBe(409);
+    expect(await again.json()).toMatchObject({ code: "no_pending_calls" });
+  });
+
+  it("a new turn instead of outputs leaves the call unanswered in history and pairs it with aborted in the prompt", async () => {
+    const id = newThreadId();
+    await createThread(id, { tools: [{ name: "lookup" }] });
+    const paused = await turn(id, "/call lookup {}");
+    const callId = paused.pending_calls[0]?.call_id;
+    await turn(id, "never mind");
+    const history = await json<{ data: Item[] }>(
+      await api("GET", `/v1/threads/${id}/history?limit=1000`),
+    );
+    expect(history.data.filter((i) => i.type === "function_call_output")).toEqual([]);
+    const p = await prompt(id);
+    const at = p.input.findIndex((i) => i.type === "function_call" && i.call_id === callId);
+    expect(p.input[at + 1]).toMatchObject({
+      type: "function_call_output",
+      call_id: callId,
+      output: "aborted",
+    });
+    const old = await json<Turn>(await api("GET", `/v1/threads/${id}/turns/${paused.id}`));
+    expect(old.status).not.toBe("requires_action");
+  });
+});
+
+describe("concurrency (on_busy)", () => {
+  it("rejects a second turn with 409 thread_busy by default", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    const slow = turn(id, "/slow 30 wait");
+    await waitFor(
+      async () =>
+        (await json<{ status: string }>(await api("GET", `/v1/threads/${id}`))).status ===
+        "running",
+    );
+    const busy = await post(`/v1/threads/${id}/turns`, { input: "me too" });
+    expect(busy.status).toBe(409);
+    expect(await busy.json()).toMatchObject({ code: "thread_busy" });
+    expect((await slow).status).toBe("completed");
+  });
+
+  it("steer needs the running turn's id: a wrong one is 409 turn_mismatch; the right one joins the turn", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    const first = await turn(id, "first");
+    const res = await post(`/v1/threads/${id}/turns`, { input: "/slow 25 working", stream: true });
+    const head = await readSse(res, until("item.delta"));
+    const runningId = JSON.parse(head[0]?.data ?? "{}").turn_id as string;
+
+    const wrong = await post(`/v1/threads/${id}/turns/${first.id}/steer`, { input: "x" });
+    expect(wrong.status).toBe(409);
+    expect(await wrong.json()).toMatchObject({ code: "turn_mismatch" });
+    const wrongBusy = await post(`/v1/threads/${id}/turns`, {
+      input: "x",
+      on_busy: "steer",
+      expected_turn_id: first.id,
+    });
+    expect(wrongBusy.status).toBe(409);
+    expect(await wrongBusy.json()).toMatchObject({ code: "turn_mismatch" });
+
+    const steered = await post(`/v1/threads/${id}/turns/${runningId}/steer`, {
+      input: "also this",
+    });
+    expect(steered.status).toBe(200);
+    await waitFor(
+      async () =>
+        (await json<Turn>(await api("GET", `/v1/threads/${id}/turns/${runningId}`))).status ===
+        "completed",
+    );
+    const done = await json<Turn>(await api("GET", `/v1/threads/${id}/turns/${runningId}`));
+    const users = done.items.filter((i) => i.role === "user" && !isContext(i)).map(text);
+    expect(users).toEqual(["/slow 25 working", "also this"]);
+    expect(text(done.items.at(-1))).toContain('"also this"');
+  });
+
+  it("interrupt mid-stream ends the turn as interrupted with <turn_aborted> and a turn_aborted line", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    const res = await post(`/v1/threads/${id}/turns`, {
+      input: "/slow 40 long answer please",
+      stream: true,
+    });
+    const reader = res.body?.pipeThrough(new TextDecoderStream()).getReader();
+    let streamed = "";
+    while (!streamed.includes("event: item.delta")) streamed += (await reader?.read())?.value ?? "";
+    const turnId = /"turn_id":"([^"]+)"/.exec(streamed)?.[1] ?? "";
+    const stopped = await json<Turn>(await post(`/v1/threads/${id}/turns/${turnId}/interrupt`));
+    expect(stopped.status).toBe("interrupted");
+    for (;;) {
+      const chunk = await reader?.read();
+      if (!chunk || chunk.done) break;
+      streamed += chunk.value;
+    }
+    const frames = events(parseSse(streamed));
+    expect(frames.at(-1)).toBe("turn.interrupted");
+    expect(stopped.items.some((i) => i.role === "assistant")).toBe(false);
+    expect(text(stopped.items.at(-1))).toMatch(/^<turn_aborted>/);
+    const check = await checkThreadRollout(id);
+    expect(check.lines.some((l) => l.includes('"type":"turn_aborted"'))).toBe(true);
+    expect((await turn(id, "next")).status).toBe("completed");
+  });
+
+  it("on_busy interrupt stops the running turn and runs the new one", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    const slow = turn(id, "/slow 40 long");
+    await waitFor(
+      async () =>
+        (await json<{ status: string }>(await api("GET", `/v1/threads/${id}`))).status ===
+        "running",
+    );
+    const next = await turn(id, "instead", { on_busy: "interrupt" });
+    expect(next.status).toBe("completed");
+    expect((await slow).status).toBe("interrupted");
+  });
+
+  it("a queued turn runs after the running one, and survives the instance being reset", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    const slow = turn(id, "/slow 60 first, slowly");
+    await waitFor(
+      async () =>
+        (await json<{ status: string }>(await api("GET", `/v1/threads/${id}`))).status ===
+        "running",
+    );
+    const queued = await json<Turn>(
+      await post(`/v1/threads/${id}/turns`, { input: "second", on_busy: "queue" }),
+      202,
+    );
+    expect(queued.status).toBe("in_progress");
+    // The instance goes away mid-turn: memory lost, SQLite (and the queue) kept.
+    await runInDurableObject(threadStub(id), (_i, state) =>
+      state.abort("reset for the test"),
+    ).catch(() => undefined);
+    await slow.catch(() => undefined);
+    const cut = await json<{ status: string }>(await api("GET", `/v1/threads/${id}`));
+    expect(cut.status).not.toBe("requires_action");
+    await runDurableObjectAlarm(threadStub(id));
+    await waitFor(
+      async () =>
+        (await json<Turn>(await api("GET", `/v1/threads/${id}/turns/${queued.id}`))).status ===
+        "completed",
+    );
+    const ran = await json<Turn>(await api("GET", `/v1/threads/${id}/turns/${queued.id}`));
+    expect(ran.items.some((i) => text(i) === "second")).toBe(true);
+  });
+});
+
+describe("thread operations", () => {
+  it("rollback, then a turn with the same overrides emits the diff once and nothing more", async () => {
+    const id = newThreadId();
+    await createThread(id, { cwd: "/a" });
+    await turn(id, "one");
+    const two = await turn(id, "two", { overrides: { cwd: "/b" } });
+    expect(two.items.filter(isContext)).toHaveLength(1);
+    const rolled = await json<{ object: string }>(
+      await post(`/v1/threads/${id}/rollback`, { turns: 1 }),
+    );
+    expect(rolled.object).toBe("thread");
+    const history = await json<{ data: Item[] }>(
+      await api("GET", `/v1/threads/${id}/history?limit=1000`),
+    );
+    expect(history.data.map(text).some((t) => t === "two")).toBe(false);
+    const three = await turn(id, "three", { overrides: { cwd: "/b" } });
+    const context = three.items.filter(isContext);
+    expect(context).toHaveLength(1);
+    expect(text(context[0])).toContain("<cwd>/b</cwd>");
+    const four = await turn(id, "four");
+    expect(four.items.filter(isContext)).toEqual([]);
+  });
+
+  it("fork replays the parent prefix byte-identically and adds only the diff", async () => {
+    const id = newThreadId();
+    await createThread(id, { cwd: "/repo" });
+    const one = await turn(id, "one");
+    const afterOne = await promptText(id);
+    const two = await turn(id, "two");
+    const full = await promptText(id);
+
+    const forkId = newThreadId();
+    const fork = await json<{ id: string; forked_from: string }>(
+      await post(`/v1/threads/${id}/fork`, { id: forkId }),
+      201,
+    );
+    expect(fork).toMatchObject({ id: forkId, forked_from: id });
+    expect(await promptText(forkId)).toBe(full);
+
+    const early = newThreadId();
+    await json(await post(`/v1/threads/${id}/fork`, { id: early, before_turn: two.id }), 201);
+    expect(await promptText(early)).toBe(afterOne);
+    expect(one.id).not.toBe(two.id);
+
+    const next = await turn(forkId, "in the fork", { overrides: { cwd: "/other" } });
+    expect(next.items.filter(isContext)).toHaveLength(1);
+    const after = await prompt(forkId);
+    expect(JSON.stringify(after.input).startsWith(openInput(JSON.parse(full)))).toBe(true);
+  });
+
+  it("compaction replaces history; the next turn re-injects the full context, then prompts are prefix-stable again", async () => {
+    const id = newThreadId();
+    await createThread(id, { cwd: "/repo", agents_md: { directory: "/repo", text: "Be brief." } });
+    await turn(id, "one");
+    await turn(id, "two");
+    const compaction = await json<Turn>(await post(`/v1/threads/${id}/compact`));
+    expect(compaction.status).toBe("completed");
+    const history = await json<{ data: Item[] }>(
+      await api("GET", `/v1/threads/${id}/history?limit=1000`),
+    );
+    expect(history.data.every((i) => i.type === "message" && i.role === "user")).toBe(true);
+    expect(history.data.map(text)).toContain("two");
+
+    const three = await turn(id, "three");
+    expect(three.items.filter(isContext).map((i) => i.role)).toEqual(["developer", "user"]);
+    const p3 = await prompt(id);
+    await turn(id, "four");
+    const p4 = await prompt(id);
+    expect(JSON.stringify(p4.input).startsWith(openInput(p3))).toBe(true);
+  });
+
+  it("inject records user messages without a turn", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    await turn(id, "one");
+    await json(await post(`/v1/threads/${id}/inject`, { text: "by the way" }));
+    const history = await json<{ data: Item[] }>(
+      await api("GET", `/v1/threads/${id}/history?limit=1000`),
+    );
+    expect(text(history.data.at(-1))).toBe("by the way");
+    const check = await checkThreadRollout(id);
+    const last = check.lines.at(-1) ?? "";
+    expect(last).toContain('"by the way"');
+    expect(check.lines.filter((l) => l.includes('"type":"turn_context"'))).toHaveLength(1);
+  });
+});
+
+describe("export and import", () => {
+  it("export → import → export is byte-identical apart from the session_meta line", async () => {
+    const id = newThreadId();
+    await createThread(id, { cwd: "/repo" });
+    await turn(id, "one");
+    await turn(id, "two", { overrides: { cwd: "/x" } });
+    const exported = await (await api("GET", `/v1/threads/${id}/rollout`)).text();
+    const copy = newThreadId();
+    const imported = await importRollout(copy, exported);
+    expect(imported.status).toBe(201);
+    const again = await (await api("GET", `/v1/threads/${copy}/rollout`)).text();
+    const a = exported.split("\n");
+    const b = again.split("\n");
+    expect(b.length).toBe(a.length);
+    expect(b.slice(1)).toEqual(a.slice(1));
+    expect(JSON.parse(b[0] ?? "{}").payload.id).toBe(copy);
+    expect(await promptText(copy)).toBe(await promptText(id));
+  });
+
+  it("a malformed line is a 400 naming its line; nothing is created", async () => {
+    const copy = newThreadId();
+    const res = await importRollout(copy, `${sessionMeta()}\n{"not":"a line"}\n`);
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({
+      code: "invalid_request",
+      errors: [{ path: "/line/2" }],
+    });
+    expect((await api("GET", `/v1/threads/${copy}`)).status).toBe(404);
+  });
+
+  it("imports a hand-written Codex rollout with a compaction and a rollback and resumes from it", async () => {
+    const lines = [
+      sessionMeta(),
+      line("event_msg", { type: "task_started", turn_id: "t1", model_context_window: 1000 }),
+      line("turn_context", {
+        turn_id: "t1",
+        cwd: "/repo",
+        approval_policy: "never",
+        sandbox_policy: { mode: "read-only" },
+        model: "spindle-local",
+        summary: "auto",
+      }),
+      line("response_item", {
+        type: "message",
+        role: "user",
+        content: [{ type: "input_text", text: "first question" }],
+      }),
+      line("event_msg", { type: "user_message", message: "first question" }),
+      line("response_item", {
+        type: "message",
+        role: "assistant",
+        content: [{ type: "output_text", text: "first answer" }],
+      }),
+      line("event_msg", {
+        type: "task_complete",
+        turn_id: "t1",
+        last_agent_message: "first answer",
+      }),
+      line("compacted", {
+        message: "summary of the start",
+        replacement_history: [
+          {
+            type: "message",
+            role: "user",
+            content: [{ type: "input_text", text: "first question" }],
+          },
+          {
+            type: "message",
+            role: "user",
+            content: [{ type: "input_text", text: "summary of the start" }],
+          },
+        ],
+      }),
+      line("event_msg", { type: "task_started", turn_id: "t2" }),
+      line("turn_context", {
+        turn_id: "t2",
+        cwd: "/repo",
+        approval_policy: "never",
+        sandbox_policy: { mode: "read-only" },
+        model: "spindle-local",
+        summary: "auto",
+      }),
+      line("response_item", {
+        type: "message",
+        role: "user",
+        content: [{ type: "input_text", text: "second question" }],
+      }),
+      line("event_msg", { type: "user_message", message: "second question" }),
+      line("response_item", {
+        type: "message",
+        role: "assistant",
+        content: [{ type: "output_text", text: "second answer" }],
+      }),
+      line("event_msg", { type: "task_complete", turn_id: "t2" }),
+      line("event_msg", { type: "thread_rolled_back", num_turns: 1 }),
+      line("something_new", { from: "a newer codex" }),
+    ];
+    const copy = newThreadId();
+    const res = await importRollout(copy, `${lines.join("\n")}\n`);
+    expect(res.status).toBe(201);
+    const thread = (await res.json()) as {
+      config: { model: string; permissions: { sandbox: string }; environments: { cwd: string }[] };
+    };
+    expect(thread.config.model).toBe("spindle-local");
+    expect(thread.config.permissions.sandbox).toBe("read-only");
+    expect(thread.config.environments[0]?.cwd).toBe("/repo");
+    const history = await json<{ data: Item[] }>(
+      await api("GET", `/v1/threads/${copy}/history?limit=1000`),
+    );
+    expect(history.data.map(text)).toEqual(["first question", "summary of the start"]);
+    const next = await turn(copy, "third question");
+    expect(next.status).toBe("completed");
+    // The compaction cleared the reference: the first turn after import sends the full context.
+    expect(next.items.filter(isContext).map((i) => i.role)).toEqual(["developer", "user"]);
+    const exported = await (await api("GET", `/v1/threads/${copy}/rollout`)).text();
+    expect(exported).toContain('"type":"something_new"');
+  });
+});
+
+describe("the openai provider", () => {
+  function sse(events: object[]): string {
+    return events
+      .map((e) => `event: ${(e as { type: string }).type}\ndata: ${JSON.stringify(e)}\n\n`)
+      .join("");
+  }
+  const answer = (t: string) => [
+    { type: "response.output_text.delta", delta: t },
+    {
+      type: "response.output_item.done",
+      item: {
+        type: "message",
+        id: "msg_up",
+        role: "assistant",
+        content: [{ type: "output_text", text: t }],
+      },
+    },
+    {
+      type: "response.completed",
+      response: {
+        usage: {
+          input_tokens: 50,
+          input_tokens_details: { cached_tokens: 20 },
+          output_tokens: 3,
+          output_tokens_details: { reasoning_tokens: 0 },
+          total_tokens: 53,
+        },
+      },
+    },
+  ];
+
+  it("a 429 then success: the turn completes, usage (with cached tokens) is recorded", async () => {
+    const id = newThreadId();
+    await createThread(id, { model: "gpt-test" });
+    const bodies: Record<string, unknown>[] = [];
+    const spy = vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+      const url = String(input instanceof Request ? input.url : input);
+      if (!url.startsWith("https://openai.test/")) throw new Error(`unexpected fetch ${url}`);
+      bodies.push(JSON.parse(String(init?.body)));
+      if (bodies.length === 1)
+        return new Response("{}", { status: 429, headers: { "retry-after": "0" } });
+      return new Response(sse(answer("Hello from upstream")), {
+        headers: { "content-type": "text/event-stream" },
+      });
+    });
+    const done = await turn(id, "hi");
+    expect(spy).toHaveBeenCalledTimes(2);
+    expect(done.status).toBe("completed");
+    expect(text(done.items.at(-1))).toBe("Hello from upstream");
+    expect(bodies[1]).toMatchObject({
+      model: "gpt-test",
+      store: false,
+      stream: true,
+      prompt_cache_key: id,
+    });
+    const thread = await json<{
+      token_usage: { last_token_usage: { cached_input_tokens: number } };
+    }>(await api("GET", `/v1/threads/${id}`));
+    expect(thread.token_usage.last_token_usage.cached_input_tokens).toBe(20);
+  });
+
+  it("a stream cut mid-item fails the turn with provider_error and leaves no partial item", async () => {
+    const id = newThreadId();
+    await createThread(id, { model: "gpt-test" });
+    vi.spyOn(globalThis, "fetch").mockImplementation(async () => {
+      const encoder = new TextEncoder();
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(
+            encoder.encode(sse([{ type: "response.output_text.delta", delta: "Hel" }])),
+          );
+          controller.error(new Error("connection reset"));
+        },
+      });
+      return new Response(body, { headers: { "content-type": "text/event-stream" } });
+    });
+    const failed = await turn(id, "hi");
+    expect(failed.status).toBe("failed");
+    expect(failed.error?.code).toBe("provider_error");
+    expect(failed.items.some((i) => i.role === "assistant")).toBe(false);
+    vi.restoreAllMocks();
+    vi.spyOn(globalThis, "fetch").mockImplementation(
+      async () =>
+        new Response(sse(answer("recovered")), {
+          headers: { "content-type": "text/event-stream" },
+        }),
+    );
+    const next = await turn(id, "again");
+    expect(next.status).toBe("completed");
+  });
+});
+
+function line(type: string, payload: object): string {
+  return JSON.stringify({ timestamp: "2026-01-01T00:00:00.000Z", type, payload });
+}
+function sessionMeta(): string {
+  return line("session_meta", {
+    id: "codex-session",
+    timestamp: "2026-01-01T00:00:00.000Z",
+    cwd: "/repo",
+    originator: "codex_cli_rs",
+    cli_version: "0.150.0",
+  });
+}
+async function importRollout(id: string, body: string) {
+  return exports.default.fetch(`http://spindle.test/v1/threads/import?id=${id}`, {
+    method: "POST",
+    headers: { authorization: "Bearer sk-local-dev", "content-type": "application/x-ndjson" },
+    body,
+  });
+}
