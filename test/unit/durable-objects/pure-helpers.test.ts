@@ -1,0 +1,83 @@
+import { describe, expect, it } from "vitest";
+import { chunkBytes } from "../../../durable-objects/checkpoint-store.ts";
+import { splitLine } from "../../../durable-objects/rollout-log.ts";
+import { segmentKey } from "../../../durable-objects/segments.ts";
+import { turnRowsFromRollout } from "../../../durable-objects/turn-index.ts";
+import type { RolloutLine } from "../../../shared/protocol/index.ts";
+
+const at = "2026-01-01T00:00:00.000Z";
+const ev = (payload: object) => ({ timestamp: at, type: "event_msg", payload }) as RolloutLine;
+const item = (payload: object) =>
+  ({ timestamp: at, type: "response_item", payload }) as RolloutLine;
+
+describe("splitLine", () => {
+  it("splits at the limit and never between the halves of a surrogate pair", () => {
+    expect(splitLine("abcdef", 4)).toEqual(["abcd", "ef"]);
+    expect(splitLine("abc😀d", 4)).toEqual(["abc", "😀d"]);
+    expect(splitLine("", 4)).toEqual([""]);
+    const text = "x😀".repeat(1000);
+    expect(splitLine(text, 7).join("")).toBe(text);
+  });
+});
+
+describe("chunkBytes", () => {
+  it("splits at the limit and keeps every byte", () => {
+    const bytes = new Uint8Array(10).map((_, i) => i);
+    expect(chunkBytes(bytes, 4).map((c) => [...c])).toEqual([
+      [0, 1, 2, 3],
+      [4, 5, 6, 7],
+      [8, 9],
+    ]);
+    expect(chunkBytes(new Uint8Array(), 4)).toHaveLength(1);
+  });
+});
+
+describe("segmentKey", () => {
+  it("zero-pads the seq range so R2 lists segments in order", () => {
+    expect(segmentKey("threads/a/b/", 1, 120)).toBe(
+      "threads/a/b/segments/000000000001-000000000120.jsonl.gz",
+    );
+  });
+});
+
+describe("turnRowsFromRollout", () => {
+  it("rebuilds turn rows: completed, failed, interrupted, compaction, and a paused turn with its pending call", () => {
+    const lines = [
+      ev({ type: "task_started", turn_id: "a" }),
+      ev({
+        type: "token_count",
+        info: { total_token_usage: usage(5), last_token_usage: usage(5) },
+      }),
+      ev({ type: "task_complete", turn_id: "a" }),
+      ev({ type: "task_started", turn_id: "b" }),
+      ev({ type: "task_complete", turn_id: "b", error: { code: "provider_error", message: "x" } }),
+      ev({ type: "task_started", turn_id: "c" }),
+      ev({ type: "turn_aborted", turn_id: "c", reason: "interrupted" }),
+      ev({ type: "task_started", turn_id: "d" }),
+      { timestamp: at, type: "compacted", payload: { message: "s" } } as RolloutLine,
+      ev({ type: "task_complete", turn_id: "d" }),
+      ev({ type: "task_started", turn_id: "e" }),
+      item({ type: "function_call", name: "f", arguments: "{}", call_id: "c1" }),
+    ].map((line, i) => ({ seq: i + 1, line }));
+    const rows = turnRowsFromRollout(lines);
+    expect(rows.map((r) => [r.id, r.status, r.kind, r.first_seq, r.last_seq])).toEqual([
+      ["a", "completed", "turn", 1, 3],
+      ["b", "failed", "turn", 4, 5],
+      ["c", "interrupted", "turn", 6, 7],
+      ["d", "completed", "compaction", 8, 10],
+      ["e", "requires_action", "turn", 11, 12],
+    ]);
+    expect(rows[0]?.usage?.total_tokens).toBe(5);
+    expect(rows[4]?.pending_calls.map((c) => c.call_id)).toEqual(["c1"]);
+  });
+});
+
+function usage(n: number) {
+  return {
+    input_tokens: n,
+    cached_input_tokens: 0,
+    output_tokens: 0,
+    reasoning_output_tokens: 0,
+    total_tokens: n,
+  };
+}
