@@ -184,19 +184,19 @@ export interface ThreadRpc {
    */
   events(req: EventsRequest): Promise<RpcResult<EventStream>>;
   /**
-   * Records `function_call_output` items for the turn's pending calls, in request order. When no
-   * call is left pending the turn resumes (a new step, design §5 step 5) and the call answers when
-   * it ends or pauses again; while some stay pending it answers at once, still `requires_action`,
-   * with the remaining `pending_calls`. All-or-nothing: a failure records none of the items.
-   * Failures: `turn_not_found`; `no_pending_calls` when the turn is not `requires_action`;
+   * Records `function_call_output` items for the turn's pending calls and resumes the turn (a new
+   * step, design §5 step 5); answers when it ends or pauses again. Every pending call must be
+   * answered in the one request (a turn never samples with some of its calls still open), in any
+   * order. All-or-nothing: a failure records none of the items. Failures: `turn_not_found`;
+   * `no_pending_calls` when the turn is not `requires_action` (or its calls were superseded);
    * `unknown_call_id` when an item's `call_id` is not pending, with `errors[i].path`
-   * `/items/{i}/call_id` for each such item.
+   * `/items/{i}/call_id` for each such item; `invalid_request` when pending calls are left
+   * without an output; `thread_busy` while another task runs.
    */
   submitOutputs(turnId: string, req: SubmitOutputsRequest): Promise<RpcResult<TurnResource>>;
   /**
    * `submitOutputs` answered at once with an `EventStream` of the resumed turn (as `streamTurn`,
-   * minus `turn.started`: the turn started earlier), or, while calls stay pending, with a stream of
-   * one `turn.requires_action` event. Same failures, all before the stream.
+   * minus `turn.started`: the turn started earlier). Same failures, all before the stream.
    */
   streamOutputs(turnId: string, req: SubmitOutputsRequest): Promise<RpcResult<EventStream>>;
   /**
