@@ -267,7 +267,10 @@ export class ThreadSession {
   #withId<T extends ResponseItem>(item: T): T {
     if (item.type === "other" || item.id) return item;
     const prefix = ID_PREFIXES[item.type];
-    return prefix ? { ...item, id: `${prefix}_${this.#deps.ids.uuidv7()}` } : item;
+    if (!prefix) return item;
+    // `id` right after `type`, where Codex serializes it (an empty or null id is replaced).
+    const { id: _empty, ...rest } = item;
+    return { type: item.type, id: `${prefix}_${this.#deps.ids.uuidv7()}`, ...rest } as T;
   }
 
   #taskStarted(turn: TurnContext, startedAtMs: number): void {
