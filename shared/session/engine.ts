@@ -269,8 +269,8 @@ export class ThreadSession {
     const prefix = ID_PREFIXES[item.type];
     if (!prefix) return item;
     // `id` right after `type`, where Codex serializes it (an empty or null id is replaced).
-    const { id: _empty, ...rest } = item;
-    return { type: item.type, id: `${prefix}_${this.#deps.ids.uuidv7()}`, ...rest } as T;
+    const { type, id: _empty, ...rest } = item;
+    return { type, id: `${prefix}_${this.#deps.ids.uuidv7()}`, ...rest } as unknown as T;
   }
 
   #taskStarted(turn: TurnContext, startedAtMs: number): void {
