@@ -87,7 +87,9 @@ async function drive(
   const finish = async (r: TurnRow, status: TurnRow["status"], extra: Partial<TurnRow> = {}) => {
     const done: TurnRow = { ...r, ...extra, status, last_seq: live.log.lastSeq };
     meta.putTurn(done);
-    const resource = await deps.resourceOf(done);
+    // A turn that ran start to end here has all its items in hand; a resumed one reads them back.
+    const seen = resumed?.id === r.id ? undefined : items.get(r.id);
+    const resource = await deps.resourceOf(done, seen);
     events.emit(terminalEventOf(status), done.id, resource);
     return { done, resource };
   };

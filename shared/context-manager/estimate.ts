@@ -80,8 +80,18 @@ function modelVisibleBytes(item: ResponseItem): number {
 }
 
 /** Estimated tokens of one item: `ceil(model-visible bytes / 4)` (reference §4.6). */
+/**
+ * Estimates per frozen item. History items are deep-frozen and shared by every prompt built
+ * from it, so a long thread's estimate costs only its new items; a mutable item is never cached.
+ */
+const estimates = new WeakMap<object, number>();
+
 export function estimateItemTokenCount(item: ResponseItem): number {
-  return approxTokensFromByteCount(modelVisibleBytes(item));
+  const cached = estimates.get(item);
+  if (cached !== undefined) return cached;
+  const tokens = approxTokensFromByteCount(modelVisibleBytes(item));
+  if (Object.isFrozen(item)) estimates.set(item, tokens);
+  return tokens;
 }
 
 /** Items the model produced; usage reported by the provider already covers them. */

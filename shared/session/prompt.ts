@@ -3,11 +3,18 @@ import type { KnownResponseItem, Prompt } from "../protocol/index.ts";
 import { summarizationRequestMessage } from "./notices.ts";
 import type { StepContext, TurnContext } from "./turn-context.ts";
 
-/** Removes Spindle/Codex bookkeeping that providers do not accept. Returns a copy. */
+/** Provider views of frozen history items, reused across prompts (a long thread copies only new items). */
+const providerViews = new WeakMap<object, KnownResponseItem>();
+
+/** Removes Spindle/Codex bookkeeping that providers do not accept. Returns a (frozen) copy. */
 function providerView(item: KnownResponseItem): KnownResponseItem {
   if (!("internal_chat_message_metadata_passthrough" in item)) return item;
+  const cached = providerViews.get(item);
+  if (cached) return cached;
   const { internal_chat_message_metadata_passthrough: _, ...rest } = item;
-  return rest as KnownResponseItem;
+  const view = Object.freeze(rest) as KnownResponseItem;
+  if (Object.isFrozen(item)) providerViews.set(item, view);
+  return view;
 }
 
 /**
