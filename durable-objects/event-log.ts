@@ -33,37 +33,38 @@ const encoder = new TextEncoder();
  */
 export class EventLog {
   readonly #sql: Sql;
-  #lastSeq: number;
+  /** Read on first use, so constructing the Durable Object stays free of queries. */
+  #last: number | undefined;
   readonly #subscribers = new Set<Subscriber>();
 
   constructor(sql: Sql) {
     this.#sql = sql;
-    const row = sql<{ seq: number | null }>`SELECT MAX(seq) AS seq FROM spindle_events`.one();
-    this.#lastSeq = row.seq ?? 0;
   }
 
   get lastSeq(): number {
-    return this.#lastSeq;
+    this.#last ??=
+      this.#sql<{ seq: number | null }>`SELECT MAX(seq) AS seq FROM spindle_events`.one().seq ?? 0;
+    return this.#last;
   }
 
   emit(type: string, turnId: string | null, data: unknown): ThreadEventRecord {
-    const event = { seq: this.#lastSeq + 1, type, turn_id: turnId, data };
+    const event = { seq: this.lastSeq + 1, type, turn_id: turnId, data };
     this
       .#sql`INSERT INTO spindle_events (seq, body) VALUES (${event.seq}, ${JSON.stringify(event)})`;
-    this.#lastSeq = event.seq;
+    this.#last = event.seq;
     for (const subscriber of this.#subscribers) this.#send(subscriber, event);
     return event;
   }
 
   /** Drops events older than the replay window. */
   prune(): void {
-    this.#sql`DELETE FROM spindle_events WHERE seq <= ${this.#lastSeq - EVENT_WINDOW}`;
+    this.#sql`DELETE FROM spindle_events WHERE seq <= ${this.lastSeq - EVENT_WINDOW}`;
   }
 
   /** The oldest seq still replayable (lastSeq + 1 when none is kept). */
   oldestKept(): number {
     const row = this.#sql<{ seq: number | null }>`SELECT MIN(seq) AS seq FROM spindle_events`.one();
-    return row.seq ?? this.#lastSeq + 1;
+    return row.seq ?? this.lastSeq + 1;
   }
 
   /**
