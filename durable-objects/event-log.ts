@@ -1,7 +1,10 @@
+import type { Clock } from "../shared/ports/index.ts";
 import type { Sql } from "./sql.ts";
 
-/** How many events a thread keeps for `Last-Event-ID` replay. */
+/** How many events a thread keeps at most for `Last-Event-ID` replay. */
 export const EVENT_WINDOW = 2_000;
+/** How long an event stays replayable. */
+export const EVENT_RETENTION_MS = 15 * 60_000;
 
 /** One thread event as stored and streamed (NDJSON over RPC; the worker frames it as SSE). */
 export interface ThreadEventRecord {
@@ -37,8 +40,11 @@ export class EventLog {
   #last: number | undefined;
   readonly #subscribers = new Set<Subscriber>();
 
-  constructor(sql: Sql) {
+  readonly #clock: Clock;
+
+  constructor(sql: Sql, clock: Clock) {
     this.#sql = sql;
+    this.#clock = clock;
   }
 
   get lastSeq(): number {
@@ -49,16 +55,29 @@ export class EventLog {
 
   emit(type: string, turnId: string | null, data: unknown): ThreadEventRecord {
     const event = { seq: this.lastSeq + 1, type, turn_id: turnId, data };
-    this
-      .#sql`INSERT INTO spindle_events (seq, body) VALUES (${event.seq}, ${JSON.stringify(event)})`;
+    this.#sql`INSERT INTO spindle_events (seq, at, body)
+      VALUES (${event.seq}, ${this.#clock.nowMs()}, ${JSON.stringify(event)})`;
     this.#last = event.seq;
     for (const subscriber of this.#subscribers) this.#send(subscriber, event);
     return event;
   }
 
-  /** Drops events older than the replay window. */
+  /**
+   * Drops events past the window (count or age). The newest event always stays: after an
+   * eviction it is where the sequence continues, so no number is ever handed out twice.
+   */
   prune(): void {
-    this.#sql`DELETE FROM spindle_events WHERE seq <= ${this.lastSeq - EVENT_WINDOW}`;
+    const last = this.lastSeq;
+    const cutoff = this.#clock.nowMs() - EVENT_RETENTION_MS;
+    this.#sql`DELETE FROM spindle_events
+      WHERE seq < ${last} AND (seq <= ${last - EVENT_WINDOW} OR at < ${cutoff})`;
+  }
+
+  /** When the next prune has something to drop by age (undefined: nothing will expire). */
+  nextExpiryMs(): number | undefined {
+    const row = this.#sql<{ at: number | null }>`
+      SELECT MIN(at) AS at FROM spindle_events WHERE seq < ${this.lastSeq}`.one();
+    return row.at === null ? undefined : row.at + EVENT_RETENTION_MS;
   }
 
   /** The oldest seq still replayable (lastSeq + 1 when none is kept). */

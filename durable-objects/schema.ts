@@ -9,7 +9,8 @@ import { sqlOf } from "./sql.ts";
  *   row limit (not enforced by local workerd, so it is enforced here).
  * - spindle_segments: the manifest of R2 segment objects (contiguous, immutable seq ranges).
  * - spindle_turns: one row per turn for `GET …/turns/{turn}`.
- * - spindle_events: the newest thread events, for `Last-Event-ID` replay (a bounded window).
+ * - spindle_events: recent thread events, for `Last-Event-ID` replay (bounded by count and age;
+ *   the newest one always stays, so a sequence number is never reused).
  * - spindle_queue: turns waiting for the running one (`on_busy: "queue"`), in order.
  */
 export const TABLES = {
@@ -33,7 +34,8 @@ const MIGRATIONS: readonly string[] = [
    CREATE TABLE IF NOT EXISTS spindle_turns (
      turn_id TEXT PRIMARY KEY, ordinal INTEGER NOT NULL, body TEXT NOT NULL);
    CREATE INDEX IF NOT EXISTS spindle_turns_ordinal ON spindle_turns (ordinal);`,
-  `CREATE TABLE IF NOT EXISTS spindle_events (seq INTEGER PRIMARY KEY, body TEXT NOT NULL);
+  `CREATE TABLE IF NOT EXISTS spindle_events (
+     seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, body TEXT NOT NULL);
    CREATE TABLE IF NOT EXISTS spindle_queue (
      position INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT NOT NULL);`,
 ];

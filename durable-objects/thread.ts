@@ -122,7 +122,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       bucket: env.ROLLOUT,
       meta: new MetaStore(sql),
     };
-    this.#events = new EventLog(sql);
+    this.#events = new EventLog(sql, systemClock);
     this.#queue = new TurnQueue(sql);
   }
 
@@ -892,6 +892,12 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       const delay = Math.min(FLUSH_DELAY_MS * 2 ** attempts, FLUSH_RETRY_MAX_MS);
       console.warn(`[rollout] flush failed (attempt ${attempts}), retrying in ${delay} ms`, err);
       await this.ctx.storage.setAlarm(systemClock.nowMs() + delay);
+    }
+    this.#events.prune();
+    const expiry = this.#events.nextExpiryMs();
+    if (expiry !== undefined && (await this.ctx.storage.getAlarm()) === null) {
+      // Old events leave storage even when the thread stays idle.
+      await this.ctx.storage.setAlarm(expiry);
     }
     await this.#drainQueue();
   }

@@ -121,6 +121,32 @@ function getWith(path: string, headers: Record<string, string>) {
   });
 }
 
+describe("event retention", () => {
+  it("events past their retention are dropped (410 event_expired); the newest stays so seqs continue", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    await turn(id, "one");
+    const last = await runInDurableObject(threadStub(id), (_i, state) => {
+      // Age every stored event past the 15-minute retention.
+      state.storage.sql.exec("UPDATE spindle_events SET at = 0");
+      return state.storage.sql
+        .exec<{ seq: number }>("SELECT MAX(seq) AS seq FROM spindle_events")
+        .one().seq;
+    });
+    await runDurableObjectAlarm(threadStub(id));
+    const kept = await runInDurableObject(threadStub(id), (_i, state) =>
+      state.storage.sql.exec<{ seq: number }>("SELECT seq FROM spindle_events").toArray(),
+    );
+    expect(kept).toEqual([{ seq: last }]);
+    const expired = await getWith(`/v1/threads/${id}/events`, { "last-event-id": "1" });
+    expect(expired.status).toBe(410);
+    expect(await expired.json()).toMatchObject({ code: "event_expired" });
+    const next = await post(`/v1/threads/${id}/turns`, { input: "two", stream: true });
+    const frames = await readSse(next);
+    expect(Number(frames[0]?.id)).toBe(last + 1);
+  });
+});
+
 describe("client-executed tools", () => {
   it("requires_action → outputs → the same turn completes with the output", async () => {
     const id = newThreadId();
