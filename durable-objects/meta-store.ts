@@ -58,21 +58,66 @@ export class MetaStore {
   }
 
   putTurn(row: TurnRow): void {
-    this
-      .#sql`INSERT INTO spindle_turns (turn_id, ordinal, body) VALUES (${row.id}, ${row.ordinal}, ${JSON.stringify(row)})
+    this.#sql`INSERT INTO spindle_turns (turn_id, ordinal, body)
+      VALUES (${row.id}, ${row.ordinal}, ${encodeTurnRow(row)})
       ON CONFLICT (turn_id) DO UPDATE SET body = excluded.body`;
   }
 
   turn(id: string): TurnRow | undefined {
-    const row = this.#sql<{
-      body: string;
-    }>`SELECT body FROM spindle_turns WHERE turn_id = ${id}`.toArray()[0];
-    return row === undefined ? undefined : (JSON.parse(row.body) as TurnRow);
+    const row = this.#sql<{ turn_id: string; ordinal: number; body: string }>`
+      SELECT turn_id, ordinal, body FROM spindle_turns WHERE turn_id = ${id}`.toArray()[0];
+    return row && decodeTurnRow(row);
   }
 
   lastTurn(): TurnRow | undefined {
-    const row = this.#sql<{ body: string }>`
-      SELECT body FROM spindle_turns ORDER BY ordinal DESC LIMIT 1`.toArray()[0];
-    return row === undefined ? undefined : (JSON.parse(row.body) as TurnRow);
+    const row = this.#sql<{ turn_id: string; ordinal: number; body: string }>`
+      SELECT turn_id, ordinal, body FROM spindle_turns ORDER BY ordinal DESC LIMIT 1`.toArray()[0];
+    return row && decodeTurnRow(row);
   }
+}
+
+/**
+ * A turn row's body, kept small (one per turn, forever): the id and ordinal live in their
+ * columns, empty defaults are left out and usage is a five-number array.
+ */
+export function encodeTurnRow(row: TurnRow): string {
+  const { id: _id, ordinal: _ordinal, pending_calls, usage, error, queued_input, ...rest } = row;
+  return JSON.stringify({
+    ...rest,
+    ...(pending_calls.length > 0 ? { pending_calls } : {}),
+    ...(usage
+      ? {
+          usage: [
+            usage.input_tokens,
+            usage.cached_input_tokens,
+            usage.output_tokens,
+            usage.reasoning_output_tokens,
+            usage.total_tokens,
+          ],
+        }
+      : {}),
+    ...(error ? { error } : {}),
+    ...(queued_input && queued_input.length > 0 ? { queued_input } : {}),
+  });
+}
+
+export function decodeTurnRow(stored: { turn_id: string; ordinal: number; body: string }): TurnRow {
+  const body = JSON.parse(stored.body) as Omit<TurnRow, "usage"> & { usage?: number[] };
+  const [input = 0, cached = 0, output = 0, reasoning = 0, total = 0] = body.usage ?? [];
+  return {
+    ...body,
+    id: stored.turn_id,
+    ordinal: stored.ordinal,
+    pending_calls: body.pending_calls ?? [],
+    usage: body.usage
+      ? {
+          input_tokens: input,
+          cached_input_tokens: cached,
+          output_tokens: output,
+          reasoning_output_tokens: reasoning,
+          total_tokens: total,
+        }
+      : null,
+    error: body.error ?? null,
+  };
 }
