@@ -242,6 +242,50 @@ describe("repairs instead of crash loops", () => {
     expect(second.status).toBe("completed");
   });
 
+  it("a segment that fails its checksum is skipped on restore with a warning, and the next turn re-sends the full context", async () => {
+    const id = newThreadId();
+    await createThread(id, { cwd: "/repo" });
+    await turn(id, "one");
+    await runDurableObjectAlarm(threadStub(id));
+    await turn(id, "two");
+    await runDurableObjectAlarm(threadStub(id));
+    const listed = await env.ROLLOUT.list({
+      prefix: `threads/local/${id}/segments/`,
+      include: ["customMetadata"],
+    });
+    expect(listed.objects.length).toBe(2);
+    const second = listed.objects[1];
+    if (!second) throw new Error("no second segment");
+    // Same key and metadata, different bytes: the checksum no longer matches.
+    const garbage = new Response(
+      new Blob([
+        '{"timestamp":"t","type":"event_msg","payload":{"type":"user_message","message":"forged"}}\n',
+      ])
+        .stream()
+        .pipeThrough(new CompressionStream("gzip")),
+    );
+    await env.ROLLOUT.put(second.key, await garbage.arrayBuffer(), {
+      customMetadata: second.customMetadata ?? {},
+    });
+    await runInDurableObject(threadStub(id), async (_i, state) => {
+      await state.storage.deleteAll();
+    });
+    await evictDurableObject(threadStub(id));
+    const restored = await json<{ warnings: { message: string }[] }>(
+      await api("POST", `/v1/threads/${id}/restore`),
+    );
+    expect(restored.warnings.map((w) => w.message).join("\n")).toMatch(/checksum/);
+    const next = await turn(id, "three");
+    expect(next.status).toBe("completed");
+    const roles = next.items
+      .filter(
+        (i) =>
+          i.role === "developer" || (i.role === "user" && i.content?.[0]?.text?.startsWith("<")),
+      )
+      .map((i) => i.role);
+    expect(roles).toEqual(["developer", "user"]);
+  });
+
   it("an unreadable line is skipped with a warning instead of failing every request", async () => {
     const id = newThreadId();
     await createThread(id);
