@@ -5,10 +5,15 @@
  * only copies the array), so an in-place change through one clone would leak into the others
  * and into prompts already handed out (design §10 invariant 4). Freezing turns such a change
  * into a TypeError instead of silent corruption. Keys whose value is `undefined` are dropped,
- * as a JSON round trip would drop them.
+ * as a JSON round trip would drop them. Copying an already-frozen value is free (it is shared),
+ * so a history rebuilt from another manager's state (a reload) does not copy every item again.
  */
 export function frozenCopy<T>(value: T): T {
   if (typeof value !== "object" || value === null) return value;
+  // A frozen value is one this function made (it freezes all the way down): share it. A value
+  // frozen only at its top level would break that; none reaches a ContextManager (the engine's
+  // other frozen objects, turn and step contexts, are never recorded).
+  if (Object.isFrozen(value)) return value;
   if (Array.isArray(value)) {
     return Object.freeze(value.map((v: unknown) => frozenCopy(v))) as T;
   }
