@@ -360,9 +360,18 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
 
   /** An alarm soon, so a queue left behind by an eviction still drains. */
   async #scheduleQueueCheck(): Promise<void> {
-    if ((await this.ctx.storage.getAlarm()) === null) {
-      await this.ctx.storage.setAlarm(systemClock.nowMs() + FLUSH_DELAY_MS);
-    }
+    await this.#alarmWithin(FLUSH_DELAY_MS);
+  }
+
+  /**
+   * Makes the (single) alarm fire within `ms`: an alarm already due sooner stays, a later one
+   * (event expiry, a flush retry's backoff) is brought forward. The alarm handler does every
+   * duty each time, so nothing is lost by firing early.
+   */
+  async #alarmWithin(ms: number): Promise<void> {
+    const due = systemClock.nowMs() + ms;
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || current > due) await this.ctx.storage.setAlarm(due);
   }
 
   // --- RPC: threads -----------------------------------------------------------------------------
@@ -870,9 +879,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       this.ctx.waitUntil(this.alarm());
       return;
     }
-    if ((await this.ctx.storage.getAlarm()) === null) {
-      await this.ctx.storage.setAlarm(systemClock.nowMs() + FLUSH_DELAY_MS);
-    }
+    await this.#alarmWithin(FLUSH_DELAY_MS);
   }
 
   /**

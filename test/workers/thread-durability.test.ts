@@ -26,6 +26,24 @@ async function turn(id: string, input: string, overrides?: Record<string, unknow
 
 const prompt = async (id: string) => (await api("GET", `/v1/threads/${id}/prompt`)).text();
 
+describe("flush scheduling", () => {
+  it("every turn brings the alarm within a second or so, even when a later one (event expiry) is set", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    await turn(id, "one");
+    // The alarm flushes, then leaves the 15-minute event-expiry alarm behind.
+    await runDurableObjectAlarm(threadStub(id));
+    const later = await runInDurableObject(threadStub(id), (_i, state) => state.storage.getAlarm());
+    expect(later).toBeGreaterThan(Date.now() + 60_000);
+    await turn(id, "two");
+    const due = await runInDurableObject(threadStub(id), (_i, state) => state.storage.getAlarm());
+    expect(due).toBeLessThanOrEqual(Date.now() + 5_000);
+    await runDurableObjectAlarm(threadStub(id));
+    const state = await inspect(id);
+    expect(state?.flushedThrough).toBe(state?.lastSeq);
+  });
+});
+
 describe("checkpoints and cold starts", () => {
   it("takes a checkpoint, drops flushed lines from SQLite, and a cold start from it is identical", async () => {
     const id = newThreadId();
