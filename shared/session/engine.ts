@@ -546,7 +546,12 @@ export class ThreadSession {
     const config = this.state.config;
     const model = this.#model(config.model);
     const fraction = config.auto_compact_fraction ?? DEFAULT_AUTO_COMPACT_FRACTION;
-    const estimate = this.history.estimateTokenCount(effectiveBaseInstructions(config, model));
+    // Codex's measure (reference §4.6): the provider's last reported total plus an estimate of
+    // what was recorded since the model last answered, O(new items); the whole-history estimate
+    // only until a provider has reported usage.
+    const estimate = this.history.tokenInfo
+      ? this.history.getTotalTokenUsage(true)
+      : this.history.estimateTokenCount(effectiveBaseInstructions(config, model));
     if (!exceedsAutoCompactLimit(estimate, fraction, model.contextWindowTokens)) return undefined;
     const previous = this.state.previousTurnSettings?.model;
     const previousModel = previous === undefined ? undefined : this.#deps.catalog.get(previous);

@@ -255,9 +255,33 @@ describe("manual compaction (reference §5.6)", () => {
 describe("auto-compaction before a turn", () => {
   const LITE = { model: SPINDLE_LOCAL_LITE.slug };
 
+  /** The engine's measure: the last reported usage plus what came after, once usage exists. */
   function estimate(h: Harness): number {
-    return h.session.history.estimateTokenCount(SPINDLE_LOCAL_LITE.instructions);
+    const history = h.session.history;
+    return history.tokenInfo
+      ? history.getTotalTokenUsage(true)
+      : history.estimateTokenCount(SPINDLE_LOCAL_LITE.instructions);
   }
+
+  it("measures the context by the provider's last reported usage, not by re-estimating all history", async () => {
+    const h = newSession(LITE);
+    await runTurn(h, "short");
+    const info = h.session.history.tokenInfo;
+    if (!info) throw new Error("no usage recorded");
+    // The provider says the last request was nearly the whole window, though history is tiny.
+    h.session.history.tokenInfo = {
+      ...info,
+      last_token_usage: {
+        ...info.last_token_usage,
+        total_tokens: SPINDLE_LOCAL_LITE.contextWindowTokens,
+      },
+    };
+    expect(h.session.history.estimateTokenCount(SPINDLE_LOCAL_LITE.instructions)).toBeLessThan(
+      1_000,
+    );
+    await runTurn(h, "next");
+    expect(compactedLines(h)).toHaveLength(1);
+  });
 
   function compactedLines(h: Harness) {
     return h.sink.items.filter((i) => i.type === "compacted");
