@@ -37,13 +37,45 @@ export function asciiLower(text: string): string {
  */
 export function matchesMarkers(start: string, end: string, text: string): boolean {
   if (start === "" || end === "") return false;
-  const head = text.trimStart();
-  const tail = text.trimEnd();
+  // Called for every history message on each turn's diff: compare in place, without copies.
+  let first = 0;
+  while (first < text.length && isSpace(text.charCodeAt(first))) first++;
+  let last = text.length;
+  while (last > first && isSpace(text.charCodeAt(last - 1))) last--;
   return (
-    head.length >= start.length &&
-    tail.length >= end.length &&
-    asciiLower(head.slice(0, start.length)) === asciiLower(start) &&
-    asciiLower(tail.slice(tail.length - end.length)) === asciiLower(end)
+    last - first >= start.length &&
+    last - first >= end.length &&
+    equalsAsciiFolded(text, first, start) &&
+    equalsAsciiFolded(text, last - end.length, end)
+  );
+}
+
+/** `text[at…]` equals `marker`, ASCII letters compared case-insensitively. */
+function equalsAsciiFolded(text: string, at: number, marker: string): boolean {
+  for (let i = 0; i < marker.length; i++) {
+    if (foldAscii(text.charCodeAt(at + i)) !== foldAscii(marker.charCodeAt(i))) return false;
+  }
+  return true;
+}
+
+function foldAscii(code: number): number {
+  return code >= 65 && code <= 90 ? code + 32 : code;
+}
+
+/** The code units `String.prototype.trim` removes (ECMAScript WhiteSpace and LineTerminator). */
+function isSpace(code: number): boolean {
+  return (
+    (code >= 9 && code <= 13) ||
+    code === 32 ||
+    code === 0xa0 ||
+    code === 0x1680 ||
+    (code >= 0x2000 && code <= 0x200a) ||
+    code === 0x2028 ||
+    code === 0x2029 ||
+    code === 0x202f ||
+    code === 0x205f ||
+    code === 0x3000 ||
+    code === 0xfeff
   );
 }
 

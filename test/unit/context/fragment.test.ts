@@ -1,5 +1,7 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  asciiLower,
   fragment,
   fragmentMatchesText,
   fragmentsToMessage,
@@ -104,5 +106,39 @@ describe("marker comparison is ASCII-only", () => {
   it("does not fold non-ASCII look-alikes (Kelvin sign K) into ASCII letters", () => {
     expect(matchesMarkers("<skill", "</skill>", "<s\u212Aill>x</skill>")).toBe(false);
     expect(matchesMarkers("<skill", "</skill>", "<SKILL>x</Skill>")).toBe(true);
+  });
+});
+
+describe("matchesMarkers agrees with trim-and-compare", () => {
+  it("for random texts around the markers (property)", () => {
+    const reference = (start: string, end: string, text: string) => {
+      if (start === "" || end === "") return false;
+      const head = text.trimStart();
+      const tail = text.trimEnd();
+      return (
+        head.length >= start.length &&
+        tail.length >= end.length &&
+        asciiLower(head.slice(0, start.length)) === asciiLower(start) &&
+        asciiLower(tail.slice(tail.length - end.length)) === asciiLower(end)
+      );
+    };
+    const space = fc.constantFrom(" ", "\n", "\t", "\u00a0", "\u2003", "\ufeff", "");
+    const marker = fc.constantFrom("<env>", "</env>", "<ENV>", "</Env>", "<e", ">", "");
+    fc.assert(
+      fc.property(
+        space,
+        marker,
+        fc.string({ maxLength: 8 }),
+        marker,
+        space,
+        marker,
+        marker,
+        (a, m1, mid, m2, b, start, end) => {
+          const text = `${a}${m1}${mid}${m2}${b}`;
+          expect(matchesMarkers(start, end, text)).toBe(reference(start, end, text));
+        },
+      ),
+      { numRuns: 2000 },
+    );
   });
 });
