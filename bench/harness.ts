@@ -4,6 +4,7 @@
  */
 import { readdirSync, readFileSync, readlinkSync, statSync } from "node:fs";
 import type { WorkerHandle } from "wrangler";
+import { withTimeout } from "../test/e2e/local-worker.ts";
 
 // Read by wrangler/miniflare when they load: no `Request.cf` download, no telemetry.
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
@@ -20,18 +21,6 @@ export interface Runtime {
   /** The workerd process that runs the worker (not wrangler's proxy in front of it). */
   pid: number;
   close(): Promise<void>;
-}
-
-export async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

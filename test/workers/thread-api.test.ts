@@ -445,67 +445,12 @@ describe("export and import", () => {
   it("imports a hand-written Codex rollout with a compaction and a rollback and resumes from it", async () => {
     const lines = [
       sessionMeta(),
-      line("event_msg", { type: "task_started", turn_id: "t1", model_context_window: 1000 }),
-      line("turn_context", {
-        turn_id: "t1",
-        cwd: "/repo",
-        approval_policy: "never",
-        sandbox_policy: { mode: "read-only" },
-        model: "spindle-local",
-        summary: "auto",
-      }),
-      line("response_item", {
-        type: "message",
-        role: "user",
-        content: [{ type: "input_text", text: "first question" }],
-      }),
-      line("event_msg", { type: "user_message", message: "first question" }),
-      line("response_item", {
-        type: "message",
-        role: "assistant",
-        content: [{ type: "output_text", text: "first answer" }],
-      }),
-      line("event_msg", {
-        type: "task_complete",
-        turn_id: "t1",
-        last_agent_message: "first answer",
-      }),
+      ...codexTurn("t1", "first question", "first answer"),
       line("compacted", {
         message: "summary of the start",
-        replacement_history: [
-          {
-            type: "message",
-            role: "user",
-            content: [{ type: "input_text", text: "first question" }],
-          },
-          {
-            type: "message",
-            role: "user",
-            content: [{ type: "input_text", text: "summary of the start" }],
-          },
-        ],
+        replacement_history: [userItem("first question"), userItem("summary of the start")],
       }),
-      line("event_msg", { type: "task_started", turn_id: "t2" }),
-      line("turn_context", {
-        turn_id: "t2",
-        cwd: "/repo",
-        approval_policy: "never",
-        sandbox_policy: { mode: "read-only" },
-        model: "spindle-local",
-        summary: "auto",
-      }),
-      line("response_item", {
-        type: "message",
-        role: "user",
-        content: [{ type: "input_text", text: "second question" }],
-      }),
-      line("event_msg", { type: "user_message", message: "second question" }),
-      line("response_item", {
-        type: "message",
-        role: "assistant",
-        content: [{ type: "output_text", text: "second answer" }],
-      }),
-      line("event_msg", { type: "task_complete", turn_id: "t2" }),
+      ...codexTurn("t2", "second question", "second answer"),
       line("event_msg", { type: "thread_rolled_back", num_turns: 1 }),
       line("something_new", { from: "a newer codex" }),
     ];
@@ -625,6 +570,31 @@ describe("the openai provider", () => {
 
 function line(type: string, payload: object): string {
   return JSON.stringify({ timestamp: "2026-01-01T00:00:00.000Z", type, payload });
+}
+function userItem(text: string) {
+  return { type: "message", role: "user", content: [{ type: "input_text", text }] };
+}
+/** One Codex turn's lines, as Codex writes them (turn_context before the user message). */
+function codexTurn(turnId: string, question: string, answer: string): string[] {
+  return [
+    line("event_msg", { type: "task_started", turn_id: turnId }),
+    line("turn_context", {
+      turn_id: turnId,
+      cwd: "/repo",
+      approval_policy: "never",
+      sandbox_policy: { mode: "read-only" },
+      model: "spindle-local",
+      summary: "auto",
+    }),
+    line("response_item", userItem(question)),
+    line("event_msg", { type: "user_message", message: question }),
+    line("response_item", {
+      type: "message",
+      role: "assistant",
+      content: [{ type: "output_text", text: answer }],
+    }),
+    line("event_msg", { type: "task_complete", turn_id: turnId, last_agent_message: answer }),
+  ];
 }
 function sessionMeta(): string {
   return line("session_meta", {
