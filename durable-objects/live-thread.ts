@@ -106,7 +106,15 @@ export class LiveThread {
     const config = parts.meta.config();
     if (meta === undefined || config === undefined) return undefined;
     const checkpoints = new CheckpointStore(parts.sql, parts.storage);
-    const checkpoint = await checkpoints.load();
+    let checkpoint: Checkpoint | undefined;
+    let unreadable: string | undefined;
+    try {
+      checkpoint = await checkpoints.load();
+    } catch (err) {
+      // A checkpoint that cannot be read is only a cache: drop it and replay the rollout.
+      unreadable = `checkpoint unreadable (${(err as Error).message}); rebuilt from the rollout`;
+      checkpoints.clear();
+    }
     const after = checkpoint?.lastSeq ?? 0;
     const lastSeq = Math.max(
       RolloutLog.maxStoredSeq(parts.sql),
@@ -117,9 +125,11 @@ export class LiveThread {
     const truncation = truncationPolicyOf(config);
     const { lines: tail, warnings } = log.linesAfter(after);
     let state: ReconstructedState | { needsFullReplay: true; reason: string } =
-      checkpoint === undefined
-        ? reconstructRollout(tail, { truncation })
-        : reconstructFromCheckpoint(checkpoint, tail, { truncation });
+      unreadable !== undefined
+        ? { needsFullReplay: true, reason: unreadable }
+        : checkpoint === undefined
+          ? reconstructRollout(tail, { truncation })
+          : reconstructFromCheckpoint(checkpoint, tail, { truncation });
     if ("needsFullReplay" in state) {
       console.warn(`[thread] full replay: ${state.reason}`);
       const whole = await readWholeRollout(parts, meta, log);
@@ -131,7 +141,10 @@ export class LiveThread {
     }
     if (warnings.length > 0) state = withoutContextBaseline(state);
     const live = new LiveThread(parts, meta, config, log, checkpoint, state);
-    live.#noteWarnings([...warnings, ...state.warnings], parts.meta);
+    live.#noteWarnings(
+      [...(unreadable ? [unreadable] : []), ...warnings, ...state.warnings],
+      parts.meta,
+    );
     return live;
   }
 

@@ -131,12 +131,19 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   /** The thread, loaded once per instance; undefined when it does not exist. */
   async #thread(): Promise<LiveThread | undefined> {
     if (this.#live) return this.#live;
-    this.#loading ??= LiveThread.load(this.#parts).then((live) => {
-      this.#live = live;
-      this.#loading = undefined;
-      if (live) this.#settleInterruptedTurn(live);
-      return live;
-    });
+    this.#loading ??= LiveThread.load(this.#parts).then(
+      (live) => {
+        this.#live = live;
+        this.#loading = undefined;
+        if (live) this.#settleInterruptedTurn(live);
+        return live;
+      },
+      (err: unknown) => {
+        // The next request tries again instead of every request failing on a cached rejection.
+        this.#loading = undefined;
+        throw err;
+      },
+    );
     return this.#loading;
   }
 

@@ -304,6 +304,29 @@ describe("repairs instead of crash loops", () => {
     expect(roles).toEqual(["developer", "user"]);
   });
 
+  it("an unreadable checkpoint is dropped and the thread is rebuilt from R2 + SQLite, identically", async () => {
+    const id = newThreadId();
+    await createThread(id, { cwd: "/repo" });
+    for (let i = 0; i < 8; i++) await turn(id, `turn ${i}`);
+    await runDurableObjectAlarm(threadStub(id));
+    const before = await inspect(id);
+    expect(before?.checkpointSeq).toBeGreaterThan(0);
+    const beforePrompt = await prompt(id);
+    await runInDurableObject(threadStub(id), (_i, state) => {
+      state.storage.sql.exec(
+        "UPDATE spindle_checkpoint SET data = ?",
+        new Uint8Array([1, 2, 3]).buffer,
+      );
+    });
+    await evictDurableObject(threadStub(id));
+    expect(await prompt(id)).toBe(beforePrompt);
+    const thread = await json<{ warnings: { message: string }[] }>(
+      await api("GET", `/v1/threads/${id}`),
+    );
+    expect(thread.warnings.map((w) => w.message).join("\n")).toMatch(/checkpoint unreadable/);
+    expect((await turn(id, "after")).status).toBe("completed");
+  });
+
   it("an unreadable line is skipped with a warning instead of failing every request", async () => {
     const id = newThreadId();
     await createThread(id);
