@@ -1,4 +1,5 @@
 import type { Clock } from "../shared/ports/index.ts";
+import { isTerminalEventType } from "../worker/schemas.ts";
 import type { Sql } from "./sql.ts";
 
 /** How many events a thread keeps at most for `Last-Event-ID` replay. */
@@ -21,12 +22,6 @@ interface Subscriber {
   untilTurn: string | undefined;
 }
 
-const TERMINAL = new Set([
-  "turn.completed",
-  "turn.requires_action",
-  "turn.interrupted",
-  "turn.failed",
-]);
 const encoder = new TextEncoder();
 
 /**
@@ -99,7 +94,11 @@ export class EventLog {
     for (const row of rows) {
       const event = JSON.parse(row.body) as ThreadEventRecord;
       this.#send(subscriber, event);
-      if (untilTurn !== undefined && event.turn_id === untilTurn && TERMINAL.has(event.type)) {
+      if (
+        untilTurn !== undefined &&
+        event.turn_id === untilTurn &&
+        isTerminalEventType(event.type)
+      ) {
         ended = true;
         break;
       }
@@ -112,7 +111,7 @@ export class EventLog {
     const done =
       subscriber.untilTurn !== undefined &&
       event.turn_id === subscriber.untilTurn &&
-      TERMINAL.has(event.type);
+      isTerminalEventType(event.type);
     // Writes are not awaited: a slow or vanished reader must never hold up the turn.
     subscriber.writer.write(encoder.encode(`${JSON.stringify(event)}\n`)).catch(() => {
       this.#subscribers.delete(subscriber);
@@ -128,8 +127,4 @@ export class EventLog {
     for (const s of this.#subscribers) s.writer.close().catch(() => {});
     this.#subscribers.clear();
   }
-}
-
-export function isTerminalEvent(type: string): boolean {
-  return TERMINAL.has(type);
 }

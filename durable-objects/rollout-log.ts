@@ -39,7 +39,6 @@ export class RolloutLog implements RolloutSink {
   readonly #sql: Sql;
   readonly #clock: Clock;
   #lastSeq: number;
-  readonly #listeners = new Set<(seq: number, line: RolloutLine) => void>();
 
   constructor(sql: Sql, clock: Clock, lastSeq: number) {
     this.#sql = sql;
@@ -53,20 +52,14 @@ export class RolloutLog implements RolloutSink {
 
   append(item: RolloutItem): void {
     const line = { timestamp: new Date(this.#clock.nowMs()).toISOString(), ...item } as RolloutLine;
-    this.appendLine(line, encodeRolloutLine(line));
+    this.appendText(encodeRolloutLine(line));
   }
 
   /** Appends an already-encoded line (imports keep the original bytes). */
-  appendLine(line: RolloutLine, text: string): void {
+  appendText(text: string): void {
     const seq = this.#lastSeq + 1;
     RolloutLog.insert(this.#sql, seq, text);
     this.#lastSeq = seq;
-    for (const listener of this.#listeners) listener(seq, line);
-  }
-
-  onAppend(listener: (seq: number, line: RolloutLine) => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
   }
 
   static insert(sql: Sql, seq: number, text: string): void {

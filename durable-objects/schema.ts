@@ -13,16 +13,6 @@ import { sqlOf } from "./sql.ts";
  *   the newest one always stays, so a sequence number is never reused).
  * - spindle_queue: turns waiting for the running one (`on_busy: "queue"`), in order.
  */
-export const TABLES = {
-  meta: "spindle_meta",
-  rollout: "spindle_rollout",
-  checkpoint: "spindle_checkpoint",
-  segments: "spindle_segments",
-  turns: "spindle_turns",
-  events: "spindle_events",
-  queue: "spindle_queue",
-} as const;
-
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS spindle_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
    CREATE TABLE IF NOT EXISTS spindle_rollout (

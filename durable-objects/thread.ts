@@ -745,7 +745,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     const metaLine = { timestamp: now, type: "session_meta", payload: ownMeta } as RolloutLine;
     const stored: ImportedLine[] = [{ text: encodeRolloutLine(metaLine), line: metaLine }, ...rest];
     this.ctx.storage.transactionSync(() => {
-      for (const line of stored) log.appendLine(line.line, line.text);
+      for (const line of stored) log.appendText(line.text);
       this.#parts.meta.put("config", config);
     });
     const lines = stored.map((l) => l.line);
