@@ -14,6 +14,7 @@ import {
   captureStepContext,
   type EngineDeps,
   MemoryRolloutSink,
+  modelVisiblePrompt,
   recordContextUpdates,
   resolveSessionConfiguration,
   ThreadSession,
@@ -32,7 +33,7 @@ function session(config: ThreadConfig, prompts: Prompt[]) {
     defaultModel: DEFAULT_MODEL_SLUG,
     modelClient: () => ({
       stream(prompt, signal) {
-        prompts.push(prompt);
+        prompts.push(modelVisiblePrompt(prompt));
         return local.stream(prompt, signal);
       },
     }),

@@ -1,4 +1,4 @@
-import type { Checkpoint } from "../shared/rollout/index.ts";
+import { type Checkpoint, parseCheckpoint } from "../shared/rollout/index.ts";
 import { gunzip, gzip } from "./gzip.ts";
 import type { Sql } from "./sql.ts";
 
@@ -52,7 +52,7 @@ export class CheckpointStore {
       joined.set(new Uint8Array(r.data), offset);
       offset += r.data.byteLength;
     }
-    return JSON.parse(await gunzip(joined)) as Checkpoint;
+    return parseCheckpoint(await gunzip(joined));
   }
 
   clear(): void {

@@ -94,6 +94,22 @@ export function estimateItemTokenCount(item: ResponseItem): number {
   return tokens;
 }
 
+/**
+ * Seeds the estimate cache with values computed earlier for the same (frozen) items, e.g. saved
+ * with a checkpoint: a restored thread's first prompt then costs no re-serialization of its whole
+ * history. Ignored unless there is one non-negative integer per item.
+ */
+export function primeTokenEstimates(
+  items: readonly ResponseItem[],
+  tokens: readonly unknown[] | undefined,
+): void {
+  if (tokens?.length !== items.length) return;
+  if (!tokens.every((t) => Number.isSafeInteger(t) && (t as number) >= 0)) return;
+  items.forEach((item, i) => {
+    if (Object.isFrozen(item)) estimates.set(item, tokens[i] as number);
+  });
+}
+
 /** Items the model produced; usage reported by the provider already covers them. */
 function isModelGeneratedItem(item: ResponseItem): boolean {
   switch (item.type) {

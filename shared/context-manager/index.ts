@@ -1,4 +1,5 @@
-export { estimateItemTokenCount } from "./estimate.ts";
+export { estimateItemTokenCount, primeTokenEstimates } from "./estimate.ts";
+export { freezeInPlace } from "./immutable.ts";
 export { ContextManager } from "./history.ts";
 export { SYNTHETIC_OUTPUT_NAMESPACE } from "./normalize.ts";
 export { approxTokensFromByteCount, truncateToolOutput } from "./truncate.ts";

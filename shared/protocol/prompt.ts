@@ -3,8 +3,8 @@ import { KnownResponseItemSchema } from "./response-item.ts";
 import { FunctionToolSchema } from "./thread-config.ts";
 
 /**
- * The exact request a provider receives (design §5, §7 `GET …/prompt`): three channels built from
- * one StepContext capture.
+ * The request a provider receives (design §5, §7 `GET …/prompt`): three channels built from one
+ * StepContext capture. Providers drop local bookkeeping fields of the items before sending.
  */
 export const PromptSchema = z.object({
   instructions: z.string(),

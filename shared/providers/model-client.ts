@@ -8,7 +8,9 @@ export type ModelEvent =
   | { type: "completed"; usage?: TokenUsage };
 
 /**
- * One sampling request. Implementations must stop promptly when `signal` aborts, and must not
+ * One sampling request. The prompt's items are history's own: they may carry Spindle/Codex
+ * bookkeeping (item ids, `internal_chat_message_metadata_passthrough`) that a provider must not
+ * send upstream, and they are frozen. Implementations must stop promptly when `signal` aborts, and must not
  * yield an output item they have not finished (no half a tool call).
  */
 export interface ModelClient {

@@ -1,4 +1,10 @@
-import { ContextManager, type TruncationPolicy } from "../context-manager/index.ts";
+import {
+  ContextManager,
+  estimateItemTokenCount,
+  freezeInPlace,
+  primeTokenEstimates,
+  type TruncationPolicy,
+} from "../context-manager/index.ts";
 import type { ResponseItem, RolloutLine, TokenUsageInfo } from "../protocol/index.ts";
 import {
   assembleState,
@@ -71,6 +77,11 @@ export interface Checkpoint {
   maxRollbackTurns: number;
   /** History after re-recording every covered line, oldest first. */
   items: ResponseItem[];
+  /**
+   * The token estimate of each item (a cache: a restored history's first prompt needs them all).
+   * Optional: older checkpoints lack it, and a wrong length is ignored.
+   */
+  estimates?: number[];
   /** History rewrites (compactions, rollbacks of at least one turn) in the covered lines. */
   rewrites: number;
   /** Compactions without replacement history in the covered lines. */
@@ -181,22 +192,40 @@ function buildCheckpoint(
   }
   const history = new ContextManager({ items: previous?.items ?? [] });
   materialize(history, lines, 0, opts.truncation);
-  const checkpoint: Checkpoint = {
+  // Detach from the caller's line objects: a checkpoint is data to be stored. History items are
+  // deep-frozen already, so they are shared rather than cloned.
+  const checkpoint: Checkpoint = structuredClone({
     version: 1,
     lastSeq: opts.lastSeq ?? (previous?.lastSeq ?? 0) + lines.length,
     lineCount: (previous?.lineCount ?? 0) + lines.length,
     truncation: { mode: opts.truncation.mode, limit: opts.truncation.limit },
     maxRollbackTurns,
-    items: history.items.slice(),
+    items: [],
     rewrites: counters.rewrites,
     legacyCompactions: counters.legacyCompactions,
     compactions: counters.compactions,
     recent,
-  };
-  if (counters.tokenInfo !== undefined) checkpoint.tokenInfo = counters.tokenInfo;
-  if (older !== undefined) checkpoint.older = older;
-  // Detach from the caller's line objects: a checkpoint is data to be stored.
-  return structuredClone(checkpoint);
+    ...(counters.tokenInfo === undefined ? {} : { tokenInfo: counters.tokenInfo }),
+    ...(older === undefined ? {} : { older }),
+  });
+  checkpoint.items = history.items.slice();
+  checkpoint.estimates = checkpoint.items.map(estimateItemTokenCount);
+  return checkpoint;
+}
+
+/**
+ * Reads a checkpoint stored as JSON. Its items are frozen in place (nothing else holds them), so
+ * the history restored from it shares them, and their saved token estimates are put back in the
+ * estimate cache: restoring a long thread allocates no second copy of its history and
+ * re-serializes none of it.
+ */
+export function parseCheckpoint(json: string): Checkpoint {
+  const checkpoint = JSON.parse(json) as Checkpoint;
+  if (Array.isArray(checkpoint?.items)) {
+    freezeInPlace(checkpoint.items);
+    primeTokenEstimates(checkpoint.items, checkpoint.estimates);
+  }
+  return checkpoint;
 }
 
 /** A checkpoint of the whole rollout `lines`. */

@@ -5,6 +5,7 @@ export {
   DEFAULT_MAX_ROLLBACK_TURNS,
   extendCheckpoint,
   type NeedsFullReplay,
+  parseCheckpoint,
   reconstructFromCheckpoint,
 } from "./checkpoint.ts";
 export {

@@ -42,7 +42,7 @@ import {
   UnknownCallIdError,
 } from "./errors.ts";
 import { turnAbortedMessage } from "./notices.ts";
-import { buildCompactionPrompt, buildPrompt } from "./prompt.ts";
+import { buildCompactionPrompt, buildPrompt, modelVisiblePrompt } from "./prompt.ts";
 import type { RolloutSink } from "./rollout-sink.ts";
 import {
   buildTurnContext,
@@ -230,7 +230,7 @@ export class ThreadSession {
     return this.#newTurnContext(`turn_${this.#deps.ids.uuidv7()}`);
   }
 
-  /** The prompt the next sampling step would send with the current configuration. */
+  /** The prompt the next sampling step would send with the current configuration, as the model sees it. */
   previewPrompt(): Prompt {
     const turn = buildTurnContext(
       "preview",
@@ -238,10 +238,8 @@ export class ThreadSession {
       this.#model(this.state.config.model),
       this.#deps.clock.nowMs(),
     );
-    return buildPrompt(
-      this.history,
-      turn,
-      captureStepContext(turn, this.#deps.clock.nowMs(), undefined),
+    return modelVisiblePrompt(
+      buildPrompt(this.history, turn, captureStepContext(turn, this.#deps.clock.nowMs(), undefined)),
     );
   }
 

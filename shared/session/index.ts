@@ -13,6 +13,6 @@ export {
 export * from "./engine.ts";
 export * from "./errors.ts";
 export * from "./notices.ts";
-export { buildCompactionPrompt, buildPrompt } from "./prompt.ts";
+export { buildCompactionPrompt, buildPrompt, modelVisiblePrompt } from "./prompt.ts";
 export * from "./rollout-sink.ts";
 export * from "./turn-context.ts";

@@ -3,28 +3,31 @@ import type { KnownResponseItem, Prompt } from "../protocol/index.ts";
 import { summarizationRequestMessage } from "./notices.ts";
 import type { StepContext, TurnContext } from "./turn-context.ts";
 
-/** Provider views of frozen history items, reused across prompts (a long thread copies only new items). */
-const providerViews = new WeakMap<object, KnownResponseItem>();
-
-/** Removes Spindle/Codex bookkeeping that providers do not accept. Returns a (frozen) copy. */
-function providerView(item: KnownResponseItem): KnownResponseItem {
+/** The item without Spindle/Codex bookkeeping, as a model API would accept it. */
+function modelVisibleItem(item: KnownResponseItem): KnownResponseItem {
   if (!("internal_chat_message_metadata_passthrough" in item)) return item;
-  const cached = providerViews.get(item);
-  if (cached) return cached;
   const { internal_chat_message_metadata_passthrough: _, ...rest } = item;
-  const view = Object.freeze(rest) as KnownResponseItem;
-  if (Object.isFrozen(item)) providerViews.set(item, view);
-  return view;
+  return rest as KnownResponseItem;
+}
+
+/**
+ * A prompt as the model sees it (`GET …/prompt`): bookkeeping fields removed. Providers do the
+ * same at their wire boundary (the OpenAI client drops every local-only field).
+ */
+export function modelVisiblePrompt(prompt: Prompt): Prompt {
+  return { ...prompt, input: prompt.input.map(modelVisibleItem) };
 }
 
 /**
  * The exact request for one sampling step (design §5): base instructions, the normalized history
- * (`forPrompt`, a copy: invariant 4) and the tools of the same StepContext capture.
+ * (`forPrompt`, a copy: invariant 4) and the tools of the same StepContext capture. The items are
+ * history's own frozen objects, bookkeeping included: a long thread's prompt copies no item, and
+ * per-item caches (token estimates) keep working across prompts and reloads.
  */
 export function buildPrompt(history: ContextManager, turn: TurnContext, step: StepContext): Prompt {
   return {
     instructions: turn.baseInstructions,
-    input: history.forPrompt(turn.model.inputModalities).map(providerView),
+    input: history.forPrompt(turn.model.inputModalities),
     tools: step.tools.map((t) => ({ ...t })),
     parallel_tool_calls: turn.model.supportsParallelToolCalls,
   };
@@ -39,7 +42,7 @@ export function buildCompactionPrompt(history: ContextManager, turn: TurnContext
   return {
     instructions: turn.baseInstructions,
     input: [
-      ...history.forPrompt(turn.model.inputModalities).map(providerView),
+      ...history.forPrompt(turn.model.inputModalities),
       summarizationRequestMessage(),
     ],
     tools: [],

@@ -30,15 +30,28 @@ export function truncationPolicyOf(config: SessionConfiguration): TruncationPoli
     : { mode: "bytes", limit: config.truncation.bytes };
 }
 
+/**
+ * Formatters by timezone. Building an `Intl.DateTimeFormat` costs far more than formatting with
+ * one, and every turn needs a date; a thread uses one or two timezones.
+ */
+const dateFormats = new Map<string, Intl.DateTimeFormat>();
+const MAX_CACHED_FORMATS = 64;
+
 /** YYYY-MM-DD of an instant in an IANA timezone. */
 export function calendarDate(epochMs: number, timezone: string): string {
-  // en-CA formats dates as YYYY-MM-DD.
-  return new Intl.DateTimeFormat("en-CA", {
-    timeZone: timezone,
-    year: "numeric",
-    month: "2-digit",
-    day: "2-digit",
-  }).format(new Date(epochMs));
+  let format = dateFormats.get(timezone);
+  if (format === undefined) {
+    // en-CA formats dates as YYYY-MM-DD.
+    format = new Intl.DateTimeFormat("en-CA", {
+      timeZone: timezone,
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+    });
+    if (dateFormats.size >= MAX_CACHED_FORMATS) dateFormats.clear();
+    dateFormats.set(timezone, format);
+  }
+  return format.format(new Date(epochMs));
 }
 
 export function buildTurnContext(

@@ -28,12 +28,15 @@ export const T0 = Date.UTC(2026, 2, 1, 12, 0, 0);
 /** A model (the local one by default) that remembers every prompt it was sent. */
 export class RecordingClient implements ModelClient {
   readonly prompts: Prompt[] = [];
+  /** The same prompts uncopied, for identity checks. */
+  readonly received: Prompt[] = [];
   readonly #inner: ModelClient;
   constructor(inner: ModelClient = new LocalModelClient()) {
     this.#inner = inner;
   }
   stream(prompt: Prompt, signal?: AbortSignal) {
     this.prompts.push(structuredClone(prompt));
+    this.received.push(prompt);
     return this.#inner.stream(prompt, signal);
   }
 }

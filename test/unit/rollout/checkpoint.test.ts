@@ -1,10 +1,12 @@
 import { describe, expect, it } from "vitest";
+import { ContextManager, estimateItemTokenCount } from "../../../shared/context-manager/index.ts";
 import type { RolloutLine } from "../../../shared/protocol/index.ts";
 import {
   type Checkpoint,
   createCheckpoint,
   DEFAULT_MAX_ROLLBACK_TURNS,
   extendCheckpoint,
+  parseCheckpoint,
   reconstructFromCheckpoint,
   reconstructRollout,
 } from "../../../shared/rollout/index.ts";
@@ -49,6 +51,30 @@ function json(checkpoint: Checkpoint): Checkpoint {
   return JSON.parse(JSON.stringify(checkpoint)) as Checkpoint;
 }
 
+describe("parseCheckpoint", () => {
+  it("freezes the parsed items, which a restored history then shares instead of copying", () => {
+    const parsed = parseCheckpoint(JSON.stringify(createCheckpoint(TWO_TURNS, opts)));
+    expect(parsed.items).toEqual([user("U1"), assistant("A1"), user("U2"), assistant("A2")]);
+    for (const item of parsed.items) {
+      expect(Object.isFrozen(item)).toBe(true);
+      if (item.type === "message") expect(Object.isFrozen(item.content[0])).toBe(true);
+    }
+    const history = new ContextManager({ items: parsed.items });
+    history.items.forEach((item, i) => expect(item).toBe(parsed.items[i]));
+  });
+
+  it("puts the saved token estimates back in the cache, unless they do not fit the items", () => {
+    const stored = json(createCheckpoint(TWO_TURNS, opts));
+    // Marker values no estimator would produce for these items show the cache was seeded.
+    const primed = parseCheckpoint(JSON.stringify({ ...stored, estimates: [101, 102, 103, 104] }));
+    expect(primed.items.map(estimateItemTokenCount)).toEqual([101, 102, 103, 104]);
+    for (const estimates of [[101, 102, 103], [1, 2, -3, 4], ["1", 2, 3, 4], undefined]) {
+      const ignored = parseCheckpoint(JSON.stringify({ ...stored, estimates }));
+      expect(ignored.items.map(estimateItemTokenCount)).toEqual(stored.estimates);
+    }
+  });
+});
+
 describe("checkpoint contents", () => {
   it("holds the materialized items, totals, the recent window's scan entries and a summary of the rest", () => {
     const checkpoint = createCheckpoint(TWO_TURNS, { ...opts, maxRollbackTurns: 1 });
@@ -59,6 +85,9 @@ describe("checkpoint contents", () => {
       truncation: POLICY,
       maxRollbackTurns: 1,
       items: [user("U1"), assistant("A1"), user("U2"), assistant("A2")],
+      estimates: [user("U1"), assistant("A1"), user("U2"), assistant("A2")].map(
+        estimateItemTokenCount,
+      ),
       rewrites: 0,
       legacyCompactions: 0,
       compactions: 0,

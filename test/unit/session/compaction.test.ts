@@ -10,6 +10,7 @@ import {
   collectUserMessages,
   compactUserMessagesBudgetTokens,
   DEFAULT_AUTO_COMPACT_FRACTION,
+  modelVisiblePrompt,
   SessionBusyError,
   SUMMARIZATION_REQUEST,
   SUMMARY_PREFIX,
@@ -115,7 +116,7 @@ describe("manual compaction (reference §5.6)", () => {
     const prompt = h.client.prompts.at(-1) as Prompt;
     expect(prompt.instructions).toBe(SPINDLE_LOCAL.instructions);
     expect(prompt.tools).toEqual([]);
-    expect(prompt.input.slice(0, -1)).toEqual(before.input);
+    expect(modelVisiblePrompt(prompt).input.slice(0, -1)).toEqual(before.input);
     expect(prompt.input.at(-1)).toEqual(user(SUMMARIZATION_REQUEST));
     const recorded = JSON.stringify([h.sink.items, h.session.history.items]);
     expect(recorded).not.toContain(SUMMARIZATION_REQUEST.slice(0, 40));

@@ -100,13 +100,19 @@ describe("ThreadSession.runTurn (design §5)", () => {
     expect(h.session.previewPrompt().input).toEqual([]);
   });
 
-  it("strips internal metadata from the prompt input", async () => {
+  it("hands the provider history's own items and shows the prompt without bookkeeping", async () => {
     const h = newSession();
     await runTurn(h, "one");
-    for (const item of h.client.prompts[0]?.input ?? []) {
+    const sent = h.client.received[0]?.input ?? [];
+    // No copies: the provider gets the frozen history items (providers strip local fields).
+    sent.forEach((item, i) => expect(item).toBe(h.session.history.items[i]));
+    expect(sent.some((i) => "internal_chat_message_metadata_passthrough" in i)).toBe(true);
+    const preview = h.session.previewPrompt().input;
+    expect(preview.length).toBeGreaterThan(sent.length);
+    for (const item of preview) {
       expect(item).not.toHaveProperty("internal_chat_message_metadata_passthrough");
     }
-    const contextual = h.client.prompts[0]?.input.filter(
+    const contextual = sent.filter(
       (i) => i.type === "message" && i.role === "user" && isContextualUserMessageContent(i.content),
     );
     expect(contextual).toHaveLength(1);
