@@ -1,6 +1,6 @@
 export { estimateItemTokenCount, primeTokenEstimates } from "./estimate.ts";
-export { freezeInPlace } from "./immutable.ts";
 export { ContextManager } from "./history.ts";
+export { freezeInPlace } from "./immutable.ts";
 export { SYNTHETIC_OUTPUT_NAMESPACE } from "./normalize.ts";
 export { approxTokensFromByteCount, truncateToolOutput } from "./truncate.ts";
 export type { ContextManagerState, InputModality, TruncationPolicy } from "./types.ts";

@@ -239,7 +239,11 @@ export class ThreadSession {
       this.#deps.clock.nowMs(),
     );
     return modelVisiblePrompt(
-      buildPrompt(this.history, turn, captureStepContext(turn, this.#deps.clock.nowMs(), undefined)),
+      buildPrompt(
+        this.history,
+        turn,
+        captureStepContext(turn, this.#deps.clock.nowMs(), undefined),
+      ),
     );
   }
 

@@ -41,10 +41,7 @@ export function buildPrompt(history: ContextManager, turn: TurnContext, step: St
 export function buildCompactionPrompt(history: ContextManager, turn: TurnContext): Prompt {
   return {
     instructions: turn.baseInstructions,
-    input: [
-      ...history.forPrompt(turn.model.inputModalities),
-      summarizationRequestMessage(),
-    ],
+    input: [...history.forPrompt(turn.model.inputModalities), summarizationRequestMessage()],
     tools: [],
     parallel_tool_calls: turn.model.supportsParallelToolCalls,
   };
