@@ -60,7 +60,9 @@ describe("parseCheckpoint", () => {
       if (item.type === "message") expect(Object.isFrozen(item.content[0])).toBe(true);
     }
     const history = new ContextManager({ items: parsed.items });
-    history.items.forEach((item, i) => expect(item).toBe(parsed.items[i]));
+    history.items.forEach((item, i) => {
+      expect(item).toBe(parsed.items[i]);
+    });
   });
 
   it("puts the saved token estimates back in the cache, unless they do not fit the items", () => {

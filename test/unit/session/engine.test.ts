@@ -105,7 +105,9 @@ describe("ThreadSession.runTurn (design §5)", () => {
     await runTurn(h, "one");
     const sent = h.client.received[0]?.input ?? [];
     // No copies: the provider gets the frozen history items (providers strip local fields).
-    sent.forEach((item, i) => expect(item).toBe(h.session.history.items[i]));
+    sent.forEach((item, i) => {
+      expect(item).toBe(h.session.history.items[i]);
+    });
     expect(sent.some((i) => "internal_chat_message_metadata_passthrough" in i)).toBe(true);
     const preview = h.session.previewPrompt().input;
     expect(preview.length).toBeGreaterThan(sent.length);
