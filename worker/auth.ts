@@ -13,6 +13,8 @@
  * `SPINDLE_ENV` is `development` (`npm start` sets it); a worker with no keys configured anywhere
  * else rejects every request.
  */
+import { sha256 } from "@noble/hashes/sha2.js";
+import { hexToBytes, utf8ToBytes } from "@noble/hashes/utils.js";
 import type { MiddlewareHandler } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "./app-env.ts";
@@ -42,7 +44,7 @@ interface KeyEntry {
 
 // Parsed per isolate, keyed by the secret's value, so a rotated secret is picked up at once.
 let configuredKeys: { raw: string; entries: KeyEntry[] } | undefined;
-let devKeyDigest: Promise<Uint8Array> | undefined;
+let devKeyDigest: Uint8Array | undefined;
 
 /**
  * Middleware for `/v1/*`: resolves the tenant from `Authorization: Bearer <key>` and sets
@@ -56,7 +58,7 @@ export function authenticate(): MiddlewareHandler<AppEnv> {
         headers: { "WWW-Authenticate": 'Bearer realm="spindle"' },
       });
     }
-    const tenant = await tenantForKey(key, c.env);
+    const tenant = tenantForKey(key, c.env);
     if (tenant === undefined) {
       throw new ApiError("unauthorized", "The API key is not valid.", {
         headers: { "WWW-Authenticate": 'Bearer realm="spindle", error="invalid_token"' },
@@ -72,16 +74,16 @@ export function authenticate(): MiddlewareHandler<AppEnv> {
  * digest in constant time and never stops at the first match, so the time taken says nothing
  * about which entry (or how much of one) matched.
  */
-export async function tenantForKey(key: string, env: Env): Promise<string | undefined> {
+export function tenantForKey(key: string, env: Env): string | undefined {
   const entries = [...keyEntries(env.SPINDLE_API_KEYS)];
   if (env.SPINDLE_ENV === "development") {
-    devKeyDigest ??= sha256(DEV_API_KEY);
-    entries.push({ digest: await devKeyDigest, tenant: DEV_TENANT });
+    devKeyDigest ??= sha256(utf8ToBytes(DEV_API_KEY));
+    entries.push({ digest: devKeyDigest, tenant: DEV_TENANT });
   }
-  if (entries.length === 0 || new TextEncoder().encode(key).length > maxApiKeyBytes) {
-    return undefined;
-  }
-  const digest = await sha256(key);
+  const bytes = utf8ToBytes(key);
+  if (entries.length === 0 || bytes.length > maxApiKeyBytes) return undefined;
+  // Synchronous: `crypto.subtle.digest` costs a promise round trip per request for 32 bytes.
+  const digest = sha256(bytes);
   let tenant: string | undefined;
   for (const entry of entries) {
     const equal = digestsEqual(digest, entry.digest);
@@ -112,10 +114,6 @@ function keyEntries(raw: string | undefined): KeyEntry[] {
   return entries;
 }
 
-async function sha256(text: string): Promise<Uint8Array> {
-  return new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
-}
-
 /** Both inputs are 32-byte digests, so lengths never differ (timingSafeEqual throws if they do). */
 function digestsEqual(a: Uint8Array, b: Uint8Array): boolean {
   // `timingSafeEqual` is a Workers extension; Node (unit tests) lacks it, hence the XOR fold.
@@ -124,11 +122,4 @@ function digestsEqual(a: Uint8Array, b: Uint8Array): boolean {
   let diff = a.length ^ b.length;
   for (let i = 0; i < a.length; i++) diff |= (a[i] ?? 0) ^ (b[i] ?? 0);
   return diff === 0;
-}
-
-function hexToBytes(hex: string): Uint8Array {
-  const bytes = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < bytes.length; i++)
-    bytes[i] = Number.parseInt(hex.slice(2 * i, 2 * i + 2), 16);
-  return bytes;
 }

@@ -183,7 +183,7 @@ describe("authenticate", () => {
 });
 
 describe("tenantForKey", () => {
-  it("compares the digest with every configured one, even after a match", async () => {
+  it("compares the digest with every configured one, even after a match", () => {
     // Node lacks the Workers-only `timingSafeEqual`; install a recording one for this test.
     const subtle = crypto.subtle as unknown as {
       timingSafeEqual?: (a: Uint8Array, b: Uint8Array) => boolean;
@@ -199,10 +199,10 @@ describe("tenantForKey", () => {
         SPINDLE_ENV: "development",
         SPINDLE_API_KEYS: JSON.stringify(keys),
       });
-      expect(await tenantForKey(keyA, env)).toBe("A");
-      expect(await tenantForKey("sk-c", env)).toBe("C");
-      expect(await tenantForKey(DEV_API_KEY, env)).toBe("local");
-      expect(await tenantForKey("sk-none", env)).toBe(undefined);
+      expect(tenantForKey(keyA, env)).toBe("A");
+      expect(tenantForKey("sk-c", env)).toBe("C");
+      expect(tenantForKey(DEV_API_KEY, env)).toBe("local");
+      expect(tenantForKey("sk-none", env)).toBe(undefined);
       // Four entries (three configured, the development key) compared for each of four keys.
       expect(compared).toEqual(Array.from({ length: 16 }, () => [32, 32]));
     } finally {
@@ -210,10 +210,10 @@ describe("tenantForKey", () => {
     }
   });
 
-  it("several keys may name the same tenant, so a key can be rotated", async () => {
+  it("several keys may name the same tenant, so a key can be rotated", () => {
     const keys = { [sha256Hex("sk-old")]: "A", [sha256Hex("sk-new")]: "A" };
     const env = new FakeThreads().env({ SPINDLE_API_KEYS: JSON.stringify(keys) });
-    expect([await tenantForKey("sk-old", env), await tenantForKey("sk-new", env)]).toEqual([
+    expect([tenantForKey("sk-old", env), tenantForKey("sk-new", env)]).toEqual([
       "A",
       "A",
     ]);
