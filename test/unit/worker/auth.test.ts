@@ -213,9 +213,6 @@ describe("tenantForKey", () => {
   it("several keys may name the same tenant, so a key can be rotated", () => {
     const keys = { [sha256Hex("sk-old")]: "A", [sha256Hex("sk-new")]: "A" };
     const env = new FakeThreads().env({ SPINDLE_API_KEYS: JSON.stringify(keys) });
-    expect([tenantForKey("sk-old", env), tenantForKey("sk-new", env)]).toEqual([
-      "A",
-      "A",
-    ]);
+    expect([tenantForKey("sk-old", env), tenantForKey("sk-new", env)]).toEqual(["A", "A"]);
   });
 });
