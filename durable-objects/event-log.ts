@@ -24,16 +24,28 @@ interface Subscriber {
 
 const encoder = new TextEncoder();
 
+/** Pending events written at once past this many, even before their turn ends. */
+const MAX_PENDING_EVENTS = 64;
+
 /**
  * The thread's event sequence (design §7): every event gets the next `seq`, is stored in SQLite
  * (a bounded window, for replay after a disconnect), then fanned out to live subscribers. Persist
- * first: a subscriber that has gone away never affects the turn (style §5).
+ * first: a subscriber that has gone away never affects the turn (style §5), and no event reaches
+ * a client before it is stored.
+ *
+ * A turn's events are stored together, in one statement: each is kept pending until a terminal
+ * event (or the next macrotask, or a read of the log) writes the batch and only then sends it.
+ * One insert per turn instead of one per event and delta is most of what persisting them costs. An
+ * event lost with the instance before its batch was written was never sent, so its `seq` is free
+ * to be handed out again.
  */
 export class EventLog {
   readonly #sql: Sql;
   /** Read on first use, so constructing the Durable Object stays free of queries. */
   #last: number | undefined;
   readonly #subscribers = new Set<Subscriber>();
+  #pending: { event: ThreadEventRecord; at: number }[] = [];
+  #flushTimer: ReturnType<typeof setTimeout> | undefined;
 
   readonly #clock: Clock;
 
@@ -50,11 +62,28 @@ export class EventLog {
 
   emit(type: string, turnId: string | null, data: unknown): ThreadEventRecord {
     const event = { seq: this.lastSeq + 1, type, turn_id: turnId, data };
-    this.#sql`INSERT INTO spindle_events (seq, at, body)
-      VALUES (${event.seq}, ${this.#clock.nowMs()}, ${JSON.stringify(event)})`;
     this.#last = event.seq;
-    for (const subscriber of this.#subscribers) this.#send(subscriber, event);
+    this.#pending.push({ event, at: this.#clock.nowMs() });
+    if (isTerminalEventType(type) || this.#pending.length >= MAX_PENDING_EVENTS) this.flush();
+    else this.#flushTimer ??= setTimeout(() => this.flush(), 0);
     return event;
+  }
+
+  /** Stores the pending events in one statement, then sends them to the subscribers. */
+  flush(): void {
+    if (this.#flushTimer !== undefined) clearTimeout(this.#flushTimer);
+    this.#flushTimer = undefined;
+    const batch = this.#pending;
+    if (batch.length === 0) return;
+    this.#pending = [];
+    const rows = JSON.stringify(
+      batch.map(({ event, at }) => [event.seq, at, JSON.stringify(event)]),
+    );
+    this.#sql`INSERT INTO spindle_events (seq, at, body)
+      SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(${rows})`;
+    for (const { event } of batch) {
+      for (const subscriber of this.#subscribers) this.#send(subscriber, event);
+    }
   }
 
   /**
@@ -62,6 +91,7 @@ export class EventLog {
    * eviction it is where the sequence continues, so no number is ever handed out twice.
    */
   prune(): void {
+    this.flush();
     const last = this.lastSeq;
     const cutoff = this.#clock.nowMs() - EVENT_RETENTION_MS;
     this.#sql`DELETE FROM spindle_events
@@ -70,6 +100,7 @@ export class EventLog {
 
   /** When the next prune has something to drop by age (undefined: nothing will expire). */
   nextExpiryMs(): number | undefined {
+    this.flush();
     const row = this.#sql<{ at: number | null }>`
       SELECT MIN(at) AS at FROM spindle_events WHERE seq < ${this.lastSeq}`.one();
     return row.at === null ? undefined : row.at + EVENT_RETENTION_MS;
@@ -77,6 +108,7 @@ export class EventLog {
 
   /** The oldest seq still replayable (lastSeq + 1 when none is kept). */
   oldestKept(): number {
+    this.flush();
     const row = this.#sql<{ seq: number | null }>`SELECT MIN(seq) AS seq FROM spindle_events`.one();
     return row.seq ?? this.lastSeq + 1;
   }
@@ -86,6 +118,7 @@ export class EventLog {
    * after that turn's terminal event; otherwise it stays open until the reader cancels.
    */
   subscribe(after: number, untilTurn?: string): ReadableStream<Uint8Array> {
+    this.flush();
     const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
     const subscriber: Subscriber = { writer: writable.getWriter(), untilTurn };
     const rows = this.#sql<{ body: string }>`
@@ -122,8 +155,11 @@ export class EventLog {
     }
   }
 
-  /** Ends every live stream (thread deleted). */
+  /** Ends every live stream (thread deleted); pending events go with the thread. */
   closeAll(): void {
+    if (this.#flushTimer !== undefined) clearTimeout(this.#flushTimer);
+    this.#flushTimer = undefined;
+    this.#pending = [];
     for (const s of this.#subscribers) s.writer.close().catch(() => {});
     this.#subscribers.clear();
   }

@@ -107,6 +107,11 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   #live: LiveThread | undefined;
   #loading: Promise<LiveThread | undefined> | undefined;
   #task: RunningTask | undefined;
+  /**
+   * When the alarm is due, as this instance last set or read it (null: none; undefined: not read
+   * yet). Saves a storage round trip per turn: consecutive turns find it already due soon.
+   */
+  #alarmDue: number | null | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -377,8 +382,13 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
    */
   async #alarmWithin(ms: number): Promise<void> {
     const due = systemClock.nowMs() + ms;
-    const current = await this.ctx.storage.getAlarm();
-    if (current === null || current > due) await this.ctx.storage.setAlarm(due);
+    this.#alarmDue ??= await this.ctx.storage.getAlarm();
+    if (this.#alarmDue === null || this.#alarmDue > due) await this.#setAlarm(due);
+  }
+
+  async #setAlarm(at: number): Promise<void> {
+    this.#alarmDue = at;
+    await this.ctx.storage.setAlarm(at);
   }
 
   // --- RPC: threads -----------------------------------------------------------------------------
@@ -431,6 +441,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     this.#events.closeAll();
     await SegmentStore.deleteAll(this.env.ROLLOUT, threadPrefix(live.meta.tenant, live.meta.id));
     await this.ctx.storage.deleteAlarm();
+    this.#alarmDue = null;
     await this.ctx.storage.deleteAll();
     this.#live = undefined;
     migrate(this.ctx.storage.sql);
@@ -883,7 +894,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     const live = this.#live;
     if (!live) return;
     if (live.log.lastSeq - live.segments.flushedThrough() >= FLUSH_TAIL_MAX_LINES) {
-      this.ctx.waitUntil(this.alarm());
+      this.ctx.waitUntil(this.#flushAndTidy());
       return;
     }
     await this.#alarmWithin(FLUSH_DELAY_MS);
@@ -894,6 +905,12 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
    * flush is retried with backoff; nothing is lost.
    */
   override async alarm(): Promise<void> {
+    // The alarm that woke us is spent; whatever this run sets is the next one.
+    this.#alarmDue = null;
+    await this.#flushAndTidy();
+  }
+
+  async #flushAndTidy(): Promise<void> {
     const live = await this.#thread();
     if (!live) return;
     try {
@@ -905,13 +922,13 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       this.#parts.meta.put("flush_attempts", attempts);
       const delay = Math.min(FLUSH_DELAY_MS * 2 ** attempts, FLUSH_RETRY_MAX_MS);
       console.warn(`[rollout] flush failed (attempt ${attempts}), retrying in ${delay} ms`, err);
-      await this.ctx.storage.setAlarm(systemClock.nowMs() + delay);
+      await this.#setAlarm(systemClock.nowMs() + delay);
     }
     this.#events.prune();
     const expiry = this.#events.nextExpiryMs();
-    if (expiry !== undefined && (await this.ctx.storage.getAlarm()) === null) {
+    if (expiry !== undefined && this.#alarmDue === null) {
       // Old events leave storage even when the thread stays idle.
-      await this.ctx.storage.setAlarm(expiry);
+      await this.#setAlarm(expiry);
     }
     await this.#drainQueue();
   }
