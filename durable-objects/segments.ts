@@ -33,6 +33,8 @@ export class SegmentStore {
   readonly #prefix: string;
   readonly #log: RolloutLog;
   #inFlight: Promise<void> | undefined;
+  /** `flushedThrough`, read once and then kept up to date by this store's own writes. */
+  #flushed: number | undefined;
 
   constructor(sql: Sql, bucket: R2Bucket, prefix: string, log: RolloutLog) {
     this.#sql = sql;
@@ -48,7 +50,8 @@ export class SegmentStore {
 
   /** The last seq R2 holds (0 when none). */
   flushedThrough(): number {
-    return SegmentStore.flushedThroughOf(this.#sql);
+    this.#flushed ??= SegmentStore.flushedThroughOf(this.#sql);
+    return this.#flushed;
   }
 
   static flushedThroughOf(sql: Sql): number {
@@ -136,6 +139,7 @@ export class SegmentStore {
     }
     this.#sql`UPDATE spindle_segments SET state = 'done', bytes = ${text.length}, sha256 = ${digest}
       WHERE first_seq = ${segment.first_seq}`;
+    this.#flushed = Math.max(this.flushedThrough(), segment.last_seq);
   }
 
   /**

@@ -443,6 +443,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     await this.ctx.storage.deleteAlarm();
     this.#alarmDue = null;
     await this.ctx.storage.deleteAll();
+    this.#queue.reset();
     this.#live = undefined;
     migrate(this.ctx.storage.sql);
     return ok(null);

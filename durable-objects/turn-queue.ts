@@ -14,22 +14,43 @@ export interface QueuedTurn {
  */
 export class TurnQueue {
   readonly #sql: Sql;
+  /**
+   * Queued turns, counted once per instance (undefined: not counted yet). Every turn checks the
+   * queue twice, and it is nearly always empty: the count saves those queries.
+   */
+  #size: number | undefined;
 
   constructor(sql: Sql) {
     this.#sql = sql;
   }
 
+  #count(): number {
+    this.#size ??= this.#sql<{ n: number }>`SELECT COUNT(*) AS n FROM spindle_queue`.one().n;
+    return this.#size;
+  }
+
   push(turn: QueuedTurn): void {
     this.#sql`INSERT INTO spindle_queue (body) VALUES (${JSON.stringify(turn)})`;
+    this.#size = this.#count() + 1;
   }
 
   /** Removes and returns the oldest queued turn. */
   shift(): QueuedTurn | undefined {
+    if (this.#count() === 0) return undefined;
     const row = this.#sql<{ position: number; body: string }>`
       SELECT position, body FROM spindle_queue ORDER BY position LIMIT 1`.toArray()[0];
-    if (!row) return undefined;
+    if (!row) {
+      this.#size = 0;
+      return undefined;
+    }
     this.#sql`DELETE FROM spindle_queue WHERE position = ${row.position}`;
+    this.#size = this.#count() - 1;
     return JSON.parse(row.body) as QueuedTurn;
+  }
+
+  /** Forgets the count (the storage was wiped). */
+  reset(): void {
+    this.#size = undefined;
   }
 
   #find(turnId: string): number | undefined {
@@ -47,6 +68,7 @@ export class TurnQueue {
     const position = this.#find(turnId);
     if (position === undefined) return false;
     this.#sql`DELETE FROM spindle_queue WHERE position = ${position}`;
+    this.#size = this.#count() - 1;
     return true;
   }
 }
