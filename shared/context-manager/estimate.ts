@@ -61,6 +61,10 @@ function toolOutputAdjustment(output: ToolOutput): number {
  * their decoded size; anything else by its JSON serialization, with inline image payloads and
  * encrypted tool-output parts replaced by their estimates.
  */
+function isEncryptedReasoning(item: ResponseItem): boolean {
+  return item.type === "reasoning" && typeof item.encrypted_content === "string";
+}
+
 function modelVisibleBytes(item: ResponseItem): number {
   if (item.type === "compaction") {
     return encryptedReasoningBytes(utf8ByteLength(item.encrypted_content));
@@ -79,34 +83,60 @@ function modelVisibleBytes(item: ResponseItem): number {
   return Math.max(0, bytes);
 }
 
-/** Estimated tokens of one item: `ceil(model-visible bytes / 4)` (reference §4.6). */
 /**
- * Estimates per frozen item. History items are deep-frozen and shared by every prompt built
- * from it, so a long thread's estimate costs only its new items; a mutable item is never cached.
+ * Model-visible bytes per frozen item. History items are deep-frozen and shared by every prompt
+ * built from it, so a long thread's estimate costs only its new items; a mutable item is never
+ * cached.
  */
-const estimates = new WeakMap<object, number>();
+const itemBytes = new WeakMap<object, number>();
 
-export function estimateItemTokenCount(item: ResponseItem): number {
-  const cached = estimates.get(item);
+/** `modelVisibleBytes`, cached for frozen items. */
+export function estimateItemBytes(item: ResponseItem): number {
+  const cached = itemBytes.get(item);
   if (cached !== undefined) return cached;
-  const tokens = approxTokensFromByteCount(modelVisibleBytes(item));
-  if (Object.isFrozen(item)) estimates.set(item, tokens);
-  return tokens;
+  const bytes = modelVisibleBytes(item);
+  if (Object.isFrozen(item)) itemBytes.set(item, bytes);
+  return bytes;
+}
+
+/** Estimated tokens of one item: `ceil(model-visible bytes / 4)` (reference §4.6). */
+export function estimateItemTokenCount(item: ResponseItem): number {
+  return approxTokensFromByteCount(estimateItemBytes(item));
+}
+
+const PASSTHROUGH_KEY = "internal_chat_message_metadata_passthrough";
+
+/**
+ * Estimated tokens of an item as a provider sends it: without the turn-id passthrough, which
+ * Codex's estimate counts (it serializes the whole item) but no model sees. For providers that
+ * report usage from an estimate (the local model). Exact: the field's bytes are taken away from
+ * the cached serialization, one comma included.
+ */
+export function estimateSentItemTokenCount(item: ResponseItem): number {
+  let bytes = estimateItemBytes(item);
+  const serialized = item.type !== "compaction" && !isEncryptedReasoning(item);
+  if (serialized && PASSTHROUGH_KEY in item) {
+    const value = (item as Record<string, unknown>)[PASSTHROUGH_KEY];
+    if (value !== undefined) {
+      bytes -= utf8ByteLength(`,${JSON.stringify(PASSTHROUGH_KEY)}:${JSON.stringify(value)}`);
+    }
+  }
+  return approxTokensFromByteCount(Math.max(0, bytes));
 }
 
 /**
- * Seeds the estimate cache with values computed earlier for the same (frozen) items, e.g. saved
- * with a checkpoint: a restored thread's first prompt then costs no re-serialization of its whole
- * history. Ignored unless there is one non-negative integer per item.
+ * Seeds the cache with byte counts computed earlier for the same (frozen) items, e.g. saved with
+ * a checkpoint: a restored thread's first prompt then re-serializes none of its history. Ignored
+ * unless there is one non-negative integer per item.
  */
-export function primeTokenEstimates(
+export function primeItemBytes(
   items: readonly ResponseItem[],
-  tokens: readonly unknown[] | undefined,
+  bytes: readonly unknown[] | undefined,
 ): void {
-  if (tokens?.length !== items.length) return;
-  if (!tokens.every((t) => Number.isSafeInteger(t) && (t as number) >= 0)) return;
+  if (bytes?.length !== items.length) return;
+  if (!bytes.every((b) => Number.isSafeInteger(b) && (b as number) >= 0)) return;
   items.forEach((item, i) => {
-    if (Object.isFrozen(item)) estimates.set(item, tokens[i] as number);
+    if (Object.isFrozen(item)) itemBytes.set(item, bytes[i] as number);
   });
 }
 

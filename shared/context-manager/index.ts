@@ -1,4 +1,9 @@
-export { estimateItemTokenCount, primeTokenEstimates } from "./estimate.ts";
+export {
+  estimateItemBytes,
+  estimateItemTokenCount,
+  estimateSentItemTokenCount,
+  primeItemBytes,
+} from "./estimate.ts";
 export { ContextManager } from "./history.ts";
 export { freezeInPlace } from "./immutable.ts";
 export { SYNTHETIC_OUTPUT_NAMESPACE } from "./normalize.ts";

@@ -1,7 +1,7 @@
 import { sha1 } from "@noble/hashes/legacy.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import { isUserTurnBoundary } from "../context/index.ts";
-import { estimateItemTokenCount } from "../context-manager/index.ts";
+import { estimateSentItemTokenCount } from "../context-manager/index.ts";
 import type {
   FunctionCallItem,
   KnownResponseItem,
@@ -72,7 +72,8 @@ function approxTokens(text: string): number {
  *   and the quote being the newest real user message before it (earlier summaries skipped).
  * - last user text `/slow MS …`: the usual answer, but each delta waits MS milliseconds first, so
  *   a turn stays running long enough to be steered, queued behind or interrupted.
- * Usage is estimated from the prompt with the context manager's estimator.
+ * Usage is estimated from the prompt with the context manager's estimator, counting what a model
+ * would be sent (no turn-id bookkeeping).
  */
 export class LocalModelClient implements ModelClient {
   readonly #sleep: Sleep;
@@ -150,8 +151,8 @@ export class LocalModelClient implements ModelClient {
   usage(prompt: Prompt, output: KnownResponseItem): TokenUsage {
     const input =
       approxTokens(prompt.instructions) +
-      prompt.input.reduce((sum, item) => sum + estimateItemTokenCount(item), 0);
-    const out = estimateItemTokenCount(output);
+      prompt.input.reduce((sum, item) => sum + estimateSentItemTokenCount(item), 0);
+    const out = estimateSentItemTokenCount(output);
     return {
       input_tokens: input,
       cached_input_tokens: 0,

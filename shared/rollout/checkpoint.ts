@@ -1,8 +1,8 @@
 import {
   ContextManager,
-  estimateItemTokenCount,
+  estimateItemBytes,
   freezeInPlace,
-  primeTokenEstimates,
+  primeItemBytes,
   type TruncationPolicy,
 } from "../context-manager/index.ts";
 import type { ResponseItem, RolloutLine, TokenUsageInfo } from "../protocol/index.ts";
@@ -78,10 +78,10 @@ export interface Checkpoint {
   /** History after re-recording every covered line, oldest first. */
   items: ResponseItem[];
   /**
-   * The token estimate of each item (a cache: a restored history's first prompt needs them all).
-   * Optional: older checkpoints lack it, and a wrong length is ignored.
+   * The model-visible bytes of each item, which token estimates derive from (a cache: a restored
+   * history's first prompt needs them all). Optional, and ignored when it does not fit `items`.
    */
-  estimates?: number[];
+  itemBytes?: number[];
   /** History rewrites (compactions, rollbacks of at least one turn) in the covered lines. */
   rewrites: number;
   /** Compactions without replacement history in the covered lines. */
@@ -209,13 +209,13 @@ function buildCheckpoint(
     ...(older === undefined ? {} : { older }),
   });
   checkpoint.items = history.items.slice();
-  checkpoint.estimates = checkpoint.items.map(estimateItemTokenCount);
+  checkpoint.itemBytes = checkpoint.items.map(estimateItemBytes);
   return checkpoint;
 }
 
 /**
  * Reads a checkpoint stored as JSON. Its items are frozen in place (nothing else holds them), so
- * the history restored from it shares them, and their saved token estimates are put back in the
+ * the history restored from it shares them, and their saved byte counts are put back in the
  * estimate cache: restoring a long thread allocates no second copy of its history and
  * re-serializes none of it.
  */
@@ -223,7 +223,7 @@ export function parseCheckpoint(json: string): Checkpoint {
   const checkpoint = JSON.parse(json) as Checkpoint;
   if (Array.isArray(checkpoint?.items)) {
     freezeInPlace(checkpoint.items);
-    primeTokenEstimates(checkpoint.items, checkpoint.estimates);
+    primeItemBytes(checkpoint.items, checkpoint.itemBytes);
   }
   return checkpoint;
 }

@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { ContextManager, estimateItemTokenCount } from "../../../shared/context-manager/index.ts";
+import {
+  ContextManager,
+  estimateItemTokenCount,
+  estimateSentItemTokenCount,
+} from "../../../shared/context-manager/index.ts";
 import type { TokenUsage } from "../../../shared/protocol/index.ts";
 import {
   assistant,
@@ -23,6 +27,28 @@ function usage(total: number): TokenUsage {
     total_tokens: total,
   };
 }
+
+describe("estimateSentItemTokenCount", () => {
+  const tagged = (turnId: string) => ({
+    internal_chat_message_metadata_passthrough: { turn_id: turnId },
+  });
+
+  it("counts an item without its turn-id passthrough, which Codex's estimate includes", () => {
+    const item = Object.freeze({ ...user("€".repeat(100)), ...tagged("turn_0123456789") });
+    expect(estimateItemTokenCount(item)).toBeGreaterThan(
+      estimateItemTokenCount(user("€".repeat(100))),
+    );
+    expect(estimateSentItemTokenCount(item)).toBe(estimateItemTokenCount(user("€".repeat(100))));
+    // The field first: its comma follows it instead.
+    const first = { ...tagged("t"), ...assistant("ok") };
+    expect(estimateSentItemTokenCount(first)).toBe(estimateItemTokenCount(assistant("ok")));
+  });
+
+  it("leaves items counted by their encrypted content alone", () => {
+    const item = { ...reasoning("E".repeat(4000)), ...tagged("t") };
+    expect(estimateSentItemTokenCount(item)).toBe(588);
+  });
+});
 
 describe("estimateItemTokenCount (reference §4.6)", () => {
   it("is ceil(bytes / 4) of the item's JSON serialization", () => {

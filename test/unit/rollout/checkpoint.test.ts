@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { ContextManager, estimateItemTokenCount } from "../../../shared/context-manager/index.ts";
+import {
+  ContextManager,
+  estimateItemBytes,
+  estimateItemTokenCount,
+} from "../../../shared/context-manager/index.ts";
 import type { RolloutLine } from "../../../shared/protocol/index.ts";
 import {
   type Checkpoint,
@@ -65,14 +69,15 @@ describe("parseCheckpoint", () => {
     });
   });
 
-  it("puts the saved token estimates back in the cache, unless they do not fit the items", () => {
+  it("puts the saved byte counts back in the estimate cache, unless they do not fit the items", () => {
     const stored = json(createCheckpoint(TWO_TURNS, opts));
     // Marker values no estimator would produce for these items show the cache was seeded.
-    const primed = parseCheckpoint(JSON.stringify({ ...stored, estimates: [101, 102, 103, 104] }));
-    expect(primed.items.map(estimateItemTokenCount)).toEqual([101, 102, 103, 104]);
-    for (const estimates of [[101, 102, 103], [1, 2, -3, 4], ["1", 2, 3, 4], undefined]) {
-      const ignored = parseCheckpoint(JSON.stringify({ ...stored, estimates }));
-      expect(ignored.items.map(estimateItemTokenCount)).toEqual(stored.estimates);
+    const primed = parseCheckpoint(JSON.stringify({ ...stored, itemBytes: [400, 404, 408, 412] }));
+    expect(primed.items.map(estimateItemBytes)).toEqual([400, 404, 408, 412]);
+    expect(primed.items.map(estimateItemTokenCount)).toEqual([100, 101, 102, 103]);
+    for (const itemBytes of [[400, 404, 408], [1, 2, -3, 4], ["1", 2, 3, 4], undefined]) {
+      const ignored = parseCheckpoint(JSON.stringify({ ...stored, itemBytes }));
+      expect(ignored.items.map(estimateItemBytes)).toEqual(stored.itemBytes);
     }
   });
 });
@@ -87,9 +92,7 @@ describe("checkpoint contents", () => {
       truncation: POLICY,
       maxRollbackTurns: 1,
       items: [user("U1"), assistant("A1"), user("U2"), assistant("A2")],
-      estimates: [user("U1"), assistant("A1"), user("U2"), assistant("A2")].map(
-        estimateItemTokenCount,
-      ),
+      itemBytes: [user("U1"), assistant("A1"), user("U2"), assistant("A2")].map(estimateItemBytes),
       rewrites: 0,
       legacyCompactions: 0,
       compactions: 0,
