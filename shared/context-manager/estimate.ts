@@ -105,23 +105,42 @@ export function estimateItemTokenCount(item: ResponseItem): number {
 }
 
 const PASSTHROUGH_KEY = "internal_chat_message_metadata_passthrough";
+/** `,"internal_chat_message_metadata_passthrough":` */
+const PASSTHROUGH_MEMBER_BYTES = PASSTHROUGH_KEY.length + 4;
+/** Printable ASCII that JSON writes as is. */
+const PLAIN_ASCII = /^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/** Serialized bytes of a passthrough value; `{"turn_id":"…"}` with a plain id without serializing. */
+function passthroughValueBytes(value: unknown): number {
+  const keys = typeof value === "object" && value !== null ? Object.keys(value) : [];
+  const turnId = keys.length === 1 ? (value as { turn_id?: unknown }).turn_id : undefined;
+  if (typeof turnId === "string" && PLAIN_ASCII.test(turnId)) {
+    return '{"turn_id":""}'.length + turnId.length;
+  }
+  return utf8ByteLength(JSON.stringify(value));
+}
+
+/** `estimateSentItemTokenCount`'s bytes per frozen item: a prompt is built from the whole history every turn. */
+const sentBytes = new WeakMap<object, number>();
 
 /**
  * Estimated tokens of an item as a provider sends it: without the turn-id passthrough, which
  * Codex's estimate counts (it serializes the whole item) but no model sees. For providers that
  * report usage from an estimate (the local model). Exact: the field's bytes are taken away from
- * the cached serialization, one comma included.
+ * the item's serialized bytes, one comma included.
  */
 export function estimateSentItemTokenCount(item: ResponseItem): number {
-  let bytes = estimateItemBytes(item);
-  const serialized = item.type !== "compaction" && !isEncryptedReasoning(item);
-  if (serialized && PASSTHROUGH_KEY in item) {
+  let bytes = sentBytes.get(item);
+  if (bytes === undefined) {
+    bytes = estimateItemBytes(item);
     const value = (item as Record<string, unknown>)[PASSTHROUGH_KEY];
-    if (value !== undefined) {
-      bytes -= utf8ByteLength(`,${JSON.stringify(PASSTHROUGH_KEY)}:${JSON.stringify(value)}`);
+    if (value !== undefined && item.type !== "compaction" && !isEncryptedReasoning(item)) {
+      bytes -= PASSTHROUGH_MEMBER_BYTES + passthroughValueBytes(value);
     }
+    bytes = Math.max(0, bytes);
+    if (Object.isFrozen(item)) sentBytes.set(item, bytes);
   }
-  return approxTokensFromByteCount(Math.max(0, bytes));
+  return approxTokensFromByteCount(bytes);
 }
 
 /**

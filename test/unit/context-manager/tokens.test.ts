@@ -39,6 +39,15 @@ describe("estimateSentItemTokenCount", () => {
       estimateItemTokenCount(user("€".repeat(100))),
     );
     expect(estimateSentItemTokenCount(item)).toBe(estimateItemTokenCount(user("€".repeat(100))));
+    for (const turnId of ['tür"n\\1', "", "x".repeat(5)]) {
+      const odd = Object.freeze({ ...assistant("ok"), ...tagged(turnId) });
+      expect(estimateSentItemTokenCount(odd)).toBe(estimateItemTokenCount(assistant("ok")));
+    }
+    const extra = {
+      ...assistant("ok"),
+      internal_chat_message_metadata_passthrough: { turn_id: "t", note: "é".repeat(9) },
+    };
+    expect(estimateSentItemTokenCount(extra)).toBe(estimateItemTokenCount(assistant("ok")));
     // The field first: its comma follows it instead.
     const first = { ...tagged("t"), ...assistant("ok") };
     expect(estimateSentItemTokenCount(first)).toBe(estimateItemTokenCount(assistant("ok")));
