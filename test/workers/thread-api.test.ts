@@ -121,6 +121,35 @@ function getWith(path: string, headers: Record<string, string>) {
   });
 }
 
+describe("event storage", () => {
+  it("a turn's events are stored by the time it answers, in one batch: replay from 0 has each, in order", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    const done = await turn(id, "hello");
+    const rows = await runInDurableObject(threadStub(id), (_i, state) =>
+      state.storage.sql
+        .exec<{ seq: number; body: string }>("SELECT seq, body FROM spindle_events ORDER BY seq")
+        .toArray(),
+    );
+    const stored = rows.map(
+      (r) => JSON.parse(r.body) as { type: string; turn_id: string; data: { delta?: string } },
+    );
+    expect(rows.map((r) => r.seq)).toEqual(rows.map((_, i) => i + 1));
+    expect(stored[0]?.type).toBe("turn.started");
+    expect(stored.at(-1)).toMatchObject({ type: "turn.completed", turn_id: done.id });
+    const answer = done.items.at(-1) as { content?: { text?: string }[] } | undefined;
+    const text = answer?.content?.[0]?.text ?? "";
+    expect(text).not.toBe("");
+    const deltas = stored.filter((e) => e.type === "item.delta").map((e) => e.data.delta);
+    expect(deltas.join("")).toBe(text);
+    const replay = await readSse(
+      await getWith(`/v1/threads/${id}/events`, { "last-event-id": "0" }),
+      until("turn.completed"),
+    );
+    expect(replay.map((f) => Number(f.id))).toEqual(rows.map((r) => r.seq));
+  });
+});
+
 describe("event retention", () => {
   it("events past their retention are dropped (410 event_expired); the newest stays so seqs continue", async () => {
     const id = newThreadId();
