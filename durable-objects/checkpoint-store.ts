@@ -25,9 +25,9 @@ export class CheckpointStore {
     this.#storage = storage;
   }
 
-  /** Compresses first (async), then replaces the stored checkpoint in one transaction. */
-  async save(checkpoint: Checkpoint): Promise<number> {
-    const bytes = await gzip(JSON.stringify(checkpoint));
+  /** Compresses, then replaces the stored checkpoint in one transaction. Returns its size. */
+  save(checkpoint: Checkpoint): number {
+    const bytes = gzip(JSON.stringify(checkpoint));
     const chunks = chunkBytes(bytes);
     this.#storage.transactionSync(() => {
       this.#sql`DELETE FROM spindle_checkpoint`;
@@ -40,7 +40,7 @@ export class CheckpointStore {
     return bytes.length;
   }
 
-  async load(): Promise<Checkpoint | undefined> {
+  load(): Checkpoint | undefined {
     const rows = this.#sql<{
       data: ArrayBuffer;
     }>`SELECT data FROM spindle_checkpoint ORDER BY chunk`.toArray();
@@ -52,7 +52,7 @@ export class CheckpointStore {
       joined.set(new Uint8Array(r.data), offset);
       offset += r.data.byteLength;
     }
-    return parseCheckpoint(await gunzip(joined));
+    return parseCheckpoint(gunzip(joined));
   }
 
   clear(): void {

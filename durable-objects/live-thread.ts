@@ -109,7 +109,7 @@ export class LiveThread {
     let checkpoint: Checkpoint | undefined;
     let unreadable: string | undefined;
     try {
-      checkpoint = await checkpoints.load();
+      checkpoint = checkpoints.load();
     } catch (err) {
       // A checkpoint that cannot be read is only a cache: drop it and replay the rollout.
       unreadable = `checkpoint unreadable (${(err as Error).message}); rebuilt from the rollout`;
@@ -181,7 +181,7 @@ export class LiveThread {
         opts,
       );
     }
-    await this.checkpoints.save(next);
+    this.checkpoints.save(next);
     this.checkpoint = next;
     this.log.deleteThrough(Math.min(next.lastSeq, this.segments.flushedThrough()));
   }

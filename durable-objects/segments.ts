@@ -127,7 +127,7 @@ export class SegmentStore {
     const digest = await sha256Hex(text);
     const existing = await this.#bucket.head(segment.r2_key);
     if (existing?.customMetadata?.sha256 !== digest) {
-      const body = await gzip(text);
+      const body = gzip(text);
       await this.#bucket.put(segment.r2_key, body, {
         httpMetadata: { contentType: "application/gzip" },
         customMetadata: {
@@ -195,7 +195,7 @@ async function readSegment(
 ): Promise<{ lines: { seq: number; line: string }[]; row: Omit<SegmentRow, "state"> }> {
   const body = await bucket.get(object.key);
   if (body === null) throw new Error("it vanished");
-  const text = await gunzip(await body.arrayBuffer());
+  const text = gunzip(await body.arrayBuffer());
   const expected = object.customMetadata?.sha256;
   if (expected === undefined || expected !== (await sha256Hex(text))) {
     throw new Error("its checksum does not match");
