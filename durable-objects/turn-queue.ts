@@ -30,8 +30,9 @@ export class TurnQueue {
   }
 
   push(turn: QueuedTurn): void {
+    const size = this.#count();
     this.#sql`INSERT INTO spindle_queue (body) VALUES (${JSON.stringify(turn)})`;
-    this.#size = this.#count() + 1;
+    this.#size = size + 1;
   }
 
   /** Removes and returns the oldest queued turn. */
@@ -67,8 +68,9 @@ export class TurnQueue {
   remove(turnId: string): boolean {
     const position = this.#find(turnId);
     if (position === undefined) return false;
+    const size = this.#count();
     this.#sql`DELETE FROM spindle_queue WHERE position = ${position}`;
-    this.#size = this.#count() - 1;
+    this.#size = size - 1;
     return true;
   }
 }
