@@ -71,8 +71,7 @@ export class EventLog {
 
   /** Stores the pending events in one statement, then sends them to the subscribers. */
   flush(): void {
-    if (this.#flushTimer !== undefined) clearTimeout(this.#flushTimer);
-    this.#flushTimer = undefined;
+    this.#cancelTimer();
     const batch = this.#pending;
     if (batch.length === 0) return;
     this.#pending = [];
@@ -84,6 +83,11 @@ export class EventLog {
     for (const { event } of batch) {
       for (const subscriber of this.#subscribers) this.#send(subscriber, event);
     }
+  }
+
+  #cancelTimer(): void {
+    if (this.#flushTimer !== undefined) clearTimeout(this.#flushTimer);
+    this.#flushTimer = undefined;
   }
 
   /**
@@ -157,8 +161,7 @@ export class EventLog {
 
   /** Ends every live stream (thread deleted); pending events go with the thread. */
   closeAll(): void {
-    if (this.#flushTimer !== undefined) clearTimeout(this.#flushTimer);
-    this.#flushTimer = undefined;
+    this.#cancelTimer();
     this.#pending = [];
     for (const s of this.#subscribers) s.writer.close().catch(() => {});
     this.#subscribers.clear();

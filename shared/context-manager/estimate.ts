@@ -56,15 +56,17 @@ function toolOutputAdjustment(output: ToolOutput): number {
   return delta;
 }
 
+/** Items counted by the size of their encrypted content rather than by their JSON. */
+function countsEncryptedContent(item: ResponseItem): boolean {
+  if (item.type === "compaction") return true;
+  return item.type === "reasoning" && typeof item.encrypted_content === "string";
+}
+
 /**
  * Model-visible bytes of one item (reference §4.6): encrypted reasoning and compaction count by
  * their decoded size; anything else by its JSON serialization, with inline image payloads and
  * encrypted tool-output parts replaced by their estimates.
  */
-function isEncryptedReasoning(item: ResponseItem): boolean {
-  return item.type === "reasoning" && typeof item.encrypted_content === "string";
-}
-
 function modelVisibleBytes(item: ResponseItem): number {
   if (item.type === "compaction") {
     return encryptedReasoningBytes(utf8ByteLength(item.encrypted_content));
@@ -120,7 +122,7 @@ function passthroughValueBytes(value: unknown): number {
   return utf8ByteLength(JSON.stringify(value));
 }
 
-/** `estimateSentItemTokenCount`'s bytes per frozen item: a prompt is built from the whole history every turn. */
+/** Bytes of `estimateSentItemTokenCount` per frozen item (every prompt spans the whole history). */
 const sentBytes = new WeakMap<object, number>();
 
 /**
@@ -134,7 +136,7 @@ export function estimateSentItemTokenCount(item: ResponseItem): number {
   if (bytes === undefined) {
     bytes = estimateItemBytes(item);
     const value = (item as Record<string, unknown>)[PASSTHROUGH_KEY];
-    if (value !== undefined && item.type !== "compaction" && !isEncryptedReasoning(item)) {
+    if (value !== undefined && !countsEncryptedContent(item)) {
       bytes -= PASSTHROUGH_MEMBER_BYTES + passthroughValueBytes(value);
     }
     bytes = Math.max(0, bytes);

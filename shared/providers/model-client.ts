@@ -8,10 +8,10 @@ export type ModelEvent =
   | { type: "completed"; usage?: TokenUsage };
 
 /**
- * One sampling request. The prompt's items are history's own: they may carry Spindle/Codex
- * bookkeeping (item ids, `internal_chat_message_metadata_passthrough`) that a provider must not
- * send upstream, and they are frozen. Implementations must stop promptly when `signal` aborts, and must not
- * yield an output item they have not finished (no half a tool call).
+ * One sampling request. The prompt's items are history's own: they are frozen and may carry
+ * Spindle/Codex bookkeeping (item ids, `internal_chat_message_metadata_passthrough`) that a
+ * provider must not send upstream. Implementations must stop promptly when `signal` aborts, and
+ * must not yield an output item they have not finished (no half a tool call).
  */
 export interface ModelClient {
   stream(prompt: Prompt, signal?: AbortSignal): AsyncIterable<ModelEvent>;
