@@ -18,6 +18,7 @@ export default defineConfig({
           }),
           // Small, so that the suites take and use checkpoints.
           SPINDLE_CHECKPOINT_EVERY_LINES: "40",
+          SPINDLE_CHECKPOINT_GROUP_ITEMS: "8",
           // The openai provider, pointed at a host the tests answer by replacing fetch.
           OPENAI_BASE_URL: "https://openai.test/v1",
           OPENAI_API_KEY: "sk-test-openai",

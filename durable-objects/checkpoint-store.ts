@@ -1,4 +1,6 @@
-import { type Checkpoint, parseCheckpoint } from "../shared/rollout/index.ts";
+import { estimateItemBytes } from "../shared/context-manager/index.ts";
+import type { ResponseItem } from "../shared/protocol/index.ts";
+import { type Checkpoint, restoreCheckpoint } from "../shared/rollout/index.ts";
 import { gunzip, gzip } from "./gzip.ts";
 import type { Sql } from "./sql.ts";
 
@@ -8,6 +10,15 @@ import type { Sql } from "./sql.ts";
  */
 export const CHECKPOINT_CHUNK_MAX_BYTES = 1_800_000;
 
+/** When a group of history items closes (see `planItemGroups`). */
+export interface ItemGroupLimits {
+  maxItems: number;
+  /** Model-visible bytes of its items (about their JSON size). */
+  maxBytes: number;
+}
+
+export const DEFAULT_ITEM_GROUP_LIMITS: ItemGroupLimits = { maxItems: 1_000, maxBytes: 1_000_000 };
+
 /** Splits bytes into chunks of at most `max` bytes. */
 export function chunkBytes(bytes: Uint8Array, max = CHECKPOINT_CHUNK_MAX_BYTES): Uint8Array[] {
   const chunks: Uint8Array[] = [];
@@ -15,47 +26,220 @@ export function chunkBytes(bytes: Uint8Array, max = CHECKPOINT_CHUNK_MAX_BYTES):
   return chunks.length > 0 ? chunks : [new Uint8Array()];
 }
 
-/** The newest checkpoint of a thread, gzip-compressed in chunked rows. */
+/** A run of consecutive history items stored as one gzip blob (split into parts like above). */
+export interface ItemGroup {
+  /** Index of its first item in the checkpoint's history. */
+  first: number;
+  count: number;
+}
+
+/**
+ * Where a group starting at `first` closes: after `maxItems` items or once its bytes reach
+ * `maxBytes`. Undefined when the items run out first (the group stays open).
+ */
+function closedGroupEnd(
+  bytes: readonly number[],
+  first: number,
+  { maxItems, maxBytes }: ItemGroupLimits,
+): number | undefined {
+  let size = 0;
+  for (let i = first; i < bytes.length; i++) {
+    size += bytes[i] ?? 0;
+    if (i + 1 - first >= maxItems || size >= maxBytes) return i + 1;
+  }
+  return undefined;
+}
+
+/**
+ * Groups for items `[from, bytes.length)`: closed groups, then the open rest (if any items are
+ * left). Boundaries depend only on the items' byte counts, so a closed group never changes.
+ */
+export function planItemGroups(
+  bytes: readonly number[],
+  from: number,
+  limits: ItemGroupLimits,
+): ItemGroup[] {
+  const groups: ItemGroup[] = [];
+  let first = from;
+  for (;;) {
+    const end = closedGroupEnd(bytes, first, limits);
+    if (end === undefined) break;
+    groups.push({ first, count: end - first });
+    first = end;
+  }
+  if (first < bytes.length) groups.push({ first, count: bytes.length - first });
+  return groups;
+}
+
+/**
+ * How many of the stored groups (oldest first) the next checkpoint keeps: the closed ones that
+ * hold the very same (frozen, shared) item objects as its history. The open last group, and
+ * everything after a rewrite of history (compaction, rollback), is written again.
+ */
+export function keptItemGroups(
+  stored: readonly ItemGroup[],
+  storedItems: readonly ResponseItem[],
+  next: readonly ResponseItem[],
+  bytes: readonly number[],
+  limits: ItemGroupLimits,
+): number {
+  let kept = 0;
+  for (const group of stored) {
+    const end = group.first + group.count;
+    if (end > storedItems.length || end > next.length) break;
+    if (closedGroupEnd(bytes, group.first, limits) !== end) break;
+    for (let i = group.first; i < end; i++) if (storedItems[i] !== next[i]) return kept;
+    kept += 1;
+  }
+  return kept;
+}
+
+/** The checkpoint minus its history, which is stored in item groups. */
+type CheckpointHeader = Omit<Checkpoint, "items" | "itemBytes"> & { itemCount: number };
+
+interface StoredGroup {
+  items: ResponseItem[];
+  bytes: number[];
+}
+
+/**
+ * The newest checkpoint of a thread. Its history is stored in groups of consecutive items
+ * (`spindle_checkpoint_items`), everything else in `spindle_checkpoint`, all gzip-compressed and
+ * split into rows under the 2 MB limit.
+ *
+ * History only grows between compactions, so the next checkpoint shares all but its newest items
+ * with the last one: a save rewrites the header, the open last group and new groups, not the
+ * whole history (which would re-serialize megabytes every checkpoint on a long thread, and leave
+ * as much garbage on the heap).
+ */
 export class CheckpointStore {
   readonly #sql: Sql;
   readonly #storage: DurableObjectStorage;
+  readonly #limits: ItemGroupLimits;
+  /** The items the stored groups hold, as saved or loaded by this store. */
+  #storedItems: readonly ResponseItem[] | undefined;
 
-  constructor(sql: Sql, storage: DurableObjectStorage) {
+  constructor(sql: Sql, storage: DurableObjectStorage, limits = DEFAULT_ITEM_GROUP_LIMITS) {
     this.#sql = sql;
     this.#storage = storage;
+    this.#limits = limits;
   }
 
-  /** Compresses, then replaces the stored checkpoint in one transaction. Returns its size. */
+  /**
+   * Replaces the stored checkpoint in one transaction, keeping the item groups it shares with the
+   * one this store saved or loaded last. Returns the bytes written.
+   */
   save(checkpoint: Checkpoint): number {
-    const bytes = gzip(JSON.stringify(checkpoint));
-    const chunks = chunkBytes(bytes);
+    const { items, itemBytes, ...rest } = checkpoint;
+    const bytes = itemBytes?.length === items.length ? itemBytes : items.map(estimateItemBytes);
+    const header: CheckpointHeader = { ...rest, itemCount: items.length };
+    const stored = this.#storedItems === undefined ? [] : this.#groups();
+    const kept = keptItemGroups(stored, this.#storedItems ?? [], items, bytes, this.#limits);
+    const from = kept === 0 ? 0 : (stored[kept - 1]?.first ?? 0) + (stored[kept - 1]?.count ?? 0);
+    const groups = planItemGroups(bytes, from, this.#limits).map((group) => {
+      const end = group.first + group.count;
+      const data = gzip(
+        JSON.stringify({
+          items: items.slice(group.first, end),
+          bytes: bytes.slice(group.first, end),
+        }),
+      );
+      return { ...group, data };
+    });
+    const headerData = gzip(JSON.stringify(header));
     this.#storage.transactionSync(() => {
       this.#sql`DELETE FROM spindle_checkpoint`;
-      chunks.forEach((chunk, i) => {
-        // Copy: a subarray's buffer is the whole compressed blob.
-        this
-          .#sql`INSERT INTO spindle_checkpoint (chunk, data) VALUES (${i}, ${chunk.slice().buffer})`;
+      this.#insertParts(headerData, (part, data) => {
+        this.#sql`INSERT INTO spindle_checkpoint (chunk, data) VALUES (${part}, ${data})`;
+      });
+      this.#sql`DELETE FROM spindle_checkpoint_items WHERE grp >= ${kept}`;
+      groups.forEach((group, i) => {
+        this.#insertParts(group.data, (part, data) => {
+          this.#sql`INSERT INTO spindle_checkpoint_items (grp, part, first, count, data)
+            VALUES (${kept + i}, ${part}, ${group.first}, ${group.count}, ${data})`;
+        });
       });
     });
-    return bytes.length;
+    this.#storedItems = items;
+    return groups.reduce((n, g) => n + g.data.length, headerData.length);
   }
 
+  /**
+   * The stored checkpoint, or undefined when there is none. Throws when it cannot be read whole
+   * (a corrupt blob, groups that do not cover the header's item count).
+   */
   load(): Checkpoint | undefined {
-    const rows = this.#sql<{
+    const headerRows = this.#sql<{
       data: ArrayBuffer;
     }>`SELECT data FROM spindle_checkpoint ORDER BY chunk`.toArray();
-    if (rows.length === 0) return undefined;
-    const total = rows.reduce((n, r) => n + r.data.byteLength, 0);
-    const joined = new Uint8Array(total);
-    let offset = 0;
-    for (const r of rows) {
-      joined.set(new Uint8Array(r.data), offset);
-      offset += r.data.byteLength;
+    if (headerRows.length === 0) return undefined;
+    const header = JSON.parse(gunzip(joinParts(headerRows))) as CheckpointHeader | Checkpoint;
+    // Written before history moved to item groups: the whole checkpoint in one blob.
+    if ("items" in header) return restoreCheckpoint(header);
+    const items: ResponseItem[] = [];
+    const itemBytes: number[] = [];
+    for (const group of this.#readGroups()) {
+      for (const item of group.items) items.push(item);
+      for (const b of group.bytes) itemBytes.push(b);
     }
-    return parseCheckpoint(gunzip(joined));
+    if (items.length !== header.itemCount || itemBytes.length !== items.length) {
+      throw new Error(`checkpoint holds ${items.length} of its ${header.itemCount} items`);
+    }
+    const { itemCount: _count, ...rest } = header;
+    const checkpoint = restoreCheckpoint({ ...rest, items, itemBytes });
+    this.#storedItems = checkpoint.items;
+    return checkpoint;
   }
 
   clear(): void {
     this.#sql`DELETE FROM spindle_checkpoint`;
+    this.#sql`DELETE FROM spindle_checkpoint_items`;
+    this.#storedItems = undefined;
   }
+
+  #groups(): ItemGroup[] {
+    return this.#sql<{
+      first: number;
+      count: number;
+    }>`SELECT first, count FROM spindle_checkpoint_items WHERE part = 0 ORDER BY grp`.toArray();
+  }
+
+  *#readGroups(): Generator<StoredGroup> {
+    const rows = this.#sql<{
+      grp: number;
+      first: number;
+      data: ArrayBuffer;
+    }>`SELECT grp, first, data FROM spindle_checkpoint_items ORDER BY grp, part`.toArray();
+    let next = 0;
+    for (let i = 0; i < rows.length; ) {
+      const grp = rows[i]?.grp;
+      const parts: { data: ArrayBuffer }[] = [];
+      const first = rows[i]?.first;
+      for (; i < rows.length && rows[i]?.grp === grp; i++)
+        parts.push(rows[i] as { data: ArrayBuffer });
+      if (first !== next)
+        throw new Error(`checkpoint item group ${grp} starts at ${first}, not ${next}`);
+      const group = JSON.parse(gunzip(joinParts(parts))) as StoredGroup;
+      next += group.items.length;
+      yield group;
+    }
+  }
+
+  #insertParts(bytes: Uint8Array, insert: (part: number, data: ArrayBuffer) => void): void {
+    // Copy: a subarray's buffer is the whole compressed blob.
+    chunkBytes(bytes).forEach((chunk, part) => {
+      insert(part, chunk.slice().buffer);
+    });
+  }
+}
+
+function joinParts(rows: readonly { data: ArrayBuffer }[]): Uint8Array {
+  if (rows.length === 1 && rows[0]) return new Uint8Array(rows[0].data);
+  const joined = new Uint8Array(rows.reduce((n, r) => n + r.data.byteLength, 0));
+  let offset = 0;
+  for (const r of rows) {
+    joined.set(new Uint8Array(r.data), offset);
+    offset += r.data.byteLength;
+  }
+  return joined;
 }

@@ -12,7 +12,7 @@ import {
   reconstructRollout,
 } from "../shared/rollout/index.ts";
 import { type EngineDeps, ThreadSession, truncationPolicyOf } from "../shared/session/index.ts";
-import { CheckpointStore } from "./checkpoint-store.ts";
+import { CheckpointStore, type ItemGroupLimits } from "./checkpoint-store.ts";
 import type { MetaStore, ThreadMeta } from "./meta-store.ts";
 import { decodeTolerantly, RolloutLog } from "./rollout-log.ts";
 import { type SegmentRow, SegmentStore } from "./segments.ts";
@@ -35,6 +35,8 @@ export interface StorageParts {
   modelClients: (threadId: string) => EngineDeps["modelClient"];
   /** Lines between checkpoints. */
   checkpointEveryLines: number;
+  /** How a checkpoint's history is grouped in storage. */
+  checkpointGroups: ItemGroupLimits;
   sql: Sql;
   storage: DurableObjectStorage;
   bucket: R2Bucket;
@@ -64,6 +66,8 @@ export class LiveThread {
     log: RolloutLog,
     checkpoint: Checkpoint | undefined,
     state: ReconstructedState | undefined,
+    /** The store `checkpoint` was loaded from: it knows which item groups are stored. */
+    checkpoints = new CheckpointStore(parts.sql, parts.storage, parts.checkpointGroups),
   ) {
     this.meta = meta;
     this.log = log;
@@ -73,7 +77,7 @@ export class LiveThread {
       threadPrefix(meta.tenant, meta.id),
       log,
     );
-    this.checkpoints = new CheckpointStore(parts.sql, parts.storage);
+    this.checkpoints = checkpoints;
     this.checkpoint = checkpoint;
     this.#checkpointEveryLines = parts.checkpointEveryLines;
     const deps: EngineDeps = {
@@ -105,7 +109,7 @@ export class LiveThread {
     const meta = parts.meta.thread();
     const config = parts.meta.config();
     if (meta === undefined || config === undefined) return undefined;
-    const checkpoints = new CheckpointStore(parts.sql, parts.storage);
+    const checkpoints = new CheckpointStore(parts.sql, parts.storage, parts.checkpointGroups);
     let checkpoint: Checkpoint | undefined;
     let unreadable: string | undefined;
     try {
@@ -140,7 +144,7 @@ export class LiveThread {
       );
     }
     if (warnings.length > 0) state = withoutContextBaseline(state);
-    const live = new LiveThread(parts, meta, config, log, checkpoint, state);
+    const live = new LiveThread(parts, meta, config, log, checkpoint, state, checkpoints);
     live.#noteWarnings(
       [...(unreadable ? [unreadable] : []), ...warnings, ...state.warnings],
       parts.meta,

@@ -5,8 +5,10 @@ import { sqlOf } from "./sql.ts";
  * - spindle_meta: small key → JSON values (identity, configuration, status, counters).
  * - spindle_rollout: rollout lines after the newest checkpoint that R2 may not hold yet; a line
  *   longer than a row may hold is split into numbered parts.
- * - spindle_checkpoint: the newest checkpoint, gzip-compressed, split into chunks under the 2 MB
- *   row limit (not enforced by local workerd, so it is enforced here).
+ * - spindle_checkpoint: the newest checkpoint without its history, gzip-compressed, split into
+ *   chunks under the 2 MB row limit (not enforced by local workerd, so it is enforced here).
+ * - spindle_checkpoint_items: that checkpoint's history in groups of consecutive items (`first`,
+ *   `count`), each gzip-compressed and split into parts the same way.
  * - spindle_segments: the manifest of R2 segment objects (contiguous, immutable seq ranges).
  * - spindle_turns: one row per turn for `GET …/turns/{turn}`.
  * - spindle_events: recent thread events, for `Last-Event-ID` replay (bounded by count and age;
@@ -28,6 +30,9 @@ const MIGRATIONS: readonly string[] = [
      seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, body TEXT NOT NULL);
    CREATE TABLE IF NOT EXISTS spindle_queue (
      position INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT NOT NULL);`,
+  `CREATE TABLE IF NOT EXISTS spindle_checkpoint_items (
+     grp INTEGER NOT NULL, part INTEGER NOT NULL, first INTEGER NOT NULL, count INTEGER NOT NULL,
+     data BLOB NOT NULL, PRIMARY KEY (grp, part));`,
 ];
 
 /** Applies the numbered migration steps not yet applied. Cheap when up to date. */

@@ -39,6 +39,7 @@ import type {
   SubmitOutputsRequest,
   ThreadRpc,
 } from "../worker/thread-rpc.ts";
+import { DEFAULT_ITEM_GROUP_LIMITS } from "./checkpoint-store.ts";
 import { EventLog } from "./event-log.ts";
 import {
   DEFAULT_CHECKPOINT_EVERY_LINES,
@@ -122,6 +123,10 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       modelClients: (threadId) => modelClientFactory(env, threadId),
       checkpointEveryLines:
         Number(env.SPINDLE_CHECKPOINT_EVERY_LINES) || DEFAULT_CHECKPOINT_EVERY_LINES,
+      checkpointGroups: {
+        ...DEFAULT_ITEM_GROUP_LIMITS,
+        maxItems: Number(env.SPINDLE_CHECKPOINT_GROUP_ITEMS) || DEFAULT_ITEM_GROUP_LIMITS.maxItems,
+      },
       sql,
       storage: ctx.storage,
       bucket: env.ROLLOUT,

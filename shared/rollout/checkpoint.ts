@@ -214,13 +214,12 @@ function buildCheckpoint(
 }
 
 /**
- * Reads a checkpoint stored as JSON. Its items are frozen in place (nothing else holds them), so
- * the history restored from it shares them, and their saved byte counts are put back in the
- * estimate cache: restoring a long thread allocates no second copy of its history and
+ * Takes over a checkpoint just read from storage. Its items are frozen in place (nothing else
+ * holds them), so the history restored from it shares them, and their saved byte counts are put
+ * back in the estimate cache: restoring a long thread allocates no second copy of its history and
  * re-serializes none of it.
  */
-export function parseCheckpoint(json: string): Checkpoint {
-  const checkpoint = JSON.parse(json) as Checkpoint;
+export function restoreCheckpoint(checkpoint: Checkpoint): Checkpoint {
   if (Array.isArray(checkpoint?.items)) {
     freezeInPlace(checkpoint.items);
     primeItemBytes(checkpoint.items, checkpoint.itemBytes);

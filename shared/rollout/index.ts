@@ -5,8 +5,8 @@ export {
   DEFAULT_MAX_ROLLBACK_TURNS,
   extendCheckpoint,
   type NeedsFullReplay,
-  parseCheckpoint,
   reconstructFromCheckpoint,
+  restoreCheckpoint,
 } from "./checkpoint.ts";
 export {
   type DecodeJsonlOptions,

@@ -1,5 +1,6 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { gunzipSync, gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Thread } from "../../durable-objects/thread.ts";
 import { ACME_KEY, api, GLOBEX_KEY, json, newThreadId, threadStub } from "./helpers/api.ts";
@@ -112,8 +113,139 @@ describe("row size", () => {
   });
 });
 
+describe("checkpoint item groups", () => {
+  const groups = (id: string) =>
+    sqlRows<{ grp: number; first: number; count: number }>(
+      id,
+      "SELECT grp, first, count FROM spindle_checkpoint_items WHERE part = 0 ORDER BY grp",
+    );
+  const groupData = async (id: string) =>
+    (
+      await sqlRows<{ data: string }>(
+        id,
+        "SELECT hex(data) AS data FROM spindle_checkpoint_items WHERE grp = 0 AND part = 0",
+      )
+    )[0]?.data;
+  // The suite's groups close at 8 items (SPINDLE_CHECKPOINT_GROUP_ITEMS), 2-3 turns.
+  const big = (i: number) => `question ${i}`;
+  /** Runs alarms until a checkpoint newer than `after` is taken; returns its seq. */
+  async function checkpointAfter(id: string, after = 0): Promise<number> {
+    for (let i = 0; i < 10; i++) {
+      await runDurableObjectAlarm(threadStub(id));
+      const seq = (await inspect(id))?.checkpointSeq ?? 0;
+      if (seq > after) return seq;
+    }
+    throw new Error(`no checkpoint after seq ${after} in 10 alarms`);
+  }
+
+  it("a new checkpoint rewrites only the open group and new ones; a cold start reads them all back", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    for (let i = 0; i < 6; i++) await turn(id, big(i));
+    const seq = await checkpointAfter(id);
+    const first = await groups(id);
+    expect(first.length).toBeGreaterThanOrEqual(2);
+    expect(first[0]?.count).toBe(8);
+    // Re-encode the closed first group (same items, other gzip bytes): a rewrite would undo it.
+    await runInDurableObject(threadStub(id), (_i, state) => {
+      const sql = state.storage.sql;
+      const row = sql
+        .exec<{ data: ArrayBuffer }>(
+          "SELECT data FROM spindle_checkpoint_items WHERE grp = 0 AND part = 0",
+        )
+        .one();
+      const again = gzipSync(gunzipSync(new Uint8Array(row.data)), { level: 1 });
+      sql.exec("UPDATE spindle_checkpoint_items SET data = ? WHERE grp = 0 AND part = 0", again);
+    });
+    const marked = await groupData(id);
+    for (let i = 6; i < 12; i++) await turn(id, big(i));
+    await checkpointAfter(id, seq);
+    const second = await groups(id);
+    expect(second.length).toBeGreaterThan(first.length);
+    second.forEach((g, i) => {
+      expect(g.grp).toBe(i);
+      expect(g.first).toBe(i === 0 ? 0 : (second[i - 1]?.first ?? 0) + (second[i - 1]?.count ?? 0));
+    });
+    expect(await groupData(id)).toBe(marked);
+    const before = await prompt(id);
+    const state = await inspect(id);
+    await evictDurableObject(threadStub(id));
+    expect(await prompt(id)).toBe(before);
+    expect(await inspect(id)).toEqual(state);
+  });
+
+  it("after a compaction rewrites history, every group is written again and loads back", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    for (let i = 0; i < 6; i++) await turn(id, big(i));
+    const seq = await checkpointAfter(id);
+    const first = await groupData(id);
+    const compaction = await json<{ status: string }>(
+      await api("POST", `/v1/threads/${id}/compact`),
+    );
+    expect(compaction.status).toBe("completed");
+    for (let i = 0; i < 8; i++) await turn(id, `after ${i}`);
+    await checkpointAfter(id, seq);
+    expect(await groupData(id)).not.toBe(first);
+    const before = await prompt(id);
+    const state = await inspect(id);
+    await evictDurableObject(threadStub(id));
+    expect(await prompt(id)).toBe(before);
+    expect(await inspect(id)).toEqual(state);
+  });
+
+  it("a checkpoint stored whole, as before item groups, still loads (no rebuild, no warning)", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    for (let i = 0; i < 6; i++) await turn(id, big(i));
+    await checkpointAfter(id);
+    const before = await prompt(id);
+    const state = await inspect(id);
+    await runInDurableObject(threadStub(id), (_i, durable) => {
+      const sql = durable.storage.sql;
+      const blob = (table: string) =>
+        sql
+          .exec<{ data: ArrayBuffer }>(`SELECT data FROM ${table} ORDER BY rowid`)
+          .toArray()
+          .map((r) => JSON.parse(gunzipSync(new Uint8Array(r.data)).toString()));
+      // One row each here: the header and every group are far below the row limit.
+      const [header] = blob("spindle_checkpoint");
+      const groups = blob("spindle_checkpoint_items") as { items: unknown[]; bytes: number[] }[];
+      const { itemCount: _n, ...rest } = header;
+      const whole = {
+        ...rest,
+        items: groups.flatMap((g) => g.items),
+        itemBytes: groups.flatMap((g) => g.bytes),
+      };
+      sql.exec("DELETE FROM spindle_checkpoint_items");
+      sql.exec("UPDATE spindle_checkpoint SET data = ?", gzipSync(JSON.stringify(whole)));
+    });
+    await evictDurableObject(threadStub(id));
+    expect(await prompt(id)).toBe(before);
+    expect(await inspect(id)).toEqual(state);
+  });
+
+  it("a missing group makes the checkpoint unreadable: the thread is rebuilt from the rollout", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    for (let i = 0; i < 6; i++) await turn(id, big(i));
+    await checkpointAfter(id);
+    expect((await groups(id)).length).toBeGreaterThan(1);
+    const before = await prompt(id);
+    await runInDurableObject(threadStub(id), (_i, state) => {
+      state.storage.sql.exec("DELETE FROM spindle_checkpoint_items WHERE grp = 1");
+    });
+    await evictDurableObject(threadStub(id));
+    expect(await prompt(id)).toBe(before);
+    const thread = await json<{ warnings: { message: string }[] }>(
+      await api("GET", `/v1/threads/${id}`),
+    );
+    expect(thread.warnings.map((w) => w.message).join("\n")).toMatch(/checkpoint unreadable/);
+  });
+});
+
 describe("checkpoint size", () => {
-  it("a checkpoint larger than a row is split into chunks under the 2 MB limit and loads back", async () => {
+  it("a checkpoint larger than a row is split into parts under the 2 MB limit and loads back", async () => {
     const id = newThreadId();
     await createThread(id);
     // Incompressible text, so the gzip checkpoint stays above one row.
@@ -124,12 +256,13 @@ describe("checkpoint size", () => {
     await turn(id, noise);
     for (let i = 0; i < 6; i++) await turn(id, `more ${i}`);
     await runDurableObjectAlarm(threadStub(id));
-    const chunks = await sqlRows<{ bytes: number }>(
+    // The noise is in history, so in an item group: split into parts, each under the limit.
+    const parts = await sqlRows<{ grp: number; bytes: number }>(
       id,
-      "SELECT length(data) AS bytes FROM spindle_checkpoint",
+      "SELECT grp, length(data) AS bytes FROM spindle_checkpoint_items",
     );
-    expect(chunks.length).toBeGreaterThan(1);
-    expect(Math.max(...chunks.map((c) => c.bytes))).toBeLessThanOrEqual(1_800_000);
+    expect(parts.filter((p) => p.grp === 0).length).toBeGreaterThan(1);
+    expect(Math.max(...parts.map((c) => c.bytes))).toBeLessThanOrEqual(1_800_000);
     const before = await prompt(id);
     const state = await inspect(id);
     expect(state?.checkpointSeq).toBeGreaterThan(0);

@@ -1,10 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { chunkBytes } from "../../../durable-objects/checkpoint-store.ts";
+import {
+  chunkBytes,
+  keptItemGroups,
+  planItemGroups,
+} from "../../../durable-objects/checkpoint-store.ts";
 import { decodeTurnRow, encodeTurnRow } from "../../../durable-objects/meta-store.ts";
 import { splitLine } from "../../../durable-objects/rollout-log.ts";
 import { segmentKey } from "../../../durable-objects/segments.ts";
 import { turnRowsFromRollout } from "../../../durable-objects/turn-index.ts";
-import type { RolloutLine } from "../../../shared/protocol/index.ts";
+import type { ResponseItem, RolloutLine } from "../../../shared/protocol/index.ts";
 
 const at = "2026-01-01T00:00:00.000Z";
 const ev = (payload: object) => ({ timestamp: at, type: "event_msg", payload }) as RolloutLine;
@@ -30,6 +34,56 @@ describe("chunkBytes", () => {
       [8, 9],
     ]);
     expect(chunkBytes(new Uint8Array(), 4)).toHaveLength(1);
+  });
+});
+
+describe("checkpoint item groups", () => {
+  const limits = { maxItems: 3, maxBytes: 100 };
+  const items = (n: number) =>
+    Array.from(
+      { length: n },
+      (_, i) =>
+        Object.freeze({
+          type: "message",
+          role: "user",
+          content: [{ type: "input_text", text: `${i}` }],
+        }) as ResponseItem,
+    );
+
+  it("close at the item or byte limit, whichever comes first; the rest is one open group", () => {
+    expect(planItemGroups([10, 10, 10, 10, 10, 10, 10], 0, limits)).toEqual([
+      { first: 0, count: 3 },
+      { first: 3, count: 3 },
+      { first: 6, count: 1 },
+    ]);
+    // 60 + 50 reaches 100: the group closes after its second item; one item alone may pass it.
+    expect(planItemGroups([60, 50, 500, 1], 0, limits)).toEqual([
+      { first: 0, count: 2 },
+      { first: 2, count: 1 },
+      { first: 3, count: 1 },
+    ]);
+    expect(planItemGroups([10, 10, 10, 10], 3, limits)).toEqual([{ first: 3, count: 1 }]);
+    expect(planItemGroups([10, 10, 10], 3, limits)).toEqual([]);
+  });
+
+  it("keep the closed groups whose item objects are the same, and nothing after a difference", () => {
+    const stored = items(7);
+    const bytes = stored.map(() => 10);
+    const groups = planItemGroups(bytes, 0, limits); // 3 + 3 + 1 (open)
+    const grown = [...stored, ...items(2)];
+    const grownBytes = grown.map(() => 10);
+    // Both closed groups are kept; the open one is rewritten with the new items.
+    expect(keptItemGroups(groups, stored, grown, grownBytes, limits)).toBe(2);
+    // Equal content is not enough: a rewritten history holds other objects.
+    const rewritten = [...stored.slice(0, 4), ...items(5)];
+    expect(keptItemGroups(groups, stored, rewritten, grownBytes, limits)).toBe(1);
+    expect(keptItemGroups(groups, stored, items(9), grownBytes, limits)).toBe(0);
+    // A shorter history (a rollback) keeps only the groups it still holds whole.
+    expect(keptItemGroups(groups, stored, stored.slice(0, 5), bytes, limits)).toBe(1);
+    // Byte counts that no longer close a group where it was closed: rewrite from there.
+    expect(
+      keptItemGroups(groups, stored, grown, [10, 10, 10, 95, 10, 10, 10, 10, 10], limits),
+    ).toBe(1);
   });
 });
 

@@ -10,9 +10,9 @@ import {
   createCheckpoint,
   DEFAULT_MAX_ROLLBACK_TURNS,
   extendCheckpoint,
-  parseCheckpoint,
   reconstructFromCheckpoint,
   reconstructRollout,
+  restoreCheckpoint,
 } from "../../../shared/rollout/index.ts";
 import {
   assistant,
@@ -55,9 +55,9 @@ function json(checkpoint: Checkpoint): Checkpoint {
   return JSON.parse(JSON.stringify(checkpoint)) as Checkpoint;
 }
 
-describe("parseCheckpoint", () => {
+describe("restoreCheckpoint", () => {
   it("freezes the parsed items, which a restored history then shares instead of copying", () => {
-    const parsed = parseCheckpoint(JSON.stringify(createCheckpoint(TWO_TURNS, opts)));
+    const parsed = restoreCheckpoint(json(createCheckpoint(TWO_TURNS, opts)));
     expect(parsed.items).toEqual([user("U1"), assistant("A1"), user("U2"), assistant("A2")]);
     for (const item of parsed.items) {
       expect(Object.isFrozen(item)).toBe(true);
@@ -72,11 +72,11 @@ describe("parseCheckpoint", () => {
   it("puts the saved byte counts back in the estimate cache, unless they do not fit the items", () => {
     const stored = json(createCheckpoint(TWO_TURNS, opts));
     // Marker values no estimator would produce for these items show the cache was seeded.
-    const primed = parseCheckpoint(JSON.stringify({ ...stored, itemBytes: [400, 404, 408, 412] }));
+    const primed = restoreCheckpoint(json({ ...stored, itemBytes: [400, 404, 408, 412] }));
     expect(primed.items.map(estimateItemBytes)).toEqual([400, 404, 408, 412]);
     expect(primed.items.map(estimateItemTokenCount)).toEqual([100, 101, 102, 103]);
     for (const itemBytes of [[400, 404, 408], [1, 2, -3, 4], ["1", 2, 3, 4], undefined]) {
-      const ignored = parseCheckpoint(JSON.stringify({ ...stored, itemBytes }));
+      const ignored = restoreCheckpoint(json({ ...stored, itemBytes } as Checkpoint));
       expect(ignored.items.map(estimateItemBytes)).toEqual(stored.itemBytes);
     }
   });
