@@ -39,6 +39,8 @@ export class RolloutLog implements RolloutSink {
   readonly #sql: Sql;
   readonly #clock: Clock;
   #lastSeq: number;
+  /** Timestamp of the newest line this instance appended, if any. */
+  #lastWrittenAt: string | undefined;
 
   constructor(sql: Sql, clock: Clock, lastSeq: number) {
     this.#sql = sql;
@@ -50,9 +52,18 @@ export class RolloutLog implements RolloutSink {
     return this.#lastSeq;
   }
 
+  /**
+   * When the newest line appended through `append` was written. A thread's `updated_at` is this,
+   * not a later clock read, so a thread restored from its rollout reports the same time.
+   */
+  get lastWrittenAt(): string | undefined {
+    return this.#lastWrittenAt;
+  }
+
   append(item: RolloutItem): void {
-    const line = { timestamp: new Date(this.#clock.nowMs()).toISOString(), ...item } as RolloutLine;
-    this.appendText(encodeRolloutLine(line));
+    const timestamp = new Date(this.#clock.nowMs()).toISOString();
+    this.appendText(encodeRolloutLine({ timestamp, ...item } as RolloutLine));
+    this.#lastWrittenAt = timestamp;
   }
 
   /** Appends an already-encoded line (imports keep the original bytes). */

@@ -173,7 +173,7 @@ async function drive(
 }
 
 function touch(deps: TaskRunnerDeps): void {
-  deps.live.meta.updated_at = deps.now();
+  deps.live.meta.updated_at = deps.live.log.lastWrittenAt ?? deps.now();
   deps.meta.put("thread", deps.live.meta);
 }
 
