@@ -7,6 +7,7 @@ import {
   type Checkpoint,
   createCheckpoint,
   extendCheckpoint,
+  isHistoryRewrite,
   type ReconstructedState,
   reconstructFromCheckpoint,
   reconstructRollout,
@@ -57,6 +58,12 @@ export class LiveThread {
   checkpoint: Checkpoint | undefined;
   /** The turn running now, if any (one at a time). */
   running: string | undefined;
+  /**
+   * History rewrites in the whole rollout, counted as their lines are written. History cursors
+   * carry it: the engine's `historyVersion` counts from the newest compaction after a reload (as
+   * Codex resumes), so it cannot tell a cursor from before a reload from a stale one.
+   */
+  rewrites: number;
   readonly #checkpointEveryLines: number;
 
   constructor(
@@ -80,13 +87,19 @@ export class LiveThread {
     this.checkpoints = checkpoints;
     this.checkpoint = checkpoint;
     this.#checkpointEveryLines = parts.checkpointEveryLines;
+    this.rewrites = state?.rewrites ?? 0;
     const deps: EngineDeps = {
       clock: systemClock,
       ids: randomIds,
       catalog: parts.catalog,
       defaultModel: DEFAULT_MODEL_SLUG,
       modelClient: parts.modelClients(meta.id),
-      sink: log,
+      sink: {
+        append: (item) => {
+          log.append(item);
+          if (isHistoryRewrite(item)) this.rewrites += 1;
+        },
+      },
     };
     const history = new ContextManager(state?.history);
     this.session = new ThreadSession(

@@ -791,7 +791,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     let start = 0;
     if (req.cursor !== undefined) {
       const parsed = parseCursor(req.cursor);
-      if (!parsed || parsed.v !== history.historyVersion || parsed.i > history.items.length) {
+      if (!parsed || parsed.v !== live.rewrites || parsed.i > history.items.length) {
         return fail(
           "invalid_request",
           "The cursor is invalid or the history was rewritten since.",
@@ -804,7 +804,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     return ok({
       object: "list",
       data: history.items.slice(start, end),
-      next_cursor: end < history.items.length ? makeCursor(history.historyVersion, end) : null,
+      next_cursor: end < history.items.length ? makeCursor(live.rewrites, end) : null,
     });
   }
 
@@ -1007,8 +1007,9 @@ function configOfRollout(
   }
 }
 
-function makeCursor(version: number, index: number): string {
-  return btoa(JSON.stringify({ v: version, i: index }));
+/** A history page cursor: the index to go on from, valid while no rewrite happened since. */
+function makeCursor(rewrites: number, index: number): string {
+  return btoa(JSON.stringify({ v: rewrites, i: index }));
 }
 
 function parseCursor(cursor: string): { v: number; i: number } | undefined {

@@ -21,10 +21,11 @@ export {
   type ReconstructOptions,
   reconstructRollout,
 } from "./reconstruct.ts";
-export type {
-  CompactedEntry,
-  OlderScanSummary,
-  ScanEntry,
-  WorldStateRecord,
-  WorldStateReplay,
+export {
+  type CompactedEntry,
+  isHistoryRewrite,
+  type OlderScanSummary,
+  type ScanEntry,
+  type WorldStateRecord,
+  type WorldStateReplay,
 } from "./scan.ts";

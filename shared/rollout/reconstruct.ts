@@ -30,6 +30,11 @@ export interface ReconstructedState {
   previousTurnSettings?: PreviousTurnSettings;
   /** The window number of the newest surviving compaction, else the count of compactions. */
   windowNumber: number;
+  /**
+   * History rewrites in the whole rollout (`isHistoryRewrite`). Unlike `history.historyVersion`,
+   * which counts from the base (as Codex resumes), it is the same before and after a reload.
+   */
+  rewrites: number;
   /** Problems met on the way (world-state replay); the state is still usable. */
   warnings: string[];
 }
@@ -145,6 +150,7 @@ export function assembleState(
   const state: ReconstructedState = {
     history: history.toState(),
     windowNumber: scan.windowNumber?.value ?? counters.compactions,
+    rewrites: counters.rewrites,
     warnings: worldState.warnings,
   };
   if (scan.previousTurnSettings !== undefined) {

@@ -4,6 +4,7 @@ import type {
   MessageItem,
   PreviousTurnSettings,
   ResponseItem,
+  RolloutItem,
   RolloutLine,
   TokenUsageInfo,
   TurnContextItem,
@@ -117,9 +118,20 @@ export function appendEntries(
  * Summarizes `lines` (oldest first) as scan entries and advances `counters` over them. Compacted
  * entries carry `source` with their index in `lines`.
  */
+/** A line that rewrites history: every compaction, and every rollback of at least one turn. */
+export function isHistoryRewrite(line: RolloutItem): boolean {
+  if (line.type === "compacted") return true;
+  return (
+    line.type === "event_msg" &&
+    line.payload.type === "thread_rolled_back" &&
+    line.payload.num_turns > 0
+  );
+}
+
 export function scanEntriesOf(lines: readonly RolloutLine[], counters: LineCounters): ScanEntry[] {
   const entries: ScanEntry[] = [];
   lines.forEach((line, lineIndex) => {
+    if (isHistoryRewrite(line)) counters.rewrites += 1;
     switch (line.type) {
       case "response_item":
         pushEntry(entries, { type: "items", userTurn: isUserTurnBoundary(line.payload) });
@@ -137,7 +149,6 @@ export function scanEntriesOf(lines: readonly RolloutLine[], counters: LineCount
       }
       case "compacted": {
         const replacementHistory = line.payload.replacement_history ?? undefined;
-        counters.rewrites += 1;
         counters.compactions += 1;
         if (replacementHistory === undefined) counters.legacyCompactions += 1;
         const entry: CompactedEntry = {
@@ -173,7 +184,6 @@ export function scanEntriesOf(lines: readonly RolloutLine[], counters: LineCount
             pushEntry(entries, { type: "items", userTurn: true });
             return;
           case "thread_rolled_back":
-            if (event.num_turns > 0) counters.rewrites += 1;
             pushEntry(entries, { type: "rollback", numTurns: event.num_turns });
             return;
           case "token_count":

@@ -1,4 +1,4 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import {
@@ -423,6 +423,39 @@ describe("thread operations", () => {
     await turn(id, "four");
     const p4 = await prompt(id);
     expect(JSON.stringify(p4.input).startsWith(openInput(p3))).toBe(true);
+  });
+
+  it("history cursors survive a reload after several rewrites, and a rewrite since makes them stale", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    type Page = { data: Item[]; next_cursor: string | null };
+    const page = async (cursor?: string, status = 200) =>
+      json<Page>(
+        await api(
+          "GET",
+          `/v1/threads/${id}/history?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+        ),
+        status,
+      );
+    // Two compactions: the engine's history version after a reload counts from the newest one
+    // only (as Codex resumes), so it differs from the live one.
+    for (const input of ["one", "two"]) await turn(id, input);
+    expect((await json<Turn>(await post(`/v1/threads/${id}/compact`))).status).toBe("completed");
+    for (const input of ["three", "four"]) await turn(id, input);
+    expect((await json<Turn>(await post(`/v1/threads/${id}/compact`))).status).toBe("completed");
+    for (const input of ["five", "six"]) await turn(id, input);
+    const first = await page();
+    const cursor = first.next_cursor ?? "";
+    expect(cursor).not.toBe("");
+    const second = await page(cursor);
+    await evictDurableObject(threadStub(id));
+    expect(await page(cursor)).toEqual(second);
+    expect((await json<Turn>(await post(`/v1/threads/${id}/compact`))).status).toBe("completed");
+    const stale = await json<{ code: string }>(
+      await api("GET", `/v1/threads/${id}/history?cursor=${encodeURIComponent(cursor)}`),
+      400,
+    );
+    expect(stale.code).toBe("invalid_request");
   });
 
   it("inject records user messages without a turn", async () => {

@@ -165,6 +165,7 @@ describe("reconstructFromCheckpoint (design §10 invariant 7)", () => {
       },
       previousTurnSettings: { model: "m1" },
       windowNumber: 0,
+      rewrites: 1,
       warnings: [],
     });
     expect(state).toEqual(reconstructRollout([...TWO_TURNS, rollback(1)], opts));

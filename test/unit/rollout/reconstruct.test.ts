@@ -1,6 +1,10 @@
 import { describe, expect, it } from "vitest";
 import type { RolloutLine } from "../../../shared/protocol/index.ts";
-import { decodeRolloutLine, reconstructRollout } from "../../../shared/rollout/index.ts";
+import {
+  decodeRolloutLine,
+  isHistoryRewrite,
+  reconstructRollout,
+} from "../../../shared/rollout/index.ts";
 import {
   assistant,
   compacted,
@@ -41,6 +45,7 @@ describe("reconstruction catalog (reference §7, 69-76)", () => {
     expect(rebuild([turnContext(ctx("gpt-5.4", { turn_id: "t1" }))])).toEqual({
       history: { items: [], historyVersion: 0 },
       windowNumber: 0,
+      rewrites: 0,
       warnings: [],
     });
   });
@@ -75,6 +80,7 @@ describe("reconstruction catalog (reference §7, 69-76)", () => {
       },
       previousTurnSettings: { model: "m1" },
       windowNumber: 0,
+      rewrites: 1,
       warnings: [],
     });
   });
@@ -110,6 +116,7 @@ describe("reconstruction catalog (reference §7, 69-76)", () => {
       },
       previousTurnSettings: { model: "m1" },
       windowNumber: 0,
+      rewrites: 1,
       warnings: [],
     });
   });
@@ -147,6 +154,7 @@ describe("reconstruction catalog (reference §7, 69-76)", () => {
     expect(state).toEqual({
       history: { items: [user("before compact"), user("legacy summary")], historyVersion: 1 },
       windowNumber: 1,
+      rewrites: 1,
       warnings: [],
     });
   });
@@ -189,6 +197,7 @@ describe("reverse scan (reference §6.1)", () => {
       history: { items: replacement, historyVersion: 1 },
       previousTurnSettings: { model: "m1" },
       windowNumber: 1,
+      rewrites: 1,
       warnings: [],
     });
   });
@@ -324,6 +333,16 @@ describe("reverse scan (reference §6.1)", () => {
   });
 });
 
+describe("isHistoryRewrite", () => {
+  it("counts compactions (legacy ones too) and rollbacks of at least one turn, nothing else", () => {
+    expect(isHistoryRewrite(compacted("summary", [user("U1")], 1))).toBe(true);
+    expect(isHistoryRewrite(compacted("summary"))).toBe(true);
+    expect(isHistoryRewrite(rollback(1))).toBe(true);
+    expect(isHistoryRewrite(rollback(0))).toBe(false);
+    expect(isHistoryRewrite(item(user("U1")))).toBe(false);
+  });
+});
+
 describe("forward materialization (reference §6.2)", () => {
   it("history starts from the newest surviving replacement history; later rewrites bump the version", () => {
     const state = rebuild([
@@ -336,6 +355,7 @@ describe("forward materialization (reference §6.2)", () => {
       history: { items: [user("U1"), user("summary")], historyVersion: 2 },
       previousTurnSettings: { model: "m1" },
       windowNumber: 2,
+      rewrites: 2,
       warnings: [],
     });
   });
