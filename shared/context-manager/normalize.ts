@@ -101,7 +101,9 @@ export function normalizeForPrompt(
   const customOutputIds = new Set<string>();
   const functionCallIds = new Set<string>(); // function calls and local shell calls
   const customCallIds = new Set<string>();
-  for (const item of items) {
+  // Indexed loops: this runs over the whole history every turn (see `someRetainedText`).
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i] as ResponseItem;
     switch (item.type) {
       case "function_call_output":
         functionOutputIds.add(item.call_id);
@@ -122,8 +124,14 @@ export function normalizeForPrompt(
   }
 
   const stripImages = !modalities.includes("image");
-  const out: KnownResponseItem[] = [];
-  for (const item of items) {
+  // Sized up front (every item, plus a synthetic output per call id; a repeated call id just grows
+  // it), then trimmed: a long history's array grown by `push` was copied several times a turn.
+  const out = new Array<KnownResponseItem>(
+    items.length + functionCallIds.size + customCallIds.size,
+  );
+  let n = 0;
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i] as ResponseItem;
     switch (item.type) {
       case "other":
         continue;
@@ -134,25 +142,26 @@ export function normalizeForPrompt(
         if (!customCallIds.has(item.call_id)) continue;
         break;
     }
-    out.push(stripImages ? withoutImages(item) : item);
+    out[n++] = stripImages ? withoutImages(item) : item;
     switch (item.type) {
       case "function_call":
         if (!functionOutputIds.has(item.call_id)) {
-          out.push(abortedFunctionOutput(item.call_id, item.id));
+          out[n++] = abortedFunctionOutput(item.call_id, item.id);
         }
         break;
       case "local_shell_call":
         if (item.call_id !== null && !functionOutputIds.has(item.call_id)) {
-          out.push(abortedFunctionOutput(item.call_id, item.id));
+          out[n++] = abortedFunctionOutput(item.call_id, item.id);
         }
         break;
       case "custom_tool_call":
         if (!customOutputIds.has(item.call_id)) {
-          out.push(abortedCustomOutput(item.call_id, item.id));
+          out[n++] = abortedCustomOutput(item.call_id, item.id);
         }
         break;
     }
   }
+  out.length = n;
   return out;
 }
 
