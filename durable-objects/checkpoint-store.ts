@@ -204,23 +204,25 @@ export class CheckpointStore {
     }>`SELECT first, count FROM spindle_checkpoint_items WHERE part = 0 ORDER BY grp`.toArray();
   }
 
+  /** Every group, oldest first. Throws unless they are contiguous from item 0 and hold `count`. */
   *#readGroups(): Generator<StoredGroup> {
     const rows = this.#sql<{
       grp: number;
       first: number;
+      count: number;
       data: ArrayBuffer;
-    }>`SELECT grp, first, data FROM spindle_checkpoint_items ORDER BY grp, part`.toArray();
+    }>`SELECT grp, first, count, data FROM spindle_checkpoint_items ORDER BY grp, part`.toArray();
     let next = 0;
     for (let i = 0; i < rows.length; ) {
-      const grp = rows[i]?.grp;
-      const parts: { data: ArrayBuffer }[] = [];
-      const first = rows[i]?.first;
-      for (; i < rows.length && rows[i]?.grp === grp; i++)
-        parts.push(rows[i] as { data: ArrayBuffer });
-      if (first !== next)
-        throw new Error(`checkpoint item group ${grp} starts at ${first}, not ${next}`);
-      const group = JSON.parse(gunzip(joinParts(parts))) as StoredGroup;
-      next += group.items.length;
+      const head = rows[i] as (typeof rows)[number];
+      let end = i + 1;
+      while (rows[end]?.grp === head.grp) end++;
+      const group = JSON.parse(gunzip(joinParts(rows.slice(i, end)))) as StoredGroup;
+      if (head.first !== next || group.items.length !== head.count) {
+        throw new Error(`checkpoint item group ${head.grp} does not continue at item ${next}`);
+      }
+      next += head.count;
+      i = end;
       yield group;
     }
   }

@@ -225,23 +225,32 @@ describe("checkpoint item groups", () => {
     expect(await inspect(id)).toEqual(state);
   });
 
-  it("a missing group makes the checkpoint unreadable: the thread is rebuilt from the rollout", async () => {
-    const id = newThreadId();
-    await createThread(id);
-    for (let i = 0; i < 6; i++) await turn(id, big(i));
-    await checkpointAfter(id);
-    expect((await groups(id)).length).toBeGreaterThan(1);
-    const before = await prompt(id);
-    await runInDurableObject(threadStub(id), (_i, state) => {
-      state.storage.sql.exec("DELETE FROM spindle_checkpoint_items WHERE grp = 1");
-    });
-    await evictDurableObject(threadStub(id));
-    expect(await prompt(id)).toBe(before);
-    const thread = await json<{ warnings: { message: string }[] }>(
-      await api("GET", `/v1/threads/${id}`),
-    );
-    expect(thread.warnings.map((w) => w.message).join("\n")).toMatch(/checkpoint unreadable/);
-  });
+  it.each([
+    ["a missing group", "DELETE FROM spindle_checkpoint_items WHERE grp = 1"],
+    [
+      "a group holding fewer items than recorded",
+      "UPDATE spindle_checkpoint_items SET count = count + 1 WHERE grp = 0",
+    ],
+  ])(
+    "%s makes the checkpoint unreadable: the thread is rebuilt from the rollout",
+    async (_case, damage) => {
+      const id = newThreadId();
+      await createThread(id);
+      for (let i = 0; i < 6; i++) await turn(id, big(i));
+      await checkpointAfter(id);
+      expect((await groups(id)).length).toBeGreaterThan(1);
+      const before = await prompt(id);
+      await runInDurableObject(threadStub(id), (_i, state) => {
+        state.storage.sql.exec(damage);
+      });
+      await evictDurableObject(threadStub(id));
+      expect(await prompt(id)).toBe(before);
+      const thread = await json<{ warnings: { message: string }[] }>(
+        await api("GET", `/v1/threads/${id}`),
+      );
+      expect(thread.warnings.map((w) => w.message).join("\n")).toMatch(/checkpoint unreadable/);
+    },
+  );
 });
 
 describe("checkpoint size", () => {
