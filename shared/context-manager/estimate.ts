@@ -109,40 +109,49 @@ export function estimateItemTokenCount(item: ResponseItem): number {
 const PASSTHROUGH_KEY = "internal_chat_message_metadata_passthrough";
 /** `,"internal_chat_message_metadata_passthrough":` */
 const PASSTHROUGH_MEMBER_BYTES = PASSTHROUGH_KEY.length + 4;
-/** Printable ASCII that JSON writes as is. */
-const PLAIN_ASCII = /^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/;
 
-/** Serialized bytes of a passthrough value; `{"turn_id":"…"}` with a plain id without serializing. */
+/** Printable ASCII other than `"` and `\`: characters JSON writes as they are. */
+function isPlainAscii(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return false;
+  }
+  return true;
+}
+
+/**
+ * Serialized bytes of a passthrough value. The usual `{"turn_id":"…"}` is counted without
+ * serializing or allocating anything: this runs for every item of every prompt.
+ */
 function passthroughValueBytes(value: unknown): number {
-  const keys = typeof value === "object" && value !== null ? Object.keys(value) : [];
-  const turnId = keys.length === 1 ? (value as { turn_id?: unknown }).turn_id : undefined;
-  if (typeof turnId === "string" && PLAIN_ASCII.test(turnId)) {
-    return '{"turn_id":""}'.length + turnId.length;
+  if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+    let keys = 0;
+    for (const _ in value) keys += 1;
+    const turnId = (value as { turn_id?: unknown }).turn_id;
+    if (keys === 1 && typeof turnId === "string" && isPlainAscii(turnId)) {
+      return '{"turn_id":""}'.length + turnId.length;
+    }
   }
   return utf8ByteLength(JSON.stringify(value));
 }
-
-/** Bytes of `estimateSentItemTokenCount` per frozen item (every prompt spans the whole history). */
-const sentBytes = new WeakMap<object, number>();
 
 /**
  * Estimated tokens of an item as a provider sends it: without the turn-id passthrough, which
  * Codex's estimate counts (it serializes the whole item) but no model sees. For providers that
  * report usage from an estimate (the local model). Exact: the field's bytes are taken away from
  * the item's serialized bytes, one comma included.
+ *
+ * Not cached on its own: the cached model-visible bytes minus an allocation-free count of the
+ * passthrough cost less than a second per-item cache, whose 10,000 insertions were the largest
+ * part of a long thread's first turn after a reload.
  */
 export function estimateSentItemTokenCount(item: ResponseItem): number {
-  let bytes = sentBytes.get(item);
-  if (bytes === undefined) {
-    bytes = estimateItemBytes(item);
-    const value = (item as Record<string, unknown>)[PASSTHROUGH_KEY];
-    if (value !== undefined && !countsEncryptedContent(item)) {
-      bytes -= PASSTHROUGH_MEMBER_BYTES + passthroughValueBytes(value);
-    }
-    bytes = Math.max(0, bytes);
-    if (Object.isFrozen(item)) sentBytes.set(item, bytes);
+  let bytes = estimateItemBytes(item);
+  const value = (item as Record<string, unknown>)[PASSTHROUGH_KEY];
+  if (value !== undefined && !countsEncryptedContent(item)) {
+    bytes -= PASSTHROUGH_MEMBER_BYTES + passthroughValueBytes(value);
   }
-  return approxTokensFromByteCount(bytes);
+  return approxTokensFromByteCount(Math.max(0, bytes));
 }
 
 /**
