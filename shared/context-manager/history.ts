@@ -16,6 +16,7 @@ import {
 import {
   estimateItemsTokenCount,
   estimateTextTokenCount,
+  frozenItem,
   tokensAfterLastModelGeneratedItem,
   tokensOfReasoningBeforeLastUserTurn,
 } from "./estimate.ts";
@@ -43,7 +44,8 @@ function optionalFrozen<T>(value: T | undefined): T | undefined {
  * token usage, the reference turn context and the world-state baseline that the next turn diffs
  * against. Pure: no I/O, no clock.
  *
- * Everything it stores is a frozen copy (see `frozenCopy`); values read from it must be copied
+ * Everything it stores is a frozen copy (`frozenItem` for items, which also keeps their byte
+ * counts for estimates; `frozenCopy` otherwise); values read from it must be copied
  * before being changed. `clone()` is O(1): clones share one items array until either writes,
  * and the writer copies it first.
  */
@@ -58,7 +60,7 @@ export class ContextManager {
 
   /** Restores a manager from a checkpoint (or starts empty). The state is copied, not kept. */
   constructor(state: Partial<ContextManagerState> = {}) {
-    this.#items = (state.items ?? []).map((item) => frozenCopy(item));
+    this.#items = (state.items ?? []).map((item) => frozenItem(item));
     this.#historyVersion = state.historyVersion ?? 0;
     this.#tokenInfo = optionalFrozen(state.tokenInfo);
     this.#referenceContextItem = optionalFrozen(state.referenceContextItem);
@@ -154,7 +156,7 @@ export class ContextManager {
           ? { ...item, output: truncateToolOutput(item.output, outputPolicy) }
           : item;
       target ??= this.#writableItems();
-      target.push(frozenCopy(stored));
+      target.push(frozenItem(stored));
     }
   }
 
@@ -171,7 +173,7 @@ export class ContextManager {
 
   /** Replaces history (compaction, rollback): `historyVersion + 1`, world-state baseline cleared. */
   replace(items: readonly ResponseItem[]): void {
-    this.#replaceWith(items.map((item) => frozenCopy(item)));
+    this.#replaceWith(items.map((item) => frozenItem(item)));
   }
 
   /** `replace` for arrays this manager built from its own (already frozen) items. */
@@ -263,7 +265,7 @@ export class ContextManager {
       part.type === "input_image" ? { type: "input_text" as const, text: placeholder } : part,
     );
     // A new object: the old one may be shared with clones and handed-out prompts.
-    this.#writableItems()[index] = frozenCopy({ ...item, output });
+    this.#writableItems()[index] = frozenItem({ ...item, output });
     this.#historyVersion += 1;
     return true;
   }

@@ -26,9 +26,8 @@ export function frozenCopy<T>(value: T): T {
 
 /**
  * Freezes a JSON value all the way down, in place, and returns it: for values nobody else holds,
- * such as the result of `JSON.parse`. `frozenCopy` then shares it instead of copying, so restoring
- * a long history from a checkpoint allocates no second copy of its items. Like `frozenCopy`, it
- * expects no `undefined` values (JSON has none).
+ * such as the result of `JSON.parse` (a restored checkpoint's items, see `freezeItemsInPlace`).
+ * Like `frozenCopy`, it expects no `undefined` values (JSON has none).
  */
 export function freezeInPlace<T>(value: T): T {
   if (typeof value !== "object" || value === null || Object.isFrozen(value)) return value;

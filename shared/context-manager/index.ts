@@ -2,10 +2,9 @@ export {
   estimateItemBytes,
   estimateItemTokenCount,
   estimateSentItemTokenCount,
-  primeItemBytes,
+  freezeItemsInPlace,
 } from "./estimate.ts";
 export { ContextManager } from "./history.ts";
-export { freezeInPlace } from "./immutable.ts";
 export { SYNTHETIC_OUTPUT_NAMESPACE } from "./normalize.ts";
 export { approxTokensFromByteCount, truncateToolOutput } from "./truncate.ts";
 export type { ContextManagerState, InputModality, TruncationPolicy } from "./types.ts";

@@ -1,8 +1,7 @@
 import {
   ContextManager,
   estimateItemBytes,
-  freezeInPlace,
-  primeItemBytes,
+  freezeItemsInPlace,
   type TruncationPolicy,
 } from "../context-manager/index.ts";
 import type { ResponseItem, RolloutLine, TokenUsageInfo } from "../protocol/index.ts";
@@ -214,16 +213,11 @@ function buildCheckpoint(
 }
 
 /**
- * Takes over a checkpoint just read from storage. Its items are frozen in place (nothing else
- * holds them), so the history restored from it shares them, and their saved byte counts are put
- * back in the estimate cache: restoring a long thread allocates no second copy of its history and
- * re-serializes none of it.
+ * Takes over a checkpoint just read from storage: its items are frozen in place with their saved
+ * byte counts (`freezeItemsInPlace`), and the history restored from it shares them.
  */
 export function restoreCheckpoint(checkpoint: Checkpoint): Checkpoint {
-  if (Array.isArray(checkpoint?.items)) {
-    freezeInPlace(checkpoint.items);
-    primeItemBytes(checkpoint.items, checkpoint.itemBytes);
-  }
+  if (Array.isArray(checkpoint?.items)) freezeItemsInPlace(checkpoint.items, checkpoint.itemBytes);
   return checkpoint;
 }
 

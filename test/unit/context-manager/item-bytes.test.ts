@@ -1,0 +1,60 @@
+import { describe, expect, it } from "vitest";
+import {
+  ContextManager,
+  estimateItemBytes,
+  freezeItemsInPlace,
+} from "../../../shared/context-manager/index.ts";
+import type { MessageItem, ResponseItem } from "../../../shared/protocol/index.ts";
+import { assistant, user } from "./builders.ts";
+
+const POLICY = { mode: "tokens", limit: 10_000 } as const;
+const jsonBytes = (item: unknown) => new TextEncoder().encode(JSON.stringify(item)).length;
+
+describe("byte counts kept on history items", () => {
+  it("are invisible to JSON, keys, spreads, structuredClone and deep equality", () => {
+    const history = new ContextManager();
+    history.recordItems([user("hello")], POLICY);
+    const [stored] = history.items;
+    expect(JSON.stringify(stored)).toBe(JSON.stringify(user("hello")));
+    expect(Object.keys(stored ?? {})).toEqual(Object.keys(user("hello")));
+    expect(stored).toEqual(user("hello"));
+    expect(structuredClone(stored)).toEqual(user("hello"));
+    expect(Object.getOwnPropertySymbols({ ...stored })).toEqual([]);
+    expect(estimateItemBytes(stored as ResponseItem)).toBe(jsonBytes(user("hello")));
+  });
+
+  it("never follow an item into a changed copy of it", () => {
+    const history = new ContextManager();
+    history.recordItems([user("short")], POLICY);
+    const stored = history.items[0] as MessageItem;
+    const changed: MessageItem = { ...stored, content: user("a longer text").content };
+    expect(estimateItemBytes(changed)).toBe(jsonBytes(changed));
+    history.replace([changed]);
+    expect(estimateItemBytes(history.items[0] as ResponseItem)).toBe(jsonBytes(changed));
+  });
+
+  it("travel with the item between managers, so a clone or reload re-serializes nothing", () => {
+    const items: ResponseItem[] = JSON.parse(JSON.stringify([user("U1"), assistant("A1")]));
+    // Marker values no serializer would produce show they were read, not recomputed.
+    freezeItemsInPlace(items, [1000, 2000]);
+    const history = new ContextManager({ items });
+    expect(history.items[0]).toBe(items[0]);
+    expect(history.items.map(estimateItemBytes)).toEqual([1000, 2000]);
+    expect(history.clone().items.map(estimateItemBytes)).toEqual([1000, 2000]);
+    expect(new ContextManager(history.toState()).items.map(estimateItemBytes)).toEqual([
+      1000, 2000,
+    ]);
+  });
+
+  it("are computed when the saved ones do not fit the items", () => {
+    for (const bytes of [[1000], [1000, -1], [1000, "2000"], undefined]) {
+      const items: ResponseItem[] = JSON.parse(JSON.stringify([user("U1"), assistant("A1")]));
+      freezeItemsInPlace(items, bytes);
+      expect(items.map(estimateItemBytes)).toEqual([
+        jsonBytes(user("U1")),
+        jsonBytes(assistant("A1")),
+      ]);
+      expect(Object.isFrozen(items[0])).toBe(true);
+    }
+  });
+});
