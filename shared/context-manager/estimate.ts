@@ -87,33 +87,41 @@ function modelVisibleBytes(item: ResponseItem): number {
 }
 
 /**
- * Model-visible bytes of a history item, kept on the item itself under a hidden key (a symbol,
- * not enumerable: JSON, spreads, `structuredClone` and deep equality never see it), set when the
+ * Byte counts of a history item, kept on the item itself under hidden keys (symbols, not
+ * enumerable: JSON, spreads, `structuredClone` and deep equality never see them), set when the
  * item is frozen into history (`frozenItem`, `freezeItemsInPlace`). Every prompt spans the whole
- * history, so estimates must cost only new items. A property rather than a `WeakMap`: restoring
- * 10,000 items filled the map in 10-14 ms (and its entries slowed every GC after), the property
- * in about 1 ms with the freeze itself.
+ * history, so estimates must cost only new items. Properties rather than `WeakMap`s: restoring
+ * 10,000 items filled a map in 10-14 ms (and its entries slowed every GC after), the properties
+ * take about 1 ms with the freeze itself.
  */
 const ITEM_BYTES = Symbol("spindle.itemBytes");
+/** Bytes of the item as a provider sends it (see `estimateSentItemTokenCount`). */
+const SENT_BYTES = Symbol("spindle.sentBytes");
 
-type WithBytes = { [ITEM_BYTES]?: number };
+type WithBytes = { [ITEM_BYTES]?: number; [SENT_BYTES]?: number };
 
 /** `modelVisibleBytes`, read from the item when it was frozen into history. */
 export function estimateItemBytes(item: ResponseItem): number {
   return (item as WithBytes)[ITEM_BYTES] ?? modelVisibleBytes(item);
 }
 
+/** Defines the hidden byte counts on an item about to be frozen. */
+function attachByteCounts(item: ResponseItem, modelBytes: number): void {
+  Object.defineProperty(item, ITEM_BYTES, { value: modelBytes });
+  Object.defineProperty(item, SENT_BYTES, { value: sentBytes(item, modelBytes) });
+}
+
 /**
- * A deep-frozen copy of a history item carrying its byte count (`bytes` when the caller knows
- * it, as a checkpoint does). An item this function already made is returned as it is.
+ * A deep-frozen copy of a history item carrying its byte counts. An item this function (or
+ * `freezeItemsInPlace`) already made is returned as it is.
  */
-export function frozenItem<T extends ResponseItem>(item: T, bytes?: number): T {
+export function frozenItem<T extends ResponseItem>(item: T): T {
   if (Object.isFrozen(item) && ITEM_BYTES in item) return item;
   const copy: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(item)) {
     if (value !== undefined) copy[key] = frozenCopy(value);
   }
-  Object.defineProperty(copy, ITEM_BYTES, { value: bytes ?? modelVisibleBytes(item) });
+  attachByteCounts(copy as T, modelVisibleBytes(item));
   return Object.freeze(copy) as T;
 }
 
@@ -131,8 +139,7 @@ export function freezeItemsInPlace(items: ResponseItem[], bytes?: readonly unkno
     if (Object.isFrozen(item)) continue;
     const record = item as Record<string, unknown>;
     for (const key in record) freezeInPlace(record[key]);
-    const size = known ? (bytes[i] as number) : modelVisibleBytes(item);
-    Object.defineProperty(item, ITEM_BYTES, { value: size });
+    attachByteCounts(item, known ? (bytes[i] as number) : modelVisibleBytes(item));
     Object.freeze(item);
   }
   Object.freeze(items);
@@ -156,10 +163,7 @@ function isPlainAscii(text: string): boolean {
   return true;
 }
 
-/**
- * Serialized bytes of a passthrough value. The usual `{"turn_id":"…"}` is counted without
- * serializing or allocating anything: this runs for every item of every prompt.
- */
+/** Serialized bytes of a passthrough value; the usual `{"turn_id":"…"}` without serializing. */
 function passthroughValueBytes(value: unknown): number {
   if (typeof value === "object" && value !== null && !Array.isArray(value)) {
     let keys = 0;
@@ -173,22 +177,23 @@ function passthroughValueBytes(value: unknown): number {
 }
 
 /**
- * Estimated tokens of an item as a provider sends it: without the turn-id passthrough, which
- * Codex's estimate counts (it serializes the whole item) but no model sees. For providers that
- * report usage from an estimate (the local model). Exact: the field's bytes are taken away from
- * the item's serialized bytes, one comma included.
- *
- * Not cached on its own: the cached model-visible bytes minus an allocation-free count of the
- * passthrough cost less than a second per-item cache, whose 10,000 insertions were the largest
- * part of a long thread's first turn after a reload.
+ * Bytes of an item as a provider sends it: its model-visible bytes without the turn-id
+ * passthrough, which Codex's estimate counts (it serializes the whole item) but no model sees.
+ * Exact: the field's bytes are taken away from the item's serialized bytes, one comma included.
+ */
+function sentBytes(item: ResponseItem, modelBytes: number): number {
+  const value = (item as Record<string, unknown>)[PASSTHROUGH_KEY];
+  if (value === undefined || countsEncryptedContent(item)) return modelBytes;
+  return Math.max(0, modelBytes - PASSTHROUGH_MEMBER_BYTES - passthroughValueBytes(value));
+}
+
+/**
+ * Estimated tokens of an item as a provider sends it (`sentBytes`), for providers that report
+ * usage from an estimate (the local model). Read from the item when it was frozen into history.
  */
 export function estimateSentItemTokenCount(item: ResponseItem): number {
-  let bytes = estimateItemBytes(item);
-  const value = (item as Record<string, unknown>)[PASSTHROUGH_KEY];
-  if (value !== undefined && !countsEncryptedContent(item)) {
-    bytes -= PASSTHROUGH_MEMBER_BYTES + passthroughValueBytes(value);
-  }
-  return approxTokensFromByteCount(Math.max(0, bytes));
+  const bytes = (item as WithBytes)[SENT_BYTES] ?? sentBytes(item, estimateItemBytes(item));
+  return approxTokensFromByteCount(bytes);
 }
 
 /** Items the model produced; usage reported by the provider already covers them. */

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   ContextManager,
   estimateItemBytes,
+  estimateSentItemTokenCount,
   freezeItemsInPlace,
 } from "../../../shared/context-manager/index.ts";
 import type { MessageItem, ResponseItem } from "../../../shared/protocol/index.ts";
