@@ -45,6 +45,8 @@ describe("byte counts kept on history items", () => {
     expect(new ContextManager(history.toState()).items.map(estimateItemBytes)).toEqual([
       1000, 2000,
     ]);
+    // The sent size derives from the saved count too (these items carry no passthrough).
+    expect(history.items.map(estimateSentItemTokenCount)).toEqual([250, 500]);
   });
 
   it("are computed when the saved ones do not fit the items", () => {
