@@ -69,7 +69,7 @@ describe("restoreCheckpoint", () => {
     });
   });
 
-  it("puts the saved byte counts back in the estimate cache, unless they do not fit the items", () => {
+  it("gives the items their saved byte counts, unless those do not fit the items", () => {
     const stored = json(createCheckpoint(TWO_TURNS, opts));
     // Marker values no estimator would produce for these items show the cache was seeded.
     const primed = restoreCheckpoint(json({ ...stored, itemBytes: [400, 404, 408, 412] }));
