@@ -57,7 +57,7 @@ const SETTLE_TIMEOUT_MS = 10_000;
  * Mirrors CHECKPOINT_EVERY_LINES in durable-objects/live-thread.ts (not importable under
  * strip-only Node): while this many lines wait past the checkpoint, one is still due.
  */
-const CHECKPOINT_EVERY_LINES = 1_000;
+const CHECKPOINT_EVERY_LINES = 250;
 
 const DEV_HEADERS = { authorization: "Bearer sk-local-dev", "content-type": "application/json" };
 const THREAD_ID = "bench";

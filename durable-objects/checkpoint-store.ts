@@ -17,7 +17,7 @@ export interface ItemGroupLimits {
   maxBytes: number;
 }
 
-export const DEFAULT_ITEM_GROUP_LIMITS: ItemGroupLimits = { maxItems: 1_000, maxBytes: 1_000_000 };
+export const DEFAULT_ITEM_GROUP_LIMITS: ItemGroupLimits = { maxItems: 250, maxBytes: 1_000_000 };
 
 /** Splits bytes into chunks of at most `max` bytes. */
 export function chunkBytes(bytes: Uint8Array, max = CHECKPOINT_CHUNK_MAX_BYTES): Uint8Array[] {

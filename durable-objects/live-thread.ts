@@ -20,7 +20,7 @@ import { type SegmentRow, SegmentStore } from "./segments.ts";
 import type { Sql } from "./sql.ts";
 
 /** A new checkpoint is taken once this many lines were written after the last one. */
-export const DEFAULT_CHECKPOINT_EVERY_LINES = 1_000;
+export const DEFAULT_CHECKPOINT_EVERY_LINES = 250;
 
 export const systemClock: Clock = { nowMs: () => Date.now() };
 export const randomIds: IdSource = { uuidv7: () => uuidv7() };

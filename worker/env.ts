@@ -6,9 +6,9 @@ export interface Env {
   ROLLOUT: R2Bucket;
   SPINDLE_ENV?: string;
   SPINDLE_API_KEYS?: string;
-  /** Lines between checkpoints (default 1000); tests lower it to exercise checkpoints. */
+  /** Lines between checkpoints (default 250); tests lower it to exercise checkpoints. */
   SPINDLE_CHECKPOINT_EVERY_LINES?: string;
-  /** History items per stored checkpoint group (default 1000); tests lower it too. */
+  /** History items per stored checkpoint group (default 250); tests lower it too. */
   SPINDLE_CHECKPOINT_GROUP_ITEMS?: string;
   /** The openai provider: API root (default https://api.openai.com/v1) and key (a secret). */
   OPENAI_BASE_URL?: string;
