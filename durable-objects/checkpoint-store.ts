@@ -127,9 +127,9 @@ export class CheckpointStore {
 
   /**
    * Replaces the stored checkpoint in one transaction, keeping the item groups it shares with the
-   * one this store saved or loaded last. Returns the bytes written.
+   * one this store saved or loaded last.
    */
-  save(checkpoint: Checkpoint): number {
+  save(checkpoint: Checkpoint): void {
     const { items, itemBytes, ...rest } = checkpoint;
     const bytes = itemBytes?.length === items.length ? itemBytes : items.map(estimateItemBytes);
     const header: CheckpointHeader = { ...rest, itemCount: items.length };
@@ -161,7 +161,6 @@ export class CheckpointStore {
       });
     });
     this.#storedItems = items;
-    return groups.reduce((n, g) => n + g.data.length, headerData.length);
   }
 
   /**

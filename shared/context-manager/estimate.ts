@@ -1,6 +1,6 @@
 import { isUserTurnBoundary } from "../context/index.ts";
 import type { ResponseItem, ToolOutput } from "../protocol/index.ts";
-import { freezeInPlace, frozenCopy } from "./immutable.ts";
+import { freezeInPlace, withFrozenMembers } from "./immutable.ts";
 import { approxTokensFromByteCount, utf8ByteLength } from "./truncate.ts";
 
 /**
@@ -117,10 +117,7 @@ function attachByteCounts(item: ResponseItem, modelBytes: number): void {
  */
 export function frozenItem<T extends ResponseItem>(item: T): T {
   if (Object.isFrozen(item) && ITEM_BYTES in item) return item;
-  const copy: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(item)) {
-    if (value !== undefined) copy[key] = frozenCopy(value);
-  }
+  const copy = withFrozenMembers(item);
   attachByteCounts(copy as T, modelVisibleBytes(item));
   return Object.freeze(copy) as T;
 }

@@ -17,11 +17,19 @@ export function frozenCopy<T>(value: T): T {
   if (Array.isArray(value)) {
     return Object.freeze(value.map((v: unknown) => frozenCopy(v))) as T;
   }
+  return Object.freeze(withFrozenMembers(value)) as T;
+}
+
+/**
+ * A new plain object holding frozen copies of `value`'s members (`undefined` ones dropped), not
+ * frozen itself: for callers that add to it before freezing it (see `frozenItem`).
+ */
+export function withFrozenMembers(value: object): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, v] of Object.entries(value)) {
     if (v !== undefined) out[key] = frozenCopy(v);
   }
-  return Object.freeze(out) as T;
+  return out;
 }
 
 /**

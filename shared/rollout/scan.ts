@@ -114,10 +114,6 @@ export function appendEntries(
   return out;
 }
 
-/**
- * Summarizes `lines` (oldest first) as scan entries and advances `counters` over them. Compacted
- * entries carry `source` with their index in `lines`.
- */
 /** A line that rewrites history: every compaction, and every rollback of at least one turn. */
 export function isHistoryRewrite(line: RolloutItem): boolean {
   if (line.type === "compacted") return true;
@@ -128,6 +124,10 @@ export function isHistoryRewrite(line: RolloutItem): boolean {
   );
 }
 
+/**
+ * Summarizes `lines` (oldest first) as scan entries and advances `counters` over them. Compacted
+ * entries carry `source` with their index in `lines`.
+ */
 export function scanEntriesOf(lines: readonly RolloutLine[], counters: LineCounters): ScanEntry[] {
   const entries: ScanEntry[] = [];
   lines.forEach((line, lineIndex) => {
