@@ -27,6 +27,19 @@ async function turn(id: string, input: string, overrides?: Record<string, unknow
 
 const prompt = async (id: string) => (await api("GET", `/v1/threads/${id}/prompt`)).text();
 
+/**
+ * Evicts the thread (after `meanwhile`, e.g. a change to its storage) and checks that the next
+ * prompt and the engine state it reloads are identical to what they were.
+ */
+async function expectSameAfterEviction(id: string, meanwhile?: () => Promise<unknown>) {
+  const before = await prompt(id);
+  const state = await inspect(id);
+  await meanwhile?.();
+  await evictDurableObject(threadStub(id));
+  expect(await prompt(id)).toBe(before);
+  expect(await inspect(id)).toEqual(state);
+}
+
 describe("flush scheduling", () => {
   it("every turn brings the alarm within a second or so, even when a later one (event expiry) is set", async () => {
     const id = newThreadId();
@@ -167,11 +180,7 @@ describe("checkpoint item groups", () => {
       expect(g.first).toBe(i === 0 ? 0 : (second[i - 1]?.first ?? 0) + (second[i - 1]?.count ?? 0));
     });
     expect(await groupData(id)).toBe(marked);
-    const before = await prompt(id);
-    const state = await inspect(id);
-    await evictDurableObject(threadStub(id));
-    expect(await prompt(id)).toBe(before);
-    expect(await inspect(id)).toEqual(state);
+    await expectSameAfterEviction(id);
   });
 
   it("after a compaction rewrites history, every group is written again and loads back", async () => {
@@ -187,11 +196,7 @@ describe("checkpoint item groups", () => {
     for (let i = 0; i < 8; i++) await turn(id, `after ${i}`);
     await checkpointAfter(id, seq);
     expect(await groupData(id)).not.toBe(first);
-    const before = await prompt(id);
-    const state = await inspect(id);
-    await evictDurableObject(threadStub(id));
-    expect(await prompt(id)).toBe(before);
-    expect(await inspect(id)).toEqual(state);
+    await expectSameAfterEviction(id);
   });
 
   it("a checkpoint stored whole, as before item groups, still loads (no rebuild, no warning)", async () => {
@@ -199,30 +204,29 @@ describe("checkpoint item groups", () => {
     await createThread(id);
     for (let i = 0; i < 6; i++) await turn(id, big(i));
     await checkpointAfter(id);
-    const before = await prompt(id);
-    const state = await inspect(id);
-    await runInDurableObject(threadStub(id), (_i, durable) => {
-      const sql = durable.storage.sql;
-      const blob = (table: string) =>
-        sql
-          .exec<{ data: ArrayBuffer }>(`SELECT data FROM ${table} ORDER BY rowid`)
-          .toArray()
-          .map((r) => JSON.parse(gunzipSync(new Uint8Array(r.data)).toString()));
-      // One row each here: the header and every group are far below the row limit.
-      const [header] = blob("spindle_checkpoint");
-      const groups = blob("spindle_checkpoint_items") as { items: unknown[]; bytes: number[] }[];
-      const { itemCount: _n, ...rest } = header;
-      const whole = {
-        ...rest,
-        items: groups.flatMap((g) => g.items),
-        itemBytes: groups.flatMap((g) => g.bytes),
-      };
-      sql.exec("DELETE FROM spindle_checkpoint_items");
-      sql.exec("UPDATE spindle_checkpoint SET data = ?", gzipSync(JSON.stringify(whole)));
-    });
-    await evictDurableObject(threadStub(id));
-    expect(await prompt(id)).toBe(before);
-    expect(await inspect(id)).toEqual(state);
+    await expectSameAfterEviction(id, () =>
+      runInDurableObject(threadStub(id), (_i, durable) => {
+        const sql = durable.storage.sql;
+        const blob = (table: string) =>
+          sql
+            .exec<{ data: ArrayBuffer }>(`SELECT data FROM ${table} ORDER BY rowid`)
+            .toArray()
+            .map((r) => JSON.parse(gunzipSync(new Uint8Array(r.data)).toString()));
+        // One row each here: the header and every group are far below the row limit.
+        const [header] = blob("spindle_checkpoint");
+        const groups = blob("spindle_checkpoint_items") as { items: unknown[]; bytes: number[] }[];
+        const { itemCount: _n, ...rest } = header;
+        const whole = {
+          ...rest,
+          items: groups.flatMap((g) => g.items),
+          itemBytes: groups.flatMap((g) => g.bytes),
+        };
+        sql.exec("DELETE FROM spindle_checkpoint_items");
+        sql.exec("UPDATE spindle_checkpoint SET data = ?", gzipSync(JSON.stringify(whole)));
+      }),
+    );
+    const thread = await json<{ warnings: unknown[] }>(await api("GET", `/v1/threads/${id}`));
+    expect(thread.warnings).toEqual([]);
   });
 
   it.each([
@@ -253,6 +257,24 @@ describe("checkpoint item groups", () => {
   );
 });
 
+describe("updated_at", () => {
+  it("is the newest rollout line's timestamp, which a restore from R2 reads back", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    // A clock that moves on every read (workerd's stands still between I/O): a timestamp read
+    // after the last line was written would differ from it.
+    let now = Date.now();
+    vi.spyOn(Date, "now").mockImplementation(() => (now += 7));
+    for (const input of ["one", "two"]) await turn(id, input);
+    vi.restoreAllMocks();
+    await runDurableObjectAlarm(threadStub(id));
+    const { lines } = await checkThreadRollout(id);
+    const newest = JSON.parse(lines.at(-1) ?? "{}") as { timestamp?: string };
+    const thread = await json<{ updated_at: string }>(await api("GET", `/v1/threads/${id}`));
+    expect(thread.updated_at).toBe(newest.timestamp);
+  });
+});
+
 describe("checkpoint size", () => {
   it("a checkpoint larger than a row is split into parts under the 2 MB limit and loads back", async () => {
     const id = newThreadId();
@@ -272,12 +294,8 @@ describe("checkpoint size", () => {
     );
     expect(parts.filter((p) => p.grp === 0).length).toBeGreaterThan(1);
     expect(Math.max(...parts.map((c) => c.bytes))).toBeLessThanOrEqual(1_800_000);
-    const before = await prompt(id);
-    const state = await inspect(id);
-    expect(state?.checkpointSeq).toBeGreaterThan(0);
-    await evictDurableObject(threadStub(id));
-    expect(await prompt(id)).toBe(before);
-    expect(await inspect(id)).toEqual(state);
+    expect((await inspect(id))?.checkpointSeq).toBeGreaterThan(0);
+    await expectSameAfterEviction(id);
   });
 });
 
