@@ -15,7 +15,7 @@ import {
 import { type EngineDeps, ThreadSession, truncationPolicyOf } from "../shared/session/index.ts";
 import { CheckpointStore, type ItemGroupLimits } from "./checkpoint-store.ts";
 import type { MetaStore, ThreadMeta } from "./meta-store.ts";
-import { decodeTolerantly, RolloutLog } from "./rollout-log.ts";
+import { decodeTolerantly, firstMissingSeq, RolloutLog } from "./rollout-log.ts";
 import { type SegmentRow, SegmentStore } from "./segments.ts";
 import type { Sql } from "./sql.ts";
 
@@ -140,13 +140,17 @@ export class LiveThread {
     );
     const log = new RolloutLog(parts.sql, systemClock, lastSeq);
     const truncation = truncationPolicyOf(config);
-    const { lines: tail, warnings } = log.linesAfter(after);
+    const raw = log.rawAfter(after);
+    const missing = firstMissingSeq(raw, after, lastSeq);
+    const { lines: tail, warnings } = decodeTolerantly(raw);
     let state: ReconstructedState | { needsFullReplay: true; reason: string } =
       unreadable !== undefined
         ? { needsFullReplay: true, reason: unreadable }
-        : checkpoint === undefined
-          ? reconstructRollout(tail, { truncation })
-          : reconstructFromCheckpoint(checkpoint, tail, { truncation });
+        : missing !== undefined
+          ? { needsFullReplay: true, reason: `rollout line ${missing} is not in SQLite` }
+          : checkpoint === undefined
+            ? reconstructRollout(tail, { truncation })
+            : reconstructFromCheckpoint(checkpoint, tail, { truncation });
     if ("needsFullReplay" in state) {
       console.warn(`[thread] full replay: ${state.reason}`);
       const whole = await readWholeRollout(parts, meta, log);
@@ -184,11 +188,15 @@ export class LiveThread {
     const after = this.checkpoint?.lastSeq ?? 0;
     const flushed = this.segments.flushedThrough();
     if (flushed - after < this.#checkpointEveryLines) return;
-    const lines = this.log.linesBetween(after + 1, flushed);
+    const raw = this.log.rawAfter(after, flushed - after);
+    const lines = decodeTolerantly(raw).lines;
     const opts = { truncation: this.truncation, lastSeq: flushed };
-    let next = this.checkpoint
-      ? extendCheckpoint(this.checkpoint, lines, opts)
-      : extendFromScratch(this.log, lines, opts);
+    let next: Checkpoint | { needsFullReplay: true; reason: string } =
+      firstMissingSeq(raw, after, flushed) !== undefined
+        ? { needsFullReplay: true, reason: "lines after the checkpoint are not all in SQLite" }
+        : this.checkpoint
+          ? extendCheckpoint(this.checkpoint, lines, opts)
+          : createCheckpoint(lines, opts);
     if ("needsFullReplay" in next) {
       // A rollback deeper than the checkpoint's window (or a new truncation policy): start over
       // from the whole rollout, once.
@@ -211,18 +219,6 @@ export class LiveThread {
 export function withoutContextBaseline(state: ReconstructedState): ReconstructedState {
   const { referenceContextItem: _r, worldStateBaseline: _w, ...history } = state.history;
   return { ...state, history };
-}
-
-function extendFromScratch(
-  log: RolloutLog,
-  lines: RolloutLine[],
-  opts: { truncation: TruncationPolicy; lastSeq: number },
-): Checkpoint | { needsFullReplay: true; reason: string } {
-  // With no checkpoint yet, SQLite still holds every line from seq 1.
-  if (log.firstStoredSeq() !== 1) {
-    return { needsFullReplay: true, reason: "no checkpoint, and early lines already left SQLite" };
-  }
-  return createCheckpoint(lines, opts);
 }
 
 export interface WholeRolloutLine {

@@ -94,17 +94,9 @@ export class RolloutLog implements RolloutSink {
     return lines;
   }
 
-  /** Decoded lines with seq in [first, last] (tolerantly, as `linesAfter`). */
+  /** Decoded lines with seq in [first, last]; one that does not decode is skipped. */
   linesBetween(first: number, last: number): RolloutLine[] {
     return decodeTolerantly(this.rawAfter(first - 1, last - first + 1)).lines;
-  }
-
-  /**
-   * Decoded lines with `seq > after`. A line that does not decode is skipped with a warning: one
-   * corrupt row must not keep the thread from loading (design §10 invariant 8).
-   */
-  linesAfter(after: number): { lines: RolloutLine[]; warnings: string[] } {
-    return decodeTolerantly(this.rawAfter(after));
   }
 
   /** The first seq still in SQLite (lines before it live in R2 only), or undefined if empty. */
@@ -126,7 +118,28 @@ export class RolloutLog implements RolloutSink {
   }
 }
 
-/** Decodes stored lines, skipping (with a warning) any that do not decode. */
+/**
+ * The first seq in (after, last] that `rows` (in seq order) lack, or undefined when they hold
+ * every one. SQLite holds every line after the newest checkpoint, so a line it lacks there is in
+ * R2 only (a thread restored from R2 before its first checkpoint) or was lost.
+ */
+export function firstMissingSeq(
+  rows: readonly StoredLine[],
+  after: number,
+  last: number,
+): number | undefined {
+  let expected = after + 1;
+  for (const row of rows) {
+    if (row.seq !== expected) return expected;
+    expected += 1;
+  }
+  return expected <= last ? expected : undefined;
+}
+
+/**
+ * Decodes stored lines. A line that does not decode is skipped with a warning: one corrupt row
+ * must not keep the thread from loading (design §10 invariant 8).
+ */
 export function decodeTolerantly(rows: readonly StoredLine[]): {
   lines: RolloutLine[];
   warnings: string[];

@@ -9,7 +9,11 @@ import type {
   SessionConfiguration,
   ThreadConfig,
 } from "../shared/protocol/index.ts";
-import { encodeRolloutLine, reconstructRollout } from "../shared/rollout/index.ts";
+import {
+  createCheckpoint,
+  encodeRolloutLine,
+  reconstructRollout,
+} from "../shared/rollout/index.ts";
 import {
   InvalidConfigurationError,
   resolveSessionConfiguration,
@@ -856,15 +860,26 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       }),
     );
     const lastSeq = rows.at(-1)?.seq ?? 0;
+    const flushed = whole.segments.at(-1)?.last_seq ?? 0;
+    // SQLite keeps only the lines R2 lacks, so the lines R2 has go into a checkpoint: a reload
+    // needs every line after the checkpoint in SQLite. Not when lines were lost: a checkpoint
+    // would keep the context baseline that `state` dropped (a replay from R2 drops it again).
+    const checkpoint =
+      whole.warnings.length === 0 && flushed > 0
+        ? createCheckpoint(
+            rows.filter((r) => r.seq <= flushed).map((r) => r.line),
+            { truncation: truncationPolicyOf(config), lastSeq: flushed },
+          )
+        : undefined;
     // Rewrite local state from the rollout: lines R2 holds are recorded as flushed.
     await this.ctx.storage.deleteAll();
+    this.#alarmDue = undefined;
     migrate(this.ctx.storage.sql);
     this.ctx.storage.transactionSync(() => {
       this.#parts.meta.put("thread", meta);
       this.#parts.meta.put("config", config);
       for (const t of turns) this.#parts.meta.putTurn(t);
       for (const s of whole.segments) SegmentStore.recordDone(this.#parts.sql, s);
-      const flushed = whole.segments.at(-1)?.last_seq ?? 0;
       for (const r of rows) if (r.seq > flushed) RolloutLog.insert(this.#parts.sql, r.seq, r.text);
     });
     const live = new LiveThread(
@@ -872,10 +887,13 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       meta,
       config,
       new RolloutLog(this.#parts.sql, systemClock, lastSeq),
-      undefined,
+      checkpoint,
       state,
     );
+    if (checkpoint) live.checkpoints.save(checkpoint);
     this.#live = live;
+    // Lines that were only in SQLite still go to R2.
+    await this.#scheduleFlush();
     return ok(this.#resource(live));
   }
 

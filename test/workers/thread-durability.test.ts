@@ -506,6 +506,41 @@ describe("repairs instead of crash loops", () => {
   });
 });
 
+describe("restore and reload agree", () => {
+  const restore = async (id: string) => json(await api("POST", `/v1/threads/${id}/restore`));
+
+  it("a restored thread reloads the same after an eviction, and a rollback then keeps what R2 held", async () => {
+    const id = newThreadId();
+    await createThread(id, { cwd: "/repo" });
+    await turn(id, "one");
+    await turn(id, "two");
+    await runDurableObjectAlarm(threadStub(id));
+    await restore(id);
+    // SQLite now holds none of the lines R2 has: the restore's checkpoint stands for them.
+    await expectSameAfterEviction(id);
+    await json(await api("POST", `/v1/threads/${id}/rollback`, { turns: 1 }));
+    const history = await (await api("GET", `/v1/threads/${id}/history?limit=100`)).text();
+    expect(history).toContain('"one"');
+    expect(history).not.toContain('"two"');
+  });
+
+  it("a load that finds lines after the checkpoint missing from SQLite replays R2 instead", async () => {
+    const id = newThreadId();
+    await createThread(id, { cwd: "/repo" });
+    await turn(id, "one");
+    await runDurableObjectAlarm(threadStub(id));
+    const before = await prompt(id);
+    // As after a restore from R2 without a checkpoint: the flushed lines leave SQLite.
+    await runInDurableObject(threadStub(id), (_i, state) => {
+      state.storage.sql.exec("DELETE FROM spindle_checkpoint");
+      state.storage.sql.exec("DELETE FROM spindle_checkpoint_items");
+      state.storage.sql.exec("DELETE FROM spindle_rollout");
+    });
+    await evictDurableObject(threadStub(id));
+    expect(await prompt(id)).toBe(before);
+  });
+});
+
 describe("tenancy (invariant 9)", () => {
   it("a thread id names a different thread under each tenant, and one tenant cannot reach another's", async () => {
     const id = newThreadId();
