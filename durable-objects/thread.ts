@@ -295,7 +295,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     if (!live || this.#task) return;
     const next = this.#queue.shift();
     if (!next) return;
-    this.#abandonPausedTurn();
+    this.#abandonPausedTurn(live, "replaced");
     const { task } = this.#startTask(live, next.turnId, (signal) =>
       live.session.runTurn({ content: next.content }, next.overrides, signal, {
         turnId: next.turnId,
@@ -309,12 +309,22 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     );
   }
 
-  /** A new turn instead of tool outputs: the paused turn's calls stay unanswered in history. */
-  #abandonPausedTurn(): void {
+  /**
+   * A new turn (`replaced`) or a rollback (`interrupted`) instead of tool outputs: the paused turn
+   * ends, its calls stay unanswered in history (prompts pair them with "aborted"). The
+   * `turn_aborted` line records the end in the rollout, so a restore from R2 rebuilds the same
+   * turn row instead of a turn still waiting for outputs.
+   */
+  #abandonPausedTurn(live: LiveThread, reason: "replaced" | "interrupted"): void {
     const last = this.#parts.meta.lastTurn();
-    if (last?.status === "requires_action") {
-      this.#parts.meta.putTurn({ ...last, status: "interrupted", pending_calls: [] });
-    }
+    if (last?.status !== "requires_action") return;
+    live.session.abandonPausedTurn(last.id, reason);
+    this.#parts.meta.putTurn({
+      ...last,
+      status: "interrupted",
+      pending_calls: [],
+      last_seq: live.log.lastSeq,
+    });
   }
 
   /**
@@ -326,7 +336,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     req: StartTurnRequest,
     turnId: string,
   ): Promise<RpcResult<RunningTask>> {
-    this.#abandonPausedTurn();
+    this.#abandonPausedTurn(live, "replaced");
     const { task, started } = this.#startTask(live, turnId, (signal) =>
       live.session.runTurn({ content: contentOf(req.input) }, req.overrides, signal, { turnId }),
     );
@@ -423,13 +433,15 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     const meta = newMeta(req.tenant, req.threadId, now, null);
     const log = new RolloutLog(this.#parts.sql, systemClock, 0);
     this.ctx.storage.transactionSync(() => {
-      this.#parts.meta.put("thread", meta);
-      this.#parts.meta.put("config", config);
       log.append({
         type: "session_meta",
         payload: sessionMetaPayload(req.threadId, now, config, null),
       });
       log.append({ type: "spindle_config", payload: config });
+      // The newest line's time, as a restore from the rollout reads it back.
+      meta.updated_at = log.lastWrittenAt ?? now;
+      this.#parts.meta.put("thread", meta);
+      this.#parts.meta.put("config", config);
     });
     const live = new LiveThread(this.#parts, meta, config, log, undefined, undefined);
     this.#live = live;
@@ -635,6 +647,8 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     const live = await this.#thread();
     if (!live) return NOT_FOUND;
     if (this.#task) return fail("thread_busy", `Turn ${this.#task.currentId} is running.`);
+    // The body schema admits only valid counts, so the rollback below is recorded.
+    this.#abandonPausedTurn(live, "interrupted");
     try {
       live.session.recordRollback(req.turns);
     } catch (err) {
@@ -642,15 +656,27 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       if (failure) return failure;
       throw err;
     }
-    this.#abandonPausedTurn();
-    // The exact post-rollback state (reference, baseline, settings) is what a replay gives.
+    const reloaded = await this.#reload(live);
+    return reloaded ? ok(this.#resource(reloaded)) : NOT_FOUND;
+  }
+
+  /**
+   * Replaces the loaded thread with a replay of its rollout, after a change whose exact state
+   * (reference, baseline, settings) is defined by replay: a rollback, and a message recorded
+   * outside a turn, which replay attributes to the turn before it (reference §6.1), so a rollback
+   * in between counts it as rolled back with that turn.
+   */
+  async #reload(live: LiveThread): Promise<LiveThread | undefined> {
+    const updatedAt = live.log.lastWrittenAt;
     const reloaded = await LiveThread.load(this.#parts);
-    if (!reloaded) return NOT_FOUND;
-    reloaded.meta.updated_at = nowIso();
-    this.#parts.meta.put("thread", reloaded.meta);
+    if (!reloaded) return undefined;
+    if (updatedAt !== undefined) {
+      reloaded.meta.updated_at = updatedAt;
+      this.#parts.meta.put("thread", reloaded.meta);
+    }
     this.#live = reloaded;
     await this.#scheduleFlush();
-    return ok(this.#resource(reloaded));
+    return reloaded;
   }
 
   async compact(): Promise<RpcResult<TurnResource>> {
@@ -688,9 +714,8 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
         for (const item of live.session.inject(messages)) {
           this.#events.emit("item.completed", null, { item, context: false });
         }
-        live.meta.updated_at = nowIso();
-        this.#parts.meta.put("thread", live.meta);
-        await this.#scheduleFlush();
+        const reloaded = await this.#reload(live);
+        return reloaded ? ok(this.#resource(reloaded)) : NOT_FOUND;
       }
     } catch (err) {
       const failure = failureOf(err);

@@ -39,6 +39,8 @@ export function turnRowsFromRollout(
         ...open,
         last_seq: seq,
         status: event.type === "turn_aborted" ? "interrupted" : failed ? "failed" : "completed",
+        // An aborted turn waits for nothing: calls it made stay unanswered.
+        ...(event.type === "turn_aborted" ? { pending_calls: [] } : {}),
       });
       open = undefined;
     } else if (open) {

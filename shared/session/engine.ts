@@ -803,14 +803,29 @@ export class ThreadSession {
     return item;
   }
 
-  #turnAborted(turn: TurnContext, startedAtMs: number | undefined): void {
+  /**
+   * Ends a turn paused in `requires_action` whose outputs will not come, because a new turn
+   * replaces it (`replaced`) or a rollback removes it (`interrupted`): a `turn_aborted` line
+   * only. Unlike an interrupt nothing joins history; the calls stay unanswered (`forPrompt`
+   * pairs them with `aborted`).
+   */
+  abandonPausedTurn(turnId: string, reason: "replaced" | "interrupted"): void {
+    this.#assertIdle();
+    this.#turnAborted({ turnId }, undefined, reason);
+  }
+
+  #turnAborted(
+    turn: Pick<TurnContext, "turnId">,
+    startedAtMs: number | undefined,
+    reason: "replaced" | "interrupted" = "interrupted",
+  ): void {
     const completedAtMs = this.#deps.clock.nowMs();
     this.#deps.sink.append({
       type: "event_msg",
       payload: {
         type: "turn_aborted",
         turn_id: turn.turnId,
-        reason: "interrupted",
+        reason,
         completed_at: Math.floor(completedAtMs / 1000),
         ...(startedAtMs === undefined ? {} : { duration_ms: completedAtMs - startedAtMs }),
       },

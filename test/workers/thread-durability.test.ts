@@ -273,6 +273,28 @@ describe("updated_at", () => {
     const thread = await json<{ updated_at: string }>(await api("GET", `/v1/threads/${id}`));
     expect(thread.updated_at).toBe(newest.timestamp);
   });
+
+  it("is the newest line's timestamp after a creation, an inject and a rollback too", async () => {
+    const id = newThreadId();
+    const thread = async () => (await api("GET", `/v1/threads/${id}`)).text();
+    const restoredFromR2 = async () => {
+      await runDurableObjectAlarm(threadStub(id));
+      await json(await api("POST", `/v1/threads/${id}/restore`));
+      return thread();
+    };
+    let now = Date.now();
+    vi.spyOn(Date, "now").mockImplementation(() => (now += 7));
+    await createThread(id);
+    const created = await thread();
+    expect(await restoredFromR2()).toBe(created);
+    await turn(id, "one");
+    await json(await api("POST", `/v1/threads/${id}/inject`, { text: "noted" }));
+    const injected = await thread();
+    expect(await restoredFromR2()).toBe(injected);
+    await json(await api("POST", `/v1/threads/${id}/rollback`, { turns: 1 }));
+    const rolledBack = await thread();
+    expect(await restoredFromR2()).toBe(rolledBack);
+  });
 });
 
 describe("checkpoint size", () => {
@@ -507,6 +529,7 @@ describe("repairs instead of crash loops", () => {
 });
 
 describe("restore and reload agree", () => {
+  const threadText = async (id: string) => (await api("GET", `/v1/threads/${id}`)).text();
   const restore = async (id: string) => json(await api("POST", `/v1/threads/${id}/restore`));
 
   it("a restored thread reloads the same after an eviction, and a rollback then keeps what R2 held", async () => {
@@ -538,6 +561,32 @@ describe("restore and reload agree", () => {
     });
     await evictDurableObject(threadStub(id));
     expect(await prompt(id)).toBe(before);
+  });
+
+  it("a message injected after a rollback reloads to the state it had live", async () => {
+    const id = newThreadId();
+    await createThread(id, { cwd: "/repo", tools: [{ name: "lookup" }] });
+    await turn(id, "/call lookup {}");
+    await json(await api("POST", `/v1/threads/${id}/compact`));
+    await json(await api("POST", `/v1/threads/${id}/rollback`, { turns: 1 }));
+    await json(await api("POST", `/v1/threads/${id}/inject`, { text: "noted" }));
+    await expectSameAfterEviction(id);
+  });
+
+  it("a paused turn that a rollback ended is still ended after a restore from R2", async () => {
+    const id = newThreadId();
+    await createThread(id, { tools: [{ name: "lookup" }] });
+    const paused = await turn(id, "/call lookup {}");
+    expect(paused.status).toBe("requires_action");
+    await json(await api("POST", `/v1/threads/${id}/rollback`, { turns: 1 }));
+    const ended = await (await api("GET", `/v1/threads/${id}/turns/${paused.id}`)).text();
+    expect(JSON.parse(ended)).toMatchObject({ status: "interrupted", pending_calls: [] });
+    const thread = await threadText(id);
+    expect(JSON.parse(thread)).toMatchObject({ status: "idle" });
+    await runDurableObjectAlarm(threadStub(id));
+    await restore(id);
+    expect(await threadText(id)).toBe(thread);
+    expect(await (await api("GET", `/v1/threads/${id}/turns/${paused.id}`)).text()).toBe(ended);
   });
 });
 
