@@ -165,11 +165,23 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   #settleInterruptedTurn(live: LiveThread): void {
     const last = this.#parts.meta.lastTurn();
     if (last?.status !== "in_progress") return;
-    live.log.append({
-      type: "event_msg",
-      payload: { type: "turn_aborted", turn_id: last.id, reason: "interrupted" },
+    this.#endTurn(live, last, "interrupted");
+  }
+
+  /**
+   * Ends the turn of `row` with a `turn_aborted` line, so that a restore from R2 rebuilds the
+   * same turn row and the same `updated_at` (the newest line's time).
+   */
+  #endTurn(live: LiveThread, row: TurnRow, reason: "replaced" | "interrupted"): void {
+    live.session.recordTurnAborted(row.id, reason);
+    this.#parts.meta.putTurn({
+      ...row,
+      status: "interrupted",
+      pending_calls: [],
+      last_seq: live.log.lastSeq,
     });
-    this.#parts.meta.putTurn({ ...last, status: "interrupted", last_seq: live.log.lastSeq });
+    live.meta.updated_at = live.log.lastWrittenAt ?? live.meta.updated_at;
+    this.#parts.meta.put("thread", live.meta);
   }
 
   #resource(live: LiveThread): ThreadResource {
@@ -311,20 +323,11 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
 
   /**
    * A new turn (`replaced`) or a rollback (`interrupted`) instead of tool outputs: the paused turn
-   * ends, its calls stay unanswered in history (prompts pair them with "aborted"). The
-   * `turn_aborted` line records the end in the rollout, so a restore from R2 rebuilds the same
-   * turn row instead of a turn still waiting for outputs.
+   * ends, its calls stay unanswered in history (prompts pair them with "aborted").
    */
   #abandonPausedTurn(live: LiveThread, reason: "replaced" | "interrupted"): void {
     const last = this.#parts.meta.lastTurn();
-    if (last?.status !== "requires_action") return;
-    live.session.abandonPausedTurn(last.id, reason);
-    this.#parts.meta.putTurn({
-      ...last,
-      status: "interrupted",
-      pending_calls: [],
-      last_seq: live.log.lastSeq,
-    });
+    if (last?.status === "requires_action") this.#endTurn(live, last, reason);
   }
 
   /**

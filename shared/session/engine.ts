@@ -804,12 +804,12 @@ export class ThreadSession {
   }
 
   /**
-   * Ends a turn paused in `requires_action` whose outputs will not come, because a new turn
-   * replaces it (`replaced`) or a rollback removes it (`interrupted`): a `turn_aborted` line
-   * only. Unlike an interrupt nothing joins history; the calls stay unanswered (`forPrompt`
-   * pairs them with `aborted`).
+   * Ends a turn that will not go on: one paused in `requires_action` whose outputs will not come
+   * because a new turn replaces it (`replaced`) or a rollback removes it, or one cut off when its
+   * instance was lost (`interrupted`). A `turn_aborted` line only: unlike an interrupt nothing
+   * joins history, and calls stay unanswered (`forPrompt` pairs them with `aborted`).
    */
-  abandonPausedTurn(turnId: string, reason: "replaced" | "interrupted"): void {
+  recordTurnAborted(turnId: string, reason: "replaced" | "interrupted"): void {
     this.#assertIdle();
     this.#turnAborted({ turnId }, undefined, reason);
   }

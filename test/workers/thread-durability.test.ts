@@ -274,6 +274,29 @@ describe("updated_at", () => {
     expect(thread.updated_at).toBe(newest.timestamp);
   });
 
+  it("is the newest line's timestamp after a turn cut short by a lost instance is settled", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    let now = Date.now();
+    vi.spyOn(Date, "now").mockImplementation(() => (now += 7));
+    const slow = api("POST", `/v1/threads/${id}/turns`, { input: "/slow 40 take your time" });
+    for (let i = 0; ; i++) {
+      const { status } = await json<{ status: string }>(await api("GET", `/v1/threads/${id}`));
+      if (status === "running") break;
+      if (i > 200) throw new Error("the turn never ran");
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await runInDurableObject(threadStub(id), (_i, state) =>
+      state.abort("reset for the test"),
+    ).catch(() => undefined);
+    await slow.catch(() => undefined);
+    // The reload settles the cut turn with a turn_aborted line.
+    const settled = await (await api("GET", `/v1/threads/${id}`)).text();
+    await runDurableObjectAlarm(threadStub(id));
+    await json(await api("POST", `/v1/threads/${id}/restore`));
+    expect(await (await api("GET", `/v1/threads/${id}`)).text()).toBe(settled);
+  });
+
   it("is the newest line's timestamp after a creation, an inject and a rollback too", async () => {
     const id = newThreadId();
     const thread = async () => (await api("GET", `/v1/threads/${id}`)).text();
