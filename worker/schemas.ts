@@ -298,6 +298,11 @@ export const TurnResourceSchema = z.object({
   object: z.literal("turn"),
   id: TurnIdSchema,
   thread_id: ThreadIdSchema,
+  /**
+   * `compaction`: a compaction task (`POST …/compact`, or the automatic one that a turn's stream
+   * shows before the turn itself when its context is near the window).
+   */
+  kind: z.enum(["turn", "compaction"]),
   status: TurnStatusSchema,
   /** What the turn recorded, in order: context items, the user input, model output. */
   items: z.array(ResponseItemOutputSchema),

@@ -27,8 +27,10 @@ export const KEEP_ALIVE_FRAME = ": keep-alive\n\n";
 
 export interface ServerSentEventsOptions {
   /**
-   * A turn's stream: close after the first terminal event, and treat an upstream end before it
-   * as a failure. Otherwise (the thread's tail) run until the upstream ends or the client leaves.
+   * A turn's stream. The Thread DO ends it after the addressed turn's terminal event (an automatic
+   * compaction before the turn streams first, with a terminal event of its own), so an upstream
+   * end right after any other event is a failure. Otherwise (the thread's tail) run until the
+   * upstream ends or the client leaves.
    */
   endAfterTerminal: boolean;
   keepAliveMs?: number;
@@ -55,6 +57,7 @@ export function serverSentEvents(
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let finished = false;
+  let lastWasTerminal = false;
 
   const write = (frame: string) => {
     controller.enqueue(encoder.encode(frame));
@@ -99,8 +102,9 @@ export function serverSentEvents(
       // The client left while the read was pending.
       if (finished) return;
       if (next.done) {
-        if (options.endAfterTerminal) fail(new ApiError("internal", BROKEN_STREAM_DETAIL));
-        else finish();
+        if (options.endAfterTerminal && !lastWasTerminal) {
+          fail(new ApiError("internal", BROKEN_STREAM_DETAIL));
+        } else finish();
         return;
       }
       let event: { frame: string; terminal: boolean };
@@ -111,7 +115,7 @@ export function serverSentEvents(
         return;
       }
       write(event.frame);
-      if (options.endAfterTerminal && event.terminal) finish();
+      lastWasTerminal = event.terminal;
     },
     cancel(reason) {
       return stop(reason);

@@ -114,6 +114,33 @@ describe("streaming (SSE)", () => {
   });
 });
 
+describe("streaming a turn that an automatic compaction precedes", () => {
+  it("streams the compaction as its own turn, then the turn itself, and ends after the turn's terminal event", async () => {
+    const id = newThreadId();
+    // A small window: the long message below brings the next turn past the compaction threshold.
+    await createThread(id, { model: "spindle-local-lite" });
+    await turn(id, `${"x".repeat(600_000)} long`);
+    const frames = await readSse(
+      await post(`/v1/threads/${id}/turns`, { input: "after it", stream: true }),
+    );
+    const turns = frames
+      .filter((f) => f.event === "turn.started" || f.event === "turn.completed")
+      .map((f) => {
+        const data = (JSON.parse(f.data) as { data: { id: string; kind: string } }).data;
+        return `${f.event} ${data.kind}`;
+      });
+    expect(turns).toEqual([
+      "turn.started compaction",
+      "turn.completed compaction",
+      "turn.started turn",
+      "turn.completed turn",
+    ]);
+    const last = JSON.parse(frames.at(-1)?.data ?? "{}") as { data: Turn };
+    expect(frames.at(-1)?.event).toBe("turn.completed");
+    expect(text(last.data.items.at(-1))).toContain('"after it"');
+  });
+});
+
 /** A GET with the dev key and extra headers (e.g. Last-Event-ID). */
 function getWith(path: string, headers: Record<string, string>) {
   return exports.default.fetch(`http://spindle.test${path}`, {

@@ -244,6 +244,7 @@ export function turn(id: string, threadId: string, status: TurnResource["status"
     object: "turn",
     id,
     thread_id: threadId,
+    kind: "turn",
     status,
     items: [userMessage("hi")],
     pending_calls: [],

@@ -114,21 +114,19 @@ describe("POST /v1/threads/{id}/turns as server-sent events", () => {
     });
   });
 
-  it("the stream closes after the terminal event and releases the DO's stream", async () => {
+  it("the stream runs to the end of the DO's, which ends after the turn's own terminal event", async () => {
     const { json, fake } = setup();
     fake.threads.set("A:t1", thread("t1"));
     const upstream = controlledStream();
     fake.eventStream = () => upstream.stream;
-    const [started, , , completed] = turnEvents("u1", "t1");
-    upstream.push(started);
-    upstream.push(completed);
-    // Anything after the terminal event is not sent: the DO's stream is left open on purpose.
-    upstream.push({ ...started, seq: 9 });
+    // An automatic compaction ran first, as a turn of its own with its own terminal event.
+    const [compactionStarted, , , compacted] = turnEvents("c1", "t1");
+    const [started, , , completed] = turnEvents("u1", "t1").map((e) => ({ ...e, seq: e.seq + 4 }));
+    const sent = [compactionStarted, compacted, started, completed];
+    for (const event of sent) upstream.push(event);
+    upstream.close();
     const res = await json("/v1/threads/t1/turns", { input: "hi", stream: true });
-    expect(await res.text()).toBe(
-      [started, completed].map((e) => frame(e as ThreadEvent)).join(""),
-    );
-    expect(upstream.state.cancelled).toBe(true);
+    expect(await res.text()).toBe(sent.map((e) => frame(e as ThreadEvent)).join(""));
     expect(fake.calls.map((c) => c.method)).toEqual(["streamTurn"]);
   });
 
@@ -220,6 +218,7 @@ describe("serverSentEvents", () => {
       ": keep-alive\n\n",
     ]);
     upstream.push(completed);
+    upstream.close();
     await out.done;
     expect(out.chunks.at(-1)).toBe(frame(completed));
     // Closed: no timer is left behind.
