@@ -1,0 +1,430 @@
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
+import fc from "fast-check";
+import { afterEach, describe, expect, it, type MockInstance, vi } from "vitest";
+import type { Thread } from "../../durable-objects/thread.ts";
+import {
+  api,
+  BASE,
+  DEV_KEY,
+  json,
+  newThreadId,
+  readSse,
+  type SseFrame,
+  threadStub,
+} from "./helpers/api.ts";
+import { checkThreadRollout } from "./helpers/rollout.ts";
+
+/*
+ * Model-based durability test: random sequences of the operations a client and the platform can
+ * mix (turns with overrides, long inputs, tool calls and their outputs, rollbacks, compactions,
+ * injects, forks, export + import, evictions, instances lost mid-turn, turns that interrupt, steer
+ * or queue behind a running one, R2 outages, flush alarms, restores from R2), checked after every
+ * step against the invariants of
+ * design §10: the stored rollout is whole, the prompt never holds a call without its output, a
+ * reload is exact, and lines not yet in R2 always have an alarm that will flush them.
+ */
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+type Inspect = Awaited<ReturnType<Thread["inspectForTesting"]>>;
+interface Item {
+  type: string;
+  call_id?: string;
+  content?: { text?: string }[];
+}
+
+interface Model {
+  /** The paused turn waiting for a tool output. */
+  pending: { turn: string; call: string } | undefined;
+  r2Down: boolean;
+}
+
+interface Real {
+  id: string;
+  /** The spy that makes R2 puts fail while R2 is "down". */
+  outage: MockInstance | undefined;
+}
+
+const stub = (r: Real) => threadStub(r.id);
+async function inspect(r: Real) {
+  const state = (await stub(r).inspectForTesting()) as Inspect;
+  if (state === undefined) throw new Error(`thread ${r.id} does not exist`);
+  return state;
+}
+/**
+ * The engine state a reload must reproduce. `historyVersion` is left out: after a reload it
+ * counts rewrites from the newest compaction (as Codex resumes), so it differs once two
+ * compactions happened; history cursors carry the rollout's own rewrite count instead.
+ */
+async function reloadable(r: Real) {
+  const { history, ...rest } = await inspect(r);
+  const { historyVersion: _, ...kept } = history;
+  return { ...rest, history: kept };
+}
+const promptText = async (r: Real) => (await api("GET", `/v1/threads/${r.id}/prompt`)).text();
+const threadText = async (r: Real) => (await api("GET", `/v1/threads/${r.id}`)).text();
+
+async function turnStatus(r: Real, turnId: string): Promise<string> {
+  const turn = await json<{ status: string }>(
+    await api("GET", `/v1/threads/${r.id}/turns/${turnId}`),
+  );
+  return turn.status;
+}
+
+/** The turn's status once it no longer runs or waits in the queue. */
+async function settled(r: Real, turnId: string): Promise<string> {
+  for (let i = 0; i < 400; i++) {
+    const status = await turnStatus(r, turnId);
+    if (status !== "in_progress") return status;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  throw new Error(`turn ${turnId} is still in progress`);
+}
+
+/** What must hold after every step, whatever came before. */
+async function checkInvariants(r: Real): Promise<void> {
+  const state = await inspect(r);
+  const rollout = await checkThreadRollout(r.id);
+  expect(rollout.errors).toEqual([]);
+  expect(rollout.lines).toHaveLength(state.lastSeq);
+
+  // Every call in the prompt is followed by its output, and every output answers a call before it.
+  const { input } = JSON.parse(await promptText(r)) as { input: Item[] };
+  const open = new Set<string>();
+  for (const item of input) {
+    if (item.type === "function_call" && item.call_id) open.add(item.call_id);
+    if (item.type === "function_call_output") {
+      expect(open.has(item.call_id ?? "")).toBe(true);
+      open.delete(item.call_id ?? "");
+    }
+  }
+  expect([...open]).toEqual([]);
+}
+
+/** A turn with a plain message, sometimes changing the working directory or the model. */
+class TurnCommand implements fc.AsyncCommand<Model, Real> {
+  constructor(
+    readonly text: string,
+    readonly overrides: { cwd?: string; model?: string } | undefined,
+  ) {}
+  check = () => true;
+  async run(m: Model, r: Real) {
+    const turn = await json<{ status: string }>(
+      await api("POST", `/v1/threads/${r.id}/turns`, {
+        input: this.text,
+        ...(this.overrides ? { overrides: this.overrides } : {}),
+      }),
+    );
+    expect(turn.status).toBe("completed");
+    // The message is in the next prompt (a compaction may only run before a turn).
+    const { input } = JSON.parse(await promptText(r)) as { input: Item[] };
+    expect(input.some((i) => i.content?.some((c) => c.text === this.text))).toBe(true);
+    // A new turn leaves an unanswered call behind (paired with "aborted" in prompts).
+    m.pending = undefined;
+    await checkInvariants(r);
+  }
+  toString = () => {
+    const text =
+      this.text.length > 40 ? `${this.text.slice(0, 4)}… (${this.text.length} chars)` : this.text;
+    return `turn(${JSON.stringify(text)}, ${JSON.stringify(this.overrides)})`;
+  };
+}
+
+/** A turn in which the model calls the client's tool and pauses. */
+class CallCommand implements fc.AsyncCommand<Model, Real> {
+  constructor(readonly n: number) {}
+  check = () => true;
+  async run(m: Model, r: Real) {
+    const turn = await json<{ id: string; status: string; pending_calls: Item[] }>(
+      await api("POST", `/v1/threads/${r.id}/turns`, { input: `/call lookup {"n":${this.n}}` }),
+    );
+    expect(turn.status).toBe("requires_action");
+    const call = turn.pending_calls[0]?.call_id;
+    expect(call).toBeTypeOf("string");
+    m.pending = { turn: turn.id, call: call as string };
+    await checkInvariants(r);
+  }
+  toString = () => `call(${this.n})`;
+}
+
+/** The client answers the paused turn's call; the turn completes. */
+class OutputCommand implements fc.AsyncCommand<Model, Real> {
+  check = (m: Readonly<Model>) => m.pending !== undefined;
+  async run(m: Model, r: Real) {
+    const pending = m.pending as NonNullable<Model["pending"]>;
+    const turn = await json<{ status: string }>(
+      await api("POST", `/v1/threads/${r.id}/turns/${pending.turn}/outputs`, {
+        items: [{ type: "function_call_output", call_id: pending.call, output: "found it" }],
+      }),
+    );
+    expect(turn.status).toBe("completed");
+    m.pending = undefined;
+    await checkInvariants(r);
+  }
+  toString = () => "output";
+}
+
+class RollbackCommand implements fc.AsyncCommand<Model, Real> {
+  constructor(readonly turns: number) {}
+  check = () => true;
+  async run(m: Model, r: Real) {
+    const before = await promptText(r);
+    const res = await api("POST", `/v1/threads/${r.id}/rollback`, { turns: this.turns });
+    if (res.status === 200) {
+      m.pending = undefined;
+    } else {
+      // Only a rollback past the first user turn may be refused, and it must change nothing.
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { code: string }).code).toBe("invalid_request");
+      expect(await promptText(r)).toBe(before);
+    }
+    await checkInvariants(r);
+  }
+  toString = () => `rollback(${this.turns})`;
+}
+
+/** User messages recorded without a turn. */
+class InjectCommand implements fc.AsyncCommand<Model, Real> {
+  check = () => true;
+  async run(_m: Model, r: Real) {
+    await json(await api("POST", `/v1/threads/${r.id}/inject`, { text: "noted" }));
+    await checkInvariants(r);
+  }
+  toString = () => "inject";
+}
+
+class CompactCommand implements fc.AsyncCommand<Model, Real> {
+  check = () => true;
+  async run(m: Model, r: Real) {
+    const turn = await json<{ status: string }>(await api("POST", `/v1/threads/${r.id}/compact`));
+    expect(turn.status).toBe("completed");
+    m.pending = undefined;
+    await checkInvariants(r);
+  }
+  toString = () => "compact";
+}
+
+/** The platform drops the instance; the next request reloads exactly what was there. */
+class EvictCommand implements fc.AsyncCommand<Model, Real> {
+  check = () => true;
+  async run(_m: Model, r: Real) {
+    const prompt = await promptText(r);
+    const thread = await threadText(r);
+    const state = await reloadable(r);
+    await evictDurableObject(stub(r));
+    expect(await promptText(r)).toBe(prompt);
+    expect(await threadText(r)).toBe(thread);
+    expect(await reloadable(r)).toEqual(state);
+    await checkInvariants(r);
+  }
+  toString = () => "evict";
+}
+
+/** R2 starts or stops failing every put. */
+class OutageCommand implements fc.AsyncCommand<Model, Real> {
+  check = () => true;
+  async run(m: Model, r: Real) {
+    if (m.r2Down) {
+      r.outage?.mockRestore();
+      r.outage = undefined;
+    } else {
+      r.outage = vi.spyOn(env.ROLLOUT, "put").mockRejectedValue(new Error("r2 down"));
+    }
+    m.r2Down = !m.r2Down;
+  }
+  toString = () => "toggle R2 outage";
+}
+
+/** The flush alarm fires. Lines not in R2 must always have one pending. */
+class AlarmCommand implements fc.AsyncCommand<Model, Real> {
+  check = () => true;
+  async run(m: Model, r: Real) {
+    const before = await inspect(r);
+    const ran = await runDurableObjectAlarm(stub(r));
+    if (before.flushedThrough < before.lastSeq) expect(ran).toBe(true);
+    const after = await inspect(r);
+    if (!m.r2Down) expect(after.flushedThrough).toBe(after.lastSeq);
+    else expect(after.flushedThrough).toBe(before.flushedThrough);
+    await checkInvariants(r);
+  }
+  toString = () => "alarm";
+}
+
+/**
+ * `POST …/restore` (R2 segments plus the SQLite lines R2 lacks, when R2 answers): the rebuilt
+ * thread is the same thread, and lines not yet in R2 still get there.
+ */
+class RestoreCommand implements fc.AsyncCommand<Model, Real> {
+  constructor(readonly flushFirst: boolean) {}
+  check = (m: Readonly<Model>) => !m.r2Down;
+  async run(_m: Model, r: Real) {
+    if (this.flushFirst) await runDurableObjectAlarm(stub(r));
+    const prompt = await promptText(r);
+    const thread = await threadText(r);
+    const { config, history, previousTurnSettings, lastSeq } = await reloadable(r);
+    await json(await api("POST", `/v1/threads/${r.id}/restore`));
+    expect(await promptText(r)).toBe(prompt);
+    expect(await threadText(r)).toBe(thread);
+    expect(await reloadable(r)).toMatchObject({ config, history, previousTurnSettings, lastSeq });
+    await checkInvariants(r);
+  }
+  toString = () => `restore(${this.flushFirst ? "after a flush" : "with unflushed lines"})`;
+}
+
+/** A fork of every ended turn is, to the model, the same thread. */
+class ForkCommand implements fc.AsyncCommand<Model, Real> {
+  // A paused turn has not ended, so the fork leaves it out.
+  check = (m: Readonly<Model>) => m.pending === undefined;
+  async run(_m: Model, r: Real) {
+    const fork: Real = { id: newThreadId(), outage: undefined };
+    await json(await api("POST", `/v1/threads/${r.id}/fork`, { id: fork.id }), 201);
+    expect(await promptText(fork)).toBe(await promptText(r));
+    await checkInvariants(fork);
+  }
+  toString = () => "fork";
+}
+
+/** Export, then import as a new thread: the same rollout lines and the same prompt. */
+class ExportImportCommand implements fc.AsyncCommand<Model, Real> {
+  check = () => true;
+  async run(_m: Model, r: Real) {
+    const exported = await (await api("GET", `/v1/threads/${r.id}/rollout`)).text();
+    const copy: Real = { id: newThreadId(), outage: undefined };
+    const res = await exports.default.fetch(`${BASE}/v1/threads/import?id=${copy.id}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${DEV_KEY}`, "content-type": "application/x-ndjson" },
+      body: exported,
+    });
+    expect(res.status).toBe(201);
+    const again = await (await api("GET", `/v1/threads/${copy.id}/rollout`)).text();
+    // Every line but the first (session_meta names the new thread) is kept byte for byte.
+    expect(again.split("\n").slice(1)).toEqual(exported.split("\n").slice(1));
+    expect(await promptText(copy)).toBe(await promptText(r));
+    await checkInvariants(copy);
+  }
+  toString = () => "export + import";
+}
+
+type BusyKind = "interrupt" | "steer" | "queue" | "reset";
+
+/**
+ * A slow turn, and while it runs: a turn that interrupts it, input steered into it, a turn queued
+ * behind it, or the instance lost (memory gone, storage kept; the reload settles the cut turn).
+ */
+class BusyCommand implements fc.AsyncCommand<Model, Real> {
+  constructor(readonly kind: BusyKind) {}
+  check = () => true;
+  async run(m: Model, r: Real) {
+    const post = (body: Record<string, unknown>) => api("POST", `/v1/threads/${r.id}/turns`, body);
+    // The turn's own turn.started names it (an automatic compaction may stream first); the
+    // client then goes away, and the turn runs on.
+    const isTurnStart = (f: SseFrame) =>
+      f.event === "turn.started" &&
+      (JSON.parse(f.data) as { data: { kind: string } }).data.kind === "turn";
+    const head = await readSse(
+      await post({ input: "/slow 30 take your time", stream: true }),
+      (frames) => frames.some(isTurnStart),
+    );
+    const running = (JSON.parse(head.find(isTurnStart)?.data ?? "{}") as { turn_id: string })
+      .turn_id;
+    m.pending = undefined;
+    switch (this.kind) {
+      case "interrupt": {
+        const next = await json<{ status: string }>(
+          await post({ input: "instead", on_busy: "interrupt" }),
+        );
+        expect(next.status).toBe("completed");
+        expect(await turnStatus(r, running)).toBe("interrupted");
+        break;
+      }
+      case "steer":
+        await json(await post({ input: "also this", on_busy: "steer", expected_turn_id: running }));
+        expect(await settled(r, running)).toBe("completed");
+        break;
+      case "queue": {
+        const queued = await json<{ id: string }>(
+          await post({ input: "after", on_busy: "queue" }),
+          202,
+        );
+        expect(await settled(r, running)).toBe("completed");
+        expect(await settled(r, queued.id)).toBe("completed");
+        break;
+      }
+      case "reset":
+        await runInDurableObject(stub(r), (_i, state) => state.abort("reset for the test")).catch(
+          () => undefined,
+        );
+        // The reload settles the turn the reset cut short.
+        expect(JSON.parse(await threadText(r))).toMatchObject({ status: "idle" });
+        expect(await turnStatus(r, running)).toBe("interrupted");
+        break;
+    }
+    await checkInvariants(r);
+  }
+  toString = () => `busy(${this.kind})`;
+}
+
+const commands = [
+  fc
+    .tuple(
+      fc
+        .oneof(
+          { weight: 9, arbitrary: fc.string({ minLength: 1, maxLength: 12 }) },
+          // Longer than a SQLite row part: stored in parts, read back whole.
+          { weight: 1, arbitrary: fc.nat({ max: 9 }).map((n) => `${"x".repeat(600_000)} ${n}`) },
+        )
+        .filter((s) => s.trim() !== "" && !s.startsWith("/")),
+      fc.option(
+        fc.oneof(
+          fc.constantFrom("/repo", "/repo/app", "/srv").map((cwd) => ({ cwd })),
+          fc.constantFrom("spindle-local", "spindle-local-lite").map((model) => ({ model })),
+        ),
+        { nil: undefined },
+      ),
+    )
+    .map(([text, overrides]) => new TurnCommand(text, overrides)),
+  fc.nat({ max: 99 }).map((n) => new CallCommand(n)),
+  fc.constant(new OutputCommand()),
+  fc.integer({ min: 1, max: 3 }).map((n) => new RollbackCommand(n)),
+  fc.constant(new CompactCommand()),
+  fc.constant(new EvictCommand()),
+  fc.constant(new OutageCommand()),
+  fc.constant(new AlarmCommand()),
+  fc.boolean().map((flushFirst) => new RestoreCommand(flushFirst)),
+  fc.constant(new InjectCommand()),
+  fc.constant(new ForkCommand()),
+  fc.constant(new ExportImportCommand()),
+  fc
+    .constantFrom<BusyKind>("interrupt", "steer", "queue", "reset")
+    .map((kind) => new BusyCommand(kind)),
+];
+
+describe("random operation sequences", () => {
+  it("keep the rollout whole, the prompt paired, reloads exact and unflushed lines scheduled", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.commands(commands, { maxCommands: 40, size: "max" }), async (cmds) => {
+        const real: Real = { id: newThreadId(), outage: undefined };
+        await json(
+          await api("POST", "/v1/threads", {
+            id: real.id,
+            cwd: "/repo",
+            tools: [{ name: "lookup", description: "find things" }],
+          }),
+          201,
+        );
+        try {
+          await fc.asyncModelRun(
+            () => ({ model: { pending: undefined, r2Down: false }, real }),
+            cmds,
+          );
+        } finally {
+          real.outage?.mockRestore();
+        }
+      }),
+      { numRuns: 25 },
+    );
+  }, 300_000);
+});
