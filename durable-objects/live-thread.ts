@@ -110,6 +110,12 @@ export class LiveThread {
     );
   }
 
+  /** Sets `updated_at` to the newest line's time, as a restore from the rollout reads it back. */
+  touch(store: MetaStore): void {
+    this.meta.updated_at = this.log.lastWrittenAt ?? this.meta.updated_at;
+    store.put("thread", this.meta);
+  }
+
   get truncation(): TruncationPolicy {
     return truncationPolicyOf(this.session.state.config);
   }

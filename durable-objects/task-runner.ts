@@ -27,7 +27,6 @@ export interface TaskRunnerDeps {
   live: LiveThread;
   meta: MetaStore;
   events: EventLog;
-  now: () => string;
   /** The Turn resource of a row, with the items its lines recorded. */
   resourceOf: (row: TurnRow, items?: ResponseItem[]) => Promise<TurnResource>;
   /** Called once a task's first line is written (e.g. to persist changed configuration). */
@@ -107,7 +106,7 @@ async function drive(
           pending_calls: pending,
           ...(queued ? { queued_input: queued } : {}),
         });
-        touch(deps);
+        deps.live.touch(deps.meta);
         return resource;
       }
       const event = next.value;
@@ -133,7 +132,7 @@ async function drive(
         if (task.turnId === "") (task as { turnId: string }).turnId = event.turn_id;
         meta.putTurn(row);
         deps.onTaskStarted?.();
-        touch(deps);
+        deps.live.touch(deps.meta);
         items.set(row.id, []);
         events.emit("turn.started", row.id, await deps.resourceOf(row, []));
         markStarted();
@@ -167,14 +166,9 @@ async function drive(
       },
     });
     const { resource } = await finish(row, "failed", { error: { code, message } });
-    touch(deps);
+    deps.live.touch(deps.meta);
     return resource;
   }
-}
-
-function touch(deps: TaskRunnerDeps): void {
-  deps.live.meta.updated_at = deps.live.log.lastWrittenAt ?? deps.now();
-  deps.meta.put("thread", deps.live.meta);
 }
 
 function terminalEventOf(status: TurnRow["status"]): string {

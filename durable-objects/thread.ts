@@ -180,8 +180,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       pending_calls: [],
       last_seq: live.log.lastSeq,
     });
-    live.meta.updated_at = live.log.lastWrittenAt ?? live.meta.updated_at;
-    this.#parts.meta.put("thread", live.meta);
+    live.touch(this.#parts.meta);
   }
 
   #resource(live: LiveThread): ThreadResource {
@@ -273,7 +272,6 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
         live,
         meta: this.#parts.meta,
         events: this.#events,
-        now: nowIso,
         resourceOf: (row, items) => this.#turnResource(live, row, items),
         onTaskStarted: () => this.#saveConfigIfChanged(live, configBefore),
       },
@@ -637,6 +635,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
         last_seq: live.log.lastSeq,
       };
       this.#parts.meta.putTurn(done);
+      live.touch(this.#parts.meta);
       this.#events.emit("item.completed", turnId, { item, context: true });
       const resource = await this.#turnResource(live, done);
       this.#events.emit("turn.interrupted", turnId, resource);

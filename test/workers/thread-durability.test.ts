@@ -297,7 +297,7 @@ describe("updated_at", () => {
     expect(await (await api("GET", `/v1/threads/${id}`)).text()).toBe(settled);
   });
 
-  it("is the newest line's timestamp after a creation, an inject and a rollback too", async () => {
+  it("is the newest line's timestamp after a creation, an inject, a rollback and an interrupted paused turn", async () => {
     const id = newThreadId();
     const thread = async () => (await api("GET", `/v1/threads/${id}`)).text();
     const restoredFromR2 = async () => {
@@ -307,7 +307,7 @@ describe("updated_at", () => {
     };
     let now = Date.now();
     vi.spyOn(Date, "now").mockImplementation(() => (now += 7));
-    await createThread(id);
+    await createThread(id, { tools: [{ name: "lookup" }] });
     const created = await thread();
     expect(await restoredFromR2()).toBe(created);
     await turn(id, "one");
@@ -317,6 +317,10 @@ describe("updated_at", () => {
     await json(await api("POST", `/v1/threads/${id}/rollback`, { turns: 1 }));
     const rolledBack = await thread();
     expect(await restoredFromR2()).toBe(rolledBack);
+    const paused = await turn(id, "/call lookup {}");
+    await json(await api("POST", `/v1/threads/${id}/turns/${paused.id}/interrupt`));
+    const interrupted = await thread();
+    expect(await restoredFromR2()).toBe(interrupted);
   });
 });
 

@@ -19,10 +19,10 @@ import { checkThreadRollout } from "./helpers/rollout.ts";
  * Model-based durability test: random sequences of the operations a client and the platform can
  * mix (turns with overrides, long inputs, tool calls and their outputs, rollbacks, compactions,
  * injects, forks, export + import, evictions, instances lost mid-turn, turns that interrupt, steer
- * or queue behind a running one, R2 outages, flush alarms, restores from R2), checked after every
- * step against the invariants of
- * design §10: the stored rollout is whole, the prompt never holds a call without its output, a
- * reload is exact, and lines not yet in R2 always have an alarm that will flush them.
+ * or queue behind a running one, interrupted paused turns, delete and re-create, history read in
+ * pages, R2 outages, flush alarms, restores from R2), checked after every step against the
+ * invariants of design §10: the stored rollout is whole, the prompt never holds a call without
+ * its output, a reload is exact, and lines not yet in R2 always have an alarm that will flush them.
  */
 
 afterEach(() => {
@@ -82,6 +82,25 @@ async function settled(r: Real, turnId: string): Promise<string> {
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
   throw new Error(`turn ${turnId} is still in progress`);
+}
+
+async function createThread(id: string): Promise<void> {
+  await json(
+    await api("POST", "/v1/threads", {
+      id,
+      cwd: "/repo",
+      tools: [{ name: "lookup", description: "find things" }],
+    }),
+    201,
+  );
+}
+
+/** The turn a request answers ended with `status` (no turn waits for outputs); then the invariants. */
+async function expectEndedTurn(m: Model, r: Real, res: Promise<Response>, status: string) {
+  const turn = await json<{ status: string }>(await res);
+  expect(turn.status).toBe(status);
+  m.pending = undefined;
+  await checkInvariants(r);
 }
 
 /** What must hold after every step, whatever came before. */
@@ -155,14 +174,10 @@ class OutputCommand implements fc.AsyncCommand<Model, Real> {
   check = (m: Readonly<Model>) => m.pending !== undefined;
   async run(m: Model, r: Real) {
     const pending = m.pending as NonNullable<Model["pending"]>;
-    const turn = await json<{ status: string }>(
-      await api("POST", `/v1/threads/${r.id}/turns/${pending.turn}/outputs`, {
-        items: [{ type: "function_call_output", call_id: pending.call, output: "found it" }],
-      }),
-    );
-    expect(turn.status).toBe("completed");
-    m.pending = undefined;
-    await checkInvariants(r);
+    const outputs = api("POST", `/v1/threads/${r.id}/turns/${pending.turn}/outputs`, {
+      items: [{ type: "function_call_output", call_id: pending.call, output: "found it" }],
+    });
+    await expectEndedTurn(m, r, outputs, "completed");
   }
   toString = () => "output";
 }
@@ -199,10 +214,7 @@ class InjectCommand implements fc.AsyncCommand<Model, Real> {
 class CompactCommand implements fc.AsyncCommand<Model, Real> {
   check = () => true;
   async run(m: Model, r: Real) {
-    const turn = await json<{ status: string }>(await api("POST", `/v1/threads/${r.id}/compact`));
-    expect(turn.status).toBe("completed");
-    m.pending = undefined;
-    await checkInvariants(r);
+    await expectEndedTurn(m, r, api("POST", `/v1/threads/${r.id}/compact`), "completed");
   }
   toString = () => "compact";
 }
@@ -367,6 +379,56 @@ class BusyCommand implements fc.AsyncCommand<Model, Real> {
   toString = () => `busy(${this.kind})`;
 }
 
+/** The client gives up on its tool call: the paused turn ends as interrupted. */
+class InterruptPausedCommand implements fc.AsyncCommand<Model, Real> {
+  check = (m: Readonly<Model>) => m.pending !== undefined;
+  async run(m: Model, r: Real) {
+    const pending = m.pending as NonNullable<Model["pending"]>;
+    const interrupt = api("POST", `/v1/threads/${r.id}/turns/${pending.turn}/interrupt`);
+    await expectEndedTurn(m, r, interrupt, "interrupted");
+  }
+  toString = () => "interrupt the paused turn";
+}
+
+/** Delete the thread, then create one with the same id: nothing of the old one is left. */
+class DeleteRecreateCommand implements fc.AsyncCommand<Model, Real> {
+  check = () => true;
+  async run(m: Model, r: Real) {
+    expect((await api("DELETE", `/v1/threads/${r.id}`)).status).toBe(204);
+    await createThread(r.id);
+    const thread = JSON.parse(await threadText(r)) as { turn_count: number; status: string };
+    expect(thread).toMatchObject({ turn_count: 0, status: "idle" });
+    const { input } = JSON.parse(await promptText(r)) as { input: Item[] };
+    expect(input).toEqual([]);
+    m.pending = undefined;
+    await checkInvariants(r);
+  }
+  toString = () => "delete + create again";
+}
+
+/** History read page by page through its cursors is history read at once. */
+class PagedHistoryCommand implements fc.AsyncCommand<Model, Real> {
+  constructor(readonly limit: number) {}
+  check = () => true;
+  async run(_m: Model, r: Real) {
+    const whole = await json<{ data: unknown[] }>(
+      await api("GET", `/v1/threads/${r.id}/history?limit=1000`),
+    );
+    const paged: unknown[] = [];
+    let cursor: string | null = null;
+    do {
+      const query: string = cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`;
+      const page: { data: unknown[]; next_cursor: string | null } = await json(
+        await api("GET", `/v1/threads/${r.id}/history?limit=${this.limit}${query}`),
+      );
+      paged.push(...page.data);
+      cursor = page.next_cursor;
+    } while (cursor !== null);
+    expect(paged).toEqual(whole.data);
+  }
+  toString = () => `history in pages of ${this.limit}`;
+}
+
 const commands = [
   fc
     .tuple(
@@ -397,6 +459,9 @@ const commands = [
   fc.constant(new InjectCommand()),
   fc.constant(new ForkCommand()),
   fc.constant(new ExportImportCommand()),
+  fc.constant(new InterruptPausedCommand()),
+  fc.constant(new DeleteRecreateCommand()),
+  fc.integer({ min: 1, max: 4 }).map((n) => new PagedHistoryCommand(n)),
   fc
     .constantFrom<BusyKind>("interrupt", "steer", "queue", "reset")
     .map((kind) => new BusyCommand(kind)),
@@ -407,14 +472,7 @@ describe("random operation sequences", () => {
     await fc.assert(
       fc.asyncProperty(fc.commands(commands, { maxCommands: 40, size: "max" }), async (cmds) => {
         const real: Real = { id: newThreadId(), outage: undefined };
-        await json(
-          await api("POST", "/v1/threads", {
-            id: real.id,
-            cwd: "/repo",
-            tools: [{ name: "lookup", description: "find things" }],
-          }),
-          201,
-        );
+        await createThread(real.id);
         try {
           await fc.asyncModelRun(
             () => ({ model: { pending: undefined, r2Down: false }, real }),
