@@ -165,8 +165,12 @@ export class SegmentStore {
         include: ["customMetadata"],
       });
       for (const object of page.objects) {
+        // A read that fails is R2 unavailable, not a bad segment: the caller fails and is retried
+        // later, instead of rebuilding the thread without the segment's lines.
+        const body = await bucket.get(object.key);
+        const bytes = body === null ? null : await body.arrayBuffer();
         try {
-          const segment = await readSegment(bucket, object);
+          const segment = await decodeSegment(object, bytes);
           lines.push(...segment.lines);
           segments.push(segment.row);
         } catch (err) {
@@ -189,13 +193,13 @@ export class SegmentStore {
   }
 }
 
-async function readSegment(
-  bucket: R2Bucket,
+/** A segment's lines, checked against its metadata; throws when its content is not right. */
+async function decodeSegment(
   object: R2Object,
+  bytes: ArrayBuffer | null,
 ): Promise<{ lines: { seq: number; line: string }[]; row: Omit<SegmentRow, "state"> }> {
-  const body = await bucket.get(object.key);
-  if (body === null) throw new Error("it vanished");
-  const text = gunzip(await body.arrayBuffer());
+  if (bytes === null) throw new Error("it vanished");
+  const text = gunzip(bytes);
   const expected = object.customMetadata?.sha256;
   if (expected === undefined || expected !== (await sha256Hex(text))) {
     throw new Error("its checksum does not match");

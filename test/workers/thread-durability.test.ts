@@ -469,6 +469,31 @@ describe("repairs instead of crash loops", () => {
     expect(second.status).toBe("completed");
   });
 
+  it("a restore while R2 cannot be read fails and changes nothing; once R2 answers it succeeds", async () => {
+    const id = newThreadId();
+    await createThread(id, { cwd: "/repo" });
+    await turn(id, "one");
+    await runDurableObjectAlarm(threadStub(id));
+    await turn(id, "two");
+    const before = await prompt(id);
+    const state = await inspect(id);
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    const get = vi.spyOn(env.ROLLOUT, "get").mockRejectedValue(new Error("r2 down"));
+    const failed = await api("POST", `/v1/threads/${id}/restore`);
+    expect(failed.status).toBe(500);
+    expect(await failed.json()).toMatchObject({ code: "internal" });
+    expect(get).toHaveBeenCalled();
+    // Not rebuilt without the segment R2 did not return: the thread is as it was.
+    expect(await prompt(id)).toBe(before);
+    expect(await inspect(id)).toEqual(state);
+    get.mockRestore();
+    const restored = await json<{ warnings: unknown[] }>(
+      await api("POST", `/v1/threads/${id}/restore`),
+    );
+    expect(restored.warnings).toEqual([]);
+    expect(await prompt(id)).toBe(before);
+  });
+
   it("a segment that fails its checksum is skipped on restore with a warning, and the next turn re-sends the full context", async () => {
     const id = newThreadId();
     await createThread(id, { cwd: "/repo" });
