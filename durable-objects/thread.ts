@@ -877,7 +877,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
         metaLine.payload.timestamp ?? metaLine.timestamp,
         metaLine.payload.forked_from_id ?? null,
       ),
-      updated_at: lines.at(-1)?.timestamp ?? metaLine.timestamp,
+      updated_at: newestTimestamp(lines) ?? metaLine.timestamp,
       turn_count: turns.filter((t) => t.kind !== "compaction").length,
     };
     const rebuilt = reconstructRollout(lines, { truncation: truncationPolicyOf(config) });
@@ -985,6 +985,23 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     }
     await this.#drainQueue();
   }
+}
+
+/**
+ * The latest time among the lines: a thread's `updated_at`. Not simply the last line's: an
+ * imported or forked thread's own `session_meta` is newer than the lines it copied.
+ */
+function newestTimestamp(lines: readonly RolloutLine[]): string | undefined {
+  let newest: string | undefined;
+  let newestMs = Number.NEGATIVE_INFINITY;
+  for (const line of lines) {
+    const ms = Date.parse(line.timestamp);
+    if (ms >= newestMs) {
+      newestMs = ms;
+      newest = line.timestamp;
+    }
+  }
+  return newest;
 }
 
 function newMeta(

@@ -1,5 +1,5 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Thread } from "../../durable-objects/thread.ts";
@@ -272,6 +272,27 @@ describe("updated_at", () => {
     const newest = JSON.parse(lines.at(-1) ?? "{}") as { timestamp?: string };
     const thread = await json<{ updated_at: string }>(await api("GET", `/v1/threads/${id}`));
     expect(thread.updated_at).toBe(newest.timestamp);
+  });
+
+  it("of an imported thread is its own session_meta's time, before and after a restore", async () => {
+    const source = newThreadId();
+    await createThread(source);
+    await turn(source, "one");
+    const exported = await (await api("GET", `/v1/threads/${source}/rollout`)).text();
+    // The copy is made later than every line it copies.
+    let now = Date.now() + 60_000;
+    vi.spyOn(Date, "now").mockImplementation(() => (now += 7));
+    const id = newThreadId();
+    const res = await exports.default.fetch(`http://spindle.test/v1/threads/import?id=${id}`, {
+      method: "POST",
+      headers: { authorization: "Bearer sk-local-dev", "content-type": "application/x-ndjson" },
+      body: exported,
+    });
+    expect(res.status).toBe(201);
+    const imported = await (await api("GET", `/v1/threads/${id}`)).text();
+    await runDurableObjectAlarm(threadStub(id));
+    await json(await api("POST", `/v1/threads/${id}/restore`));
+    expect(await (await api("GET", `/v1/threads/${id}`)).text()).toBe(imported);
   });
 
   it("is the newest line's timestamp after a turn cut short by a lost instance is settled", async () => {

@@ -297,8 +297,9 @@ class ForkCommand implements fc.AsyncCommand<Model, Real> {
     const fork: Real = { id: newThreadId(), outage: undefined };
     await json(await api("POST", `/v1/threads/${r.id}/fork`, { id: fork.id }), 201);
     expect(await promptText(fork)).toBe(await promptText(r));
-    // The fork is a thread like any other: it reloads exactly.
+    // The fork is a thread like any other: it reloads exactly, from SQLite or from R2.
     await new EvictCommand().run(m, fork);
+    await new RestoreCommand(true).run(m, fork);
   }
   toString = () => "fork";
 }
@@ -320,6 +321,7 @@ class ExportImportCommand implements fc.AsyncCommand<Model, Real> {
     expect(again.split("\n").slice(1)).toEqual(exported.split("\n").slice(1));
     expect(await promptText(copy)).toBe(await promptText(r));
     await new EvictCommand().run(m, copy);
+    await new RestoreCommand(true).run(m, copy);
   }
   toString = () => "export + import";
 }
