@@ -749,9 +749,9 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       const row = this.#parts.meta.turn(this.#task.currentId);
       if (row) cut = row.first_seq;
     }
-    const { lines } = await readWholeRollout(this.#parts, live.meta, live.log);
+    const { lines, warnings } = await readWholeRollout(this.#parts, live.meta, live.log);
     const prefix = lines.filter((l) => l.seq < cut).map((l) => l.text);
-    return ok({ lines: jsonlStream(prefix), forkedFrom: live.meta.id });
+    return ok({ lines: jsonlStream(prefix), forkedFrom: live.meta.id, warnings });
   }
 
   async createFromRollout(req: CreateFromRolloutRequest): Promise<RpcResult<ThreadResource>> {
@@ -799,13 +799,18 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       this.#parts.meta.put("config", config);
     });
     const lines = stored.map((l) => l.line);
-    const state = reconstructRollout(lines, { truncation: truncationPolicyOf(config) });
+    // A fork of a damaged rollout lacks lines: as for its source, the context is sent again.
+    const inherited = req.warnings ?? [];
+    const rebuilt = reconstructRollout(lines, { truncation: truncationPolicyOf(config) });
+    const state = inherited.length > 0 ? withoutContextBaseline(rebuilt) : rebuilt;
     const turns = turnRowsFromRollout(stored.map((l, i) => ({ seq: i + 1, line: l.line })));
     meta.turn_count = turns.filter((t) => t.kind !== "compaction").length;
-    meta.warnings = [...resolved.value.warnings, ...state.warnings].map((message) => ({
-      code: "rollout_repaired",
-      message,
-    }));
+    meta.warnings = [...inherited, ...resolved.value.warnings, ...state.warnings].map(
+      (message) => ({
+        code: "rollout_repaired",
+        message,
+      }),
+    );
     this.ctx.storage.transactionSync(() => {
       this.#parts.meta.put("thread", meta);
       for (const t of turns) this.#parts.meta.putTurn(t);

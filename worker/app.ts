@@ -200,6 +200,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
           threadId,
           lines: source.lines,
           forkedFrom: source.forkedFrom,
+          warnings: source.warnings,
           source: "fork",
         });
       } catch (thrown) {

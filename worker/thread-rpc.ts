@@ -107,6 +107,8 @@ export interface ForkSource {
   lines: ReadableStream<Uint8Array>;
   /** The source thread's id, recorded as the fork's `forked_from`. */
   forkedFrom: string;
+  /** What reading the source's rollout skipped (a damaged segment or line, a gap). */
+  warnings: string[];
 }
 
 /** `createFromRollout`, called on the TARGET thread's DO (design §7 fork and import). */
@@ -123,6 +125,11 @@ export interface CreateFromRolloutRequest {
   lines: ReadableStream<Uint8Array>;
   /** The source thread's id for a fork; absent for an import. */
   forkedFrom?: string;
+  /**
+   * A fork's `ForkSource.warnings`: lines the copy lacks. The new thread starts with them as its
+   * warnings and without a context baseline, so its first turn re-sends the full context.
+   */
+  warnings?: string[];
   /** `fork`: lines from `forkSource`; `import`: a client's upload, to be checked line by line. */
   source: "fork" | "import";
 }

@@ -27,6 +27,33 @@ async function turn(id: string, input: string, overrides?: Record<string, unknow
 
 const prompt = async (id: string) => (await api("GET", `/v1/threads/${id}/prompt`)).text();
 
+type TurnItem = { role?: string; content?: { text?: string }[] };
+/** The developer message and the `<…>` user fragments a turn records as context. */
+const isContextItem = (i: TurnItem) =>
+  i.role === "developer" || (i.role === "user" && i.content?.[0]?.text?.startsWith("<") === true);
+
+/** Rewrites the thread's second R2 segment with other bytes under the same metadata. */
+async function corruptSecondSegment(id: string): Promise<void> {
+  const listed = await env.ROLLOUT.list({
+    prefix: `threads/local/${id}/segments/`,
+    include: ["customMetadata"],
+  });
+  expect(listed.objects.length).toBe(2);
+  const second = listed.objects[1];
+  if (!second) throw new Error("no second segment");
+  // Same key and metadata, different bytes: the checksum no longer matches.
+  const garbage = new Response(
+    new Blob([
+      '{"timestamp":"t","type":"event_msg","payload":{"type":"user_message","message":"forged"}}\n',
+    ])
+      .stream()
+      .pipeThrough(new CompressionStream("gzip")),
+  );
+  await env.ROLLOUT.put(second.key, await garbage.arrayBuffer(), {
+    customMetadata: second.customMetadata ?? {},
+  });
+}
+
 /**
  * Evicts the thread (after `meanwhile`, e.g. a change to its storage) and checks that the next
  * prompt and the engine state it reloads are identical to what they were.
@@ -499,7 +526,9 @@ describe("repairs instead of crash loops", () => {
     const before = await prompt(id);
     const state = await inspect(id);
     vi.spyOn(console, "error").mockImplementation(() => {});
-    const get = vi.spyOn(env.ROLLOUT, "get").mockRejectedValue(new Error("r2 down"));
+    const get = vi.spyOn(env.ROLLOUT, "get").mockImplementation(async () => {
+      throw new Error("r2 down");
+    });
     const failed = await api("POST", `/v1/threads/${id}/restore`);
     expect(failed.status).toBe(500);
     expect(await failed.json()).toMatchObject({ code: "internal" });
@@ -515,6 +544,24 @@ describe("repairs instead of crash loops", () => {
     expect(await prompt(id)).toBe(before);
   });
 
+  it("a fork of a rollout with a damaged segment carries the warning and re-sends the full context", async () => {
+    const id = newThreadId();
+    await createThread(id, { cwd: "/repo" });
+    await turn(id, "one");
+    await runDurableObjectAlarm(threadStub(id));
+    await turn(id, "two");
+    await runDurableObjectAlarm(threadStub(id));
+    await corruptSecondSegment(id);
+    const forkId = newThreadId();
+    const fork = await json<{ warnings: { message: string }[] }>(
+      await api("POST", `/v1/threads/${id}/fork`, { id: forkId }),
+      201,
+    );
+    expect(fork.warnings.map((w) => w.message).join("\n")).toMatch(/checksum/);
+    const next = await turn(forkId, "three");
+    expect(next.items.filter(isContextItem).map((i) => i.role)).toEqual(["developer", "user"]);
+  });
+
   it("a segment that fails its checksum is skipped on restore with a warning, and the next turn re-sends the full context", async () => {
     const id = newThreadId();
     await createThread(id, { cwd: "/repo" });
@@ -522,24 +569,7 @@ describe("repairs instead of crash loops", () => {
     await runDurableObjectAlarm(threadStub(id));
     await turn(id, "two");
     await runDurableObjectAlarm(threadStub(id));
-    const listed = await env.ROLLOUT.list({
-      prefix: `threads/local/${id}/segments/`,
-      include: ["customMetadata"],
-    });
-    expect(listed.objects.length).toBe(2);
-    const second = listed.objects[1];
-    if (!second) throw new Error("no second segment");
-    // Same key and metadata, different bytes: the checksum no longer matches.
-    const garbage = new Response(
-      new Blob([
-        '{"timestamp":"t","type":"event_msg","payload":{"type":"user_message","message":"forged"}}\n',
-      ])
-        .stream()
-        .pipeThrough(new CompressionStream("gzip")),
-    );
-    await env.ROLLOUT.put(second.key, await garbage.arrayBuffer(), {
-      customMetadata: second.customMetadata ?? {},
-    });
+    await corruptSecondSegment(id);
     await runInDurableObject(threadStub(id), async (_i, state) => {
       await state.storage.deleteAll();
     });
@@ -550,13 +580,7 @@ describe("repairs instead of crash loops", () => {
     expect(restored.warnings.map((w) => w.message).join("\n")).toMatch(/checksum/);
     const next = await turn(id, "three");
     expect(next.status).toBe("completed");
-    const roles = next.items
-      .filter(
-        (i) =>
-          i.role === "developer" || (i.role === "user" && i.content?.[0]?.text?.startsWith("<")),
-      )
-      .map((i) => i.role);
-    expect(roles).toEqual(["developer", "user"]);
+    expect(next.items.filter(isContextItem).map((i) => i.role)).toEqual(["developer", "user"]);
   });
 
   it("an unreadable checkpoint is dropped and the thread is rebuilt from R2 + SQLite, identically", async () => {

@@ -175,7 +175,11 @@ export class FakeThreads {
           if (!found.ok) return found;
           return {
             ok: true,
-            value: { lines: textStream(this.rolloutText), forkedFrom: found.value.id },
+            value: {
+              lines: textStream(this.rolloutText),
+              forkedFrom: found.value.id,
+              warnings: [],
+            },
           };
         }),
       createFromRollout: async (req: CreateFromRolloutRequest) => {

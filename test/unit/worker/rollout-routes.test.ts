@@ -76,6 +76,7 @@ describe("POST /v1/threads/{id}/fork", () => {
             threadId: "t2",
             lines: expect.any(ReadableStream),
             forkedFrom: "t1",
+            warnings: [],
             source: "fork",
           },
         ],
