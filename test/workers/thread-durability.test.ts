@@ -32,6 +32,18 @@ type TurnItem = { role?: string; content?: { text?: string }[] };
 const isContextItem = (i: TurnItem) =>
   i.role === "developer" || (i.role === "user" && i.content?.[0]?.text?.startsWith("<") === true);
 
+/** A thread with two turns, each flushed to its own R2 segment, the second one then damaged. */
+async function threadWithDamagedSecondSegment(): Promise<string> {
+  const id = newThreadId();
+  await createThread(id, { cwd: "/repo" });
+  for (const input of ["one", "two"]) {
+    await turn(id, input);
+    await runDurableObjectAlarm(threadStub(id));
+  }
+  await corruptSecondSegment(id);
+  return id;
+}
+
 /** Rewrites the thread's second R2 segment with other bytes under the same metadata. */
 async function corruptSecondSegment(id: string): Promise<void> {
   const listed = await env.ROLLOUT.list({
@@ -545,13 +557,7 @@ describe("repairs instead of crash loops", () => {
   });
 
   it("a fork of a rollout with a damaged segment carries the warning and re-sends the full context", async () => {
-    const id = newThreadId();
-    await createThread(id, { cwd: "/repo" });
-    await turn(id, "one");
-    await runDurableObjectAlarm(threadStub(id));
-    await turn(id, "two");
-    await runDurableObjectAlarm(threadStub(id));
-    await corruptSecondSegment(id);
+    const id = await threadWithDamagedSecondSegment();
     const forkId = newThreadId();
     const fork = await json<{ warnings: { message: string }[] }>(
       await api("POST", `/v1/threads/${id}/fork`, { id: forkId }),
@@ -563,13 +569,7 @@ describe("repairs instead of crash loops", () => {
   });
 
   it("a segment that fails its checksum is skipped on restore with a warning, and the next turn re-sends the full context", async () => {
-    const id = newThreadId();
-    await createThread(id, { cwd: "/repo" });
-    await turn(id, "one");
-    await runDurableObjectAlarm(threadStub(id));
-    await turn(id, "two");
-    await runDurableObjectAlarm(threadStub(id));
-    await corruptSecondSegment(id);
+    const id = await threadWithDamagedSecondSegment();
     await runInDurableObject(threadStub(id), async (_i, state) => {
       await state.storage.deleteAll();
     });
