@@ -75,15 +75,15 @@ export class LiveThread {
     state: ReconstructedState | undefined,
     /** The store `checkpoint` was loaded from: it knows which item groups are stored. */
     checkpoints = new CheckpointStore(parts.sql, parts.storage, parts.checkpointGroups),
+    /**
+     * The segment store of the thread this one reloads, if any: a flush it has in flight goes on,
+     * and one store knows what it wrote (two would each plan the same next segment).
+     */
+    segments = new SegmentStore(parts.sql, parts.bucket, threadPrefix(meta.tenant, meta.id), log),
   ) {
     this.meta = meta;
     this.log = log;
-    this.segments = new SegmentStore(
-      parts.sql,
-      parts.bucket,
-      threadPrefix(meta.tenant, meta.id),
-      log,
-    );
+    this.segments = segments;
     this.checkpoints = checkpoints;
     this.checkpoint = checkpoint;
     this.#checkpointEveryLines = parts.checkpointEveryLines;
@@ -124,7 +124,11 @@ export class LiveThread {
    * Loads a thread from SQLite: the newest checkpoint plus the lines after it. Falls back to the
    * whole rollout (R2 segments + SQLite tail) when the checkpoint cannot answer.
    */
-  static async load(parts: StorageParts): Promise<LiveThread | undefined> {
+  static async load(
+    parts: StorageParts,
+    /** The thread being reloaded in this same instance (after a rollback or an inject). */
+    previous?: LiveThread,
+  ): Promise<LiveThread | undefined> {
     const meta = parts.meta.thread();
     const config = parts.meta.config();
     if (meta === undefined || config === undefined) return undefined;
@@ -167,7 +171,16 @@ export class LiveThread {
       );
     }
     if (warnings.length > 0) state = withoutContextBaseline(state);
-    const live = new LiveThread(parts, meta, config, log, checkpoint, state, checkpoints);
+    const live = new LiveThread(
+      parts,
+      meta,
+      config,
+      log,
+      checkpoint,
+      state,
+      checkpoints,
+      previous?.segments,
+    );
     live.#noteWarnings(
       [...(unreadable ? [unreadable] : []), ...warnings, ...state.warnings],
       parts.meta,

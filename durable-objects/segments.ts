@@ -88,7 +88,10 @@ export class SegmentStore {
 
   /** Records the next range as pending. Synchronous: the plan is durable before any put. */
   #plan(): SegmentRow | undefined {
-    const after = this.flushedThrough();
+    // From the manifest, not the cached value: a store of an instance's earlier load may have
+    // finished a segment since.
+    const after = SegmentStore.flushedThroughOf(this.#sql);
+    this.#flushed = after;
     const rows = this.#log.rawAfter(after, 10_000);
     if (rows.length === 0) return undefined;
     let bytes = 0;
@@ -143,8 +146,9 @@ export class SegmentStore {
   }
 
   /**
-   * Reads every segment of a prefix from R2 in seq order, checking each checksum. A segment that
-   * cannot be read or fails its checksum is skipped with a warning (its lines are then missing).
+   * Reads every segment of a prefix from R2 in seq order, checking each checksum. A segment whose
+   * content is wrong is skipped with a warning (its lines are then missing); a read that fails
+   * throws.
    */
   static async readAll(
     bucket: R2Bucket,

@@ -117,6 +117,10 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
    * yet). Saves a storage round trip per turn: consecutive turns find it already due soon.
    */
   #alarmDue: number | null | undefined;
+  /** Every flush-and-tidy run started so far, settled or not (a delete waits for them). */
+  #tidying: Promise<void> | undefined;
+  /** A delete is under way: no flush, checkpoint or queued turn starts. */
+  #deleting = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -304,7 +308,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   /** Runs the next queued turn when nothing else runs (durable: the queue is in SQLite). */
   async #drainQueue(): Promise<void> {
     const live = await this.#thread();
-    if (!live || this.#task) return;
+    if (!live || this.#task || this.#deleting) return;
     const next = this.#queue.shift();
     if (!next) return;
     this.#abandonPausedTurn(live, "replaced");
@@ -460,16 +464,30 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   async deleteThread(): Promise<RpcResult<null>> {
     const live = await this.#thread();
     if (!live) return NOT_FOUND;
-    this.#task?.controller.abort(new Error("thread deleted"));
-    await this.#task?.done.catch(() => undefined);
-    this.#events.closeAll();
-    await SegmentStore.deleteAll(this.env.ROLLOUT, threadPrefix(live.meta.tenant, live.meta.id));
-    await this.ctx.storage.deleteAlarm();
-    this.#alarmDue = null;
-    await this.ctx.storage.deleteAll();
-    this.#queue.reset();
-    this.#live = undefined;
-    migrate(this.ctx.storage.sql);
+    // Nothing new starts (a flush, a checkpoint, a queued turn); what already runs finishes
+    // first, and no other event runs until the thread is gone. Otherwise a segment put or a
+    // checkpoint written meanwhile would outlive the thread, in R2 or in the emptied storage.
+    this.#deleting = true;
+    try {
+      this.#task?.controller.abort(new Error("thread deleted"));
+      await this.#task?.done.catch(() => undefined);
+      this.#events.closeAll();
+      await this.#tidying;
+      await this.ctx.blockConcurrencyWhile(async () => {
+        await SegmentStore.deleteAll(
+          this.env.ROLLOUT,
+          threadPrefix(live.meta.tenant, live.meta.id),
+        );
+        await this.ctx.storage.deleteAlarm();
+        this.#alarmDue = null;
+        await this.ctx.storage.deleteAll();
+        this.#queue.reset();
+        this.#live = undefined;
+        migrate(this.ctx.storage.sql);
+      });
+    } finally {
+      this.#deleting = false;
+    }
     return ok(null);
   }
 
@@ -672,7 +690,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
    */
   async #reload(live: LiveThread): Promise<LiveThread | undefined> {
     const updatedAt = live.log.lastWrittenAt;
-    const reloaded = await LiveThread.load(this.#parts);
+    const reloaded = await LiveThread.load(this.#parts, live);
     if (!reloaded) return undefined;
     if (updatedAt !== undefined) {
       reloaded.meta.updated_at = updatedAt;
@@ -968,7 +986,15 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     await this.#flushAndTidy();
   }
 
-  async #flushAndTidy(): Promise<void> {
+  /** Flushes, checkpoints and prunes, then starts a queued turn; tracked so a delete can wait. */
+  #flushAndTidy(): Promise<void> {
+    const run = this.#flushAndTidyOnce();
+    this.#tidying = Promise.allSettled([this.#tidying, run]).then(() => undefined);
+    return run;
+  }
+
+  async #flushAndTidyOnce(): Promise<void> {
+    if (this.#deleting) return;
     const live = await this.#thread();
     if (!live) return;
     try {

@@ -97,6 +97,58 @@ describe("flush scheduling", () => {
   });
 });
 
+describe("a flush in flight", () => {
+  /** Holds every R2 put until `release` is called. */
+  function holdPuts() {
+    const put = env.ROLLOUT.put.bind(env.ROLLOUT);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const spy = vi.spyOn(env.ROLLOUT, "put").mockImplementation(async (...args) => {
+      await held;
+      return put(...args);
+    });
+    return { spy, release };
+  }
+
+  it("goes on across a reload of the thread, and the next flush continues after it", async () => {
+    const id = newThreadId();
+    await createThread(id, { cwd: "/repo" });
+    await turn(id, "one");
+    const puts = holdPuts();
+    const alarm = runDurableObjectAlarm(threadStub(id));
+    await vi.waitFor(() => expect(puts.spy).toHaveBeenCalled());
+    // A rollback reloads the thread while its segment is being put.
+    await json(await api("POST", `/v1/threads/${id}/rollback`, { turns: 1 }));
+    puts.release();
+    await alarm;
+    await runDurableObjectAlarm(threadStub(id));
+    const state = await inspect(id);
+    expect(state?.flushedThrough).toBe(state?.lastSeq);
+    const check = await checkThreadRollout(id);
+    expect(check.errors).toEqual([]);
+    expect(check.lines).toHaveLength(state?.lastSeq ?? -1);
+    await expectSameAfterEviction(id);
+  });
+
+  it("ends before a delete removes the thread's R2 objects, so none is left behind", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    await turn(id, "one");
+    const puts = holdPuts();
+    const alarm = runDurableObjectAlarm(threadStub(id));
+    await vi.waitFor(() => expect(puts.spy).toHaveBeenCalled());
+    const deleted = api("DELETE", `/v1/threads/${id}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    puts.release();
+    expect((await deleted).status).toBe(204);
+    await alarm;
+    const left = await env.ROLLOUT.list({ prefix: `threads/local/${id}/` });
+    expect(left.objects.map((o) => o.key)).toEqual([]);
+  });
+});
+
 describe("checkpoints and cold starts", () => {
   it("takes a checkpoint, drops flushed lines from SQLite, and a cold start from it is identical", async () => {
     const id = newThreadId();
