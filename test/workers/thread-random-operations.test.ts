@@ -103,6 +103,59 @@ async function expectEndedTurn(m: Model, r: Real, res: Promise<Response>, status
   await checkInvariants(r);
 }
 
+/** Longer than a SQLite row part: stored in parts, read back whole. */
+const LONG_INPUT_CHARS = 600_000;
+
+/** The openai provider's test model, answered by `remoteModel` below. */
+const REMOTE_MODEL = "gpt-test";
+
+/** The model to run on for what only the local models do (`/call`, `/slow`, long inputs). */
+async function localModel(r: Real): Promise<{ model?: string }> {
+  const { config } = JSON.parse(await threadText(r)) as { config: { model: string } };
+  return config.model === REMOTE_MODEL ? { model: "spindle-local" } : {};
+}
+
+/**
+ * Answers the openai provider's requests (vitest.workers.config.ts points it at openai.test) as
+ * the Responses API streams them: one message naming how many items the request held.
+ */
+function remoteModel(): MockInstance {
+  let served = 0;
+  return vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+    const url = String(input instanceof Request ? input.url : input);
+    if (!url.startsWith("https://openai.test/")) throw new Error(`unexpected fetch ${url}`);
+    const request = JSON.parse(String(init?.body)) as { input: unknown[] };
+    served += 1;
+    const text = `Upstream answer ${served} to ${request.input.length} items`;
+    const events = [
+      { type: "response.output_text.delta", delta: text },
+      {
+        type: "response.output_item.done",
+        item: {
+          type: "message",
+          id: `msg_up_${served}`,
+          role: "assistant",
+          content: [{ type: "output_text", text }],
+        },
+      },
+      {
+        type: "response.completed",
+        response: {
+          usage: {
+            input_tokens: 40 * request.input.length,
+            input_tokens_details: { cached_tokens: 20 },
+            output_tokens: 9,
+            output_tokens_details: { reasoning_tokens: 0 },
+            total_tokens: 40 * request.input.length + 9,
+          },
+        },
+      },
+    ];
+    const body = events.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join("");
+    return new Response(body, { headers: { "content-type": "text/event-stream" } });
+  });
+}
+
 /** What must hold after every step, whatever came before. */
 async function checkInvariants(r: Real): Promise<void> {
   const state = await inspect(r);
@@ -131,10 +184,20 @@ class TurnCommand implements fc.AsyncCommand<Model, Real> {
   ) {}
   check = () => true;
   async run(m: Model, r: Real) {
+    let overrides = this.overrides;
+    const remote = overrides?.model === REMOTE_MODEL;
+    // The remote model's window is small: long inputs and long histories stay on a local model.
+    if (remote && (this.text.length > LONG_INPUT_CHARS || (await promptText(r)).length > 200_000)) {
+      const { model: _, ...rest } = overrides ?? {};
+      overrides = rest;
+    }
+    if (this.text.length > LONG_INPUT_CHARS && !overrides?.model) {
+      overrides = { ...overrides, ...(await localModel(r)) };
+    }
     const turn = await json<{ status: string }>(
       await api("POST", `/v1/threads/${r.id}/turns`, {
         input: this.text,
-        ...(this.overrides ? { overrides: this.overrides } : {}),
+        ...(overrides ? { overrides } : {}),
       }),
     );
     expect(turn.status).toBe("completed");
@@ -158,7 +221,11 @@ class CallCommand implements fc.AsyncCommand<Model, Real> {
   check = () => true;
   async run(m: Model, r: Real) {
     const turn = await json<{ id: string; status: string; pending_calls: Item[] }>(
-      await api("POST", `/v1/threads/${r.id}/turns`, { input: `/call lookup {"n":${this.n}}` }),
+      await api("POST", `/v1/threads/${r.id}/turns`, {
+        input: `/call lookup {"n":${this.n}}`,
+        // Only the local models call tools on request.
+        overrides: await localModel(r),
+      }),
     );
     expect(turn.status).toBe("requires_action");
     const call = turn.pending_calls[0]?.call_id;
@@ -343,7 +410,11 @@ class BusyCommand implements fc.AsyncCommand<Model, Real> {
       f.event === "turn.started" &&
       (JSON.parse(f.data) as { data: { kind: string } }).data.kind === "turn";
     const head = await readSse(
-      await post({ input: "/slow 30 take your time", stream: true }),
+      await post({
+        input: "/slow 30 take your time",
+        stream: true,
+        overrides: await localModel(r),
+      }),
       (frames) => frames.some(isTurnStart),
     );
     const running = (JSON.parse(head.find(isTurnStart)?.data ?? "{}") as { turn_id: string })
@@ -442,13 +513,18 @@ const commands = [
         .oneof(
           { weight: 9, arbitrary: fc.string({ minLength: 1, maxLength: 12 }) },
           // Longer than a SQLite row part: stored in parts, read back whole.
-          { weight: 1, arbitrary: fc.nat({ max: 9 }).map((n) => `${"x".repeat(600_000)} ${n}`) },
+          {
+            weight: 1,
+            arbitrary: fc.nat({ max: 9 }).map((n) => `${"x".repeat(LONG_INPUT_CHARS)} ${n}`),
+          },
         )
         .filter((s) => s.trim() !== "" && !s.startsWith("/")),
       fc.option(
         fc.oneof(
           fc.constantFrom("/repo", "/repo/app", "/srv").map((cwd) => ({ cwd })),
-          fc.constantFrom("spindle-local", "spindle-local-lite").map((model) => ({ model })),
+          fc
+            .constantFrom("spindle-local", "spindle-local-lite", REMOTE_MODEL)
+            .map((model) => ({ model })),
         ),
         { nil: undefined },
       ),
@@ -478,6 +554,7 @@ describe("random operation sequences", () => {
     await fc.assert(
       fc.asyncProperty(fc.commands(commands, { maxCommands: 40, size: "max" }), async (cmds) => {
         const real: Real = { id: newThreadId(), outage: undefined };
+        const upstream = remoteModel();
         await createThread(real.id);
         try {
           await fc.asyncModelRun(
@@ -486,6 +563,7 @@ describe("random operation sequences", () => {
           );
         } finally {
           real.outage?.mockRestore();
+          upstream.mockRestore();
         }
       }),
       { numRuns: 25 },
