@@ -178,13 +178,20 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
    */
   #endTurn(live: LiveThread, row: TurnRow, reason: "replaced" | "interrupted"): void {
     live.session.recordTurnAborted(row.id, reason);
-    this.#parts.meta.putTurn({
+    this.#markInterrupted(live, row);
+  }
+
+  /** Stores `row` as interrupted through the newest line, waiting for nothing; moves `updated_at`. */
+  #markInterrupted(live: LiveThread, row: TurnRow): TurnRow {
+    const done: TurnRow = {
       ...row,
       status: "interrupted",
       pending_calls: [],
       last_seq: live.log.lastSeq,
-    });
+    };
+    this.#parts.meta.putTurn(done);
     live.touch(this.#parts.meta);
+    return done;
   }
 
   #resource(live: LiveThread): ThreadResource {
@@ -646,14 +653,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     if (!row) return fail("turn_not_found", `No turn "${turnId}" in this thread.`);
     if (row.status === "requires_action" && !running) {
       const item = live.session.interruptPausedTurn(turnId);
-      const done: TurnRow = {
-        ...row,
-        status: "interrupted",
-        pending_calls: [],
-        last_seq: live.log.lastSeq,
-      };
-      this.#parts.meta.putTurn(done);
-      live.touch(this.#parts.meta);
+      const done = this.#markInterrupted(live, row);
       this.#events.emit("item.completed", turnId, { item, context: true });
       const resource = await this.#turnResource(live, done);
       this.#events.emit("turn.interrupted", turnId, resource);
