@@ -3,6 +3,7 @@ import { exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   api,
+  importRollout,
   json,
   newThreadId,
   parseSse,
@@ -11,6 +12,7 @@ import {
   type SseFrame,
   threadStub,
 } from "./helpers/api.ts";
+import { answerEvents, responsesStream } from "./helpers/openai.ts";
 import { checkThreadRollout } from "./helpers/rollout.ts";
 
 afterEach(() => {
@@ -566,36 +568,6 @@ describe("export and import", () => {
 });
 
 describe("the openai provider", () => {
-  function sse(events: object[]): string {
-    return events
-      .map((e) => `event: ${(e as { type: string }).type}\ndata: ${JSON.stringify(e)}\n\n`)
-      .join("");
-  }
-  const answer = (t: string) => [
-    { type: "response.output_text.delta", delta: t },
-    {
-      type: "response.output_item.done",
-      item: {
-        type: "message",
-        id: "msg_up",
-        role: "assistant",
-        content: [{ type: "output_text", text: t }],
-      },
-    },
-    {
-      type: "response.completed",
-      response: {
-        usage: {
-          input_tokens: 50,
-          input_tokens_details: { cached_tokens: 20 },
-          output_tokens: 3,
-          output_tokens_details: { reasoning_tokens: 0 },
-          total_tokens: 53,
-        },
-      },
-    },
-  ];
-
   it("a 429 then success: the turn completes, usage (with cached tokens) is recorded", async () => {
     const id = newThreadId();
     await createThread(id, { model: "gpt-test" });
@@ -606,7 +578,7 @@ describe("the openai provider", () => {
       bodies.push(JSON.parse(String(init?.body)));
       if (bodies.length === 1)
         return new Response("{}", { status: 429, headers: { "retry-after": "0" } });
-      return new Response(sse(answer("Hello from upstream")), {
+      return new Response(responsesStream(answerEvents("Hello from upstream")), {
         headers: { "content-type": "text/event-stream" },
       });
     });
@@ -634,7 +606,7 @@ describe("the openai provider", () => {
       const body = new ReadableStream<Uint8Array>({
         start(controller) {
           controller.enqueue(
-            encoder.encode(sse([{ type: "response.output_text.delta", delta: "Hel" }])),
+            encoder.encode(responsesStream([{ type: "response.output_text.delta", delta: "Hel" }])),
           );
           controller.error(new Error("connection reset"));
         },
@@ -648,7 +620,7 @@ describe("the openai provider", () => {
     vi.restoreAllMocks();
     vi.spyOn(globalThis, "fetch").mockImplementation(
       async () =>
-        new Response(sse(answer("recovered")), {
+        new Response(responsesStream(answerEvents("recovered")), {
           headers: { "content-type": "text/event-stream" },
         }),
     );
@@ -692,12 +664,5 @@ function sessionMeta(): string {
     cwd: "/repo",
     originator: "codex_cli_rs",
     cli_version: "0.150.0",
-  });
-}
-async function importRollout(id: string, body: string) {
-  return exports.default.fetch(`http://spindle.test/v1/threads/import?id=${id}`, {
-    method: "POST",
-    headers: { authorization: "Bearer sk-local-dev", "content-type": "application/x-ndjson" },
-    body,
   });
 }

@@ -1,9 +1,17 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { env, exports } from "cloudflare:workers";
+import { env } from "cloudflare:workers";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Thread } from "../../durable-objects/thread.ts";
-import { ACME_KEY, api, GLOBEX_KEY, json, newThreadId, threadStub } from "./helpers/api.ts";
+import {
+  ACME_KEY,
+  api,
+  GLOBEX_KEY,
+  importRollout,
+  json,
+  newThreadId,
+  threadStub,
+} from "./helpers/api.ts";
 import { checkThreadRollout, sqlRows } from "./helpers/rollout.ts";
 
 afterEach(() => {
@@ -349,13 +357,24 @@ describe("checkpoint item groups", () => {
 });
 
 describe("updated_at", () => {
+  /** A clock that moves on every read (workerd's stands still between I/O). */
+  function movingClock(from = Date.now()) {
+    let now = from;
+    vi.spyOn(Date, "now").mockImplementation(() => (now += 7));
+  }
+  const thread = async (id: string) => (await api("GET", `/v1/threads/${id}`)).text();
+  /** The thread once rebuilt from R2 (everything flushed first). */
+  const restoredFromR2 = async (id: string) => {
+    await runDurableObjectAlarm(threadStub(id));
+    await json(await api("POST", `/v1/threads/${id}/restore`));
+    return thread(id);
+  };
+
   it("is the newest rollout line's timestamp, which a restore from R2 reads back", async () => {
     const id = newThreadId();
     await createThread(id);
-    // A clock that moves on every read (workerd's stands still between I/O): a timestamp read
-    // after the last line was written would differ from it.
-    let now = Date.now();
-    vi.spyOn(Date, "now").mockImplementation(() => (now += 7));
+    // A timestamp read after the last line was written would differ from it.
+    movingClock();
     for (const input of ["one", "two"]) await turn(id, input);
     vi.restoreAllMocks();
     await runDurableObjectAlarm(threadStub(id));
@@ -371,68 +390,47 @@ describe("updated_at", () => {
     await turn(source, "one");
     const exported = await (await api("GET", `/v1/threads/${source}/rollout`)).text();
     // The copy is made later than every line it copies.
-    let now = Date.now() + 60_000;
-    vi.spyOn(Date, "now").mockImplementation(() => (now += 7));
+    movingClock(Date.now() + 60_000);
     const id = newThreadId();
-    const res = await exports.default.fetch(`http://spindle.test/v1/threads/import?id=${id}`, {
-      method: "POST",
-      headers: { authorization: "Bearer sk-local-dev", "content-type": "application/x-ndjson" },
-      body: exported,
-    });
-    expect(res.status).toBe(201);
-    const imported = await (await api("GET", `/v1/threads/${id}`)).text();
-    await runDurableObjectAlarm(threadStub(id));
-    await json(await api("POST", `/v1/threads/${id}/restore`));
-    expect(await (await api("GET", `/v1/threads/${id}`)).text()).toBe(imported);
+    expect((await importRollout(id, exported)).status).toBe(201);
+    const imported = await thread(id);
+    expect(await restoredFromR2(id)).toBe(imported);
   });
 
   it("is the newest line's timestamp after a turn cut short by a lost instance is settled", async () => {
     const id = newThreadId();
     await createThread(id);
-    let now = Date.now();
-    vi.spyOn(Date, "now").mockImplementation(() => (now += 7));
+    movingClock();
     const slow = api("POST", `/v1/threads/${id}/turns`, { input: "/slow 40 take your time" });
-    for (let i = 0; ; i++) {
-      const { status } = await json<{ status: string }>(await api("GET", `/v1/threads/${id}`));
-      if (status === "running") break;
-      if (i > 200) throw new Error("the turn never ran");
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    await vi.waitFor(async () =>
+      expect(JSON.parse(await thread(id))).toMatchObject({ status: "running" }),
+    );
     await runInDurableObject(threadStub(id), (_i, state) =>
       state.abort("reset for the test"),
     ).catch(() => undefined);
     await slow.catch(() => undefined);
     // The reload settles the cut turn with a turn_aborted line.
-    const settled = await (await api("GET", `/v1/threads/${id}`)).text();
-    await runDurableObjectAlarm(threadStub(id));
-    await json(await api("POST", `/v1/threads/${id}/restore`));
-    expect(await (await api("GET", `/v1/threads/${id}`)).text()).toBe(settled);
+    const settled = await thread(id);
+    expect(await restoredFromR2(id)).toBe(settled);
   });
 
   it("is the newest line's timestamp after a creation, an inject, a rollback and an interrupted paused turn", async () => {
     const id = newThreadId();
-    const thread = async () => (await api("GET", `/v1/threads/${id}`)).text();
-    const restoredFromR2 = async () => {
-      await runDurableObjectAlarm(threadStub(id));
-      await json(await api("POST", `/v1/threads/${id}/restore`));
-      return thread();
-    };
-    let now = Date.now();
-    vi.spyOn(Date, "now").mockImplementation(() => (now += 7));
+    movingClock();
     await createThread(id, { tools: [{ name: "lookup" }] });
-    const created = await thread();
-    expect(await restoredFromR2()).toBe(created);
+    const created = await thread(id);
+    expect(await restoredFromR2(id)).toBe(created);
     await turn(id, "one");
     await json(await api("POST", `/v1/threads/${id}/inject`, { text: "noted" }));
-    const injected = await thread();
-    expect(await restoredFromR2()).toBe(injected);
+    const injected = await thread(id);
+    expect(await restoredFromR2(id)).toBe(injected);
     await json(await api("POST", `/v1/threads/${id}/rollback`, { turns: 1 }));
-    const rolledBack = await thread();
-    expect(await restoredFromR2()).toBe(rolledBack);
+    const rolledBack = await thread(id);
+    expect(await restoredFromR2(id)).toBe(rolledBack);
     const paused = await turn(id, "/call lookup {}");
     await json(await api("POST", `/v1/threads/${id}/turns/${paused.id}/interrupt`));
-    const interrupted = await thread();
-    expect(await restoredFromR2()).toBe(interrupted);
+    const interrupted = await thread(id);
+    expect(await restoredFromR2(id)).toBe(interrupted);
   });
 });
 

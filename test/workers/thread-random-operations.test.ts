@@ -1,18 +1,18 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { env, exports } from "cloudflare:workers";
+import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { afterEach, describe, expect, it, type MockInstance, vi } from "vitest";
 import type { Thread } from "../../durable-objects/thread.ts";
 import {
   api,
-  BASE,
-  DEV_KEY,
+  importRollout,
   json,
   newThreadId,
   readSse,
   type SseFrame,
   threadStub,
 } from "./helpers/api.ts";
+import { answerEvents, responsesStream } from "./helpers/openai.ts";
 import { checkThreadRollout } from "./helpers/rollout.ts";
 
 /*
@@ -76,12 +76,14 @@ async function turnStatus(r: Real, turnId: string): Promise<string> {
 
 /** The turn's status once it no longer runs or waits in the queue. */
 async function settled(r: Real, turnId: string): Promise<string> {
-  for (let i = 0; i < 400; i++) {
-    const status = await turnStatus(r, turnId);
-    if (status !== "in_progress") return status;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  throw new Error(`turn ${turnId} is still in progress`);
+  return vi.waitFor(
+    async () => {
+      const status = await turnStatus(r, turnId);
+      expect(status).not.toBe("in_progress");
+      return status;
+    },
+    { timeout: 2_000, interval: 5 },
+  );
 }
 
 async function createThread(id: string): Promise<void> {
@@ -127,31 +129,7 @@ function remoteModel(): MockInstance {
     const request = JSON.parse(String(init?.body)) as { input: unknown[] };
     served += 1;
     const text = `Upstream answer ${served} to ${request.input.length} items`;
-    const events = [
-      { type: "response.output_text.delta", delta: text },
-      {
-        type: "response.output_item.done",
-        item: {
-          type: "message",
-          id: `msg_up_${served}`,
-          role: "assistant",
-          content: [{ type: "output_text", text }],
-        },
-      },
-      {
-        type: "response.completed",
-        response: {
-          usage: {
-            input_tokens: 40 * request.input.length,
-            input_tokens_details: { cached_tokens: 20 },
-            output_tokens: 9,
-            output_tokens_details: { reasoning_tokens: 0 },
-            total_tokens: 40 * request.input.length + 9,
-          },
-        },
-      },
-    ];
-    const body = events.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join("");
+    const body = responsesStream(answerEvents(text, `msg_up_${served}`));
     return new Response(body, { headers: { "content-type": "text/event-stream" } });
   });
 }
@@ -377,11 +355,7 @@ class ExportImportCommand implements fc.AsyncCommand<Model, Real> {
   async run(m: Model, r: Real) {
     const exported = await (await api("GET", `/v1/threads/${r.id}/rollout`)).text();
     const copy: Real = { id: newThreadId(), outage: undefined };
-    const res = await exports.default.fetch(`${BASE}/v1/threads/import?id=${copy.id}`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${DEV_KEY}`, "content-type": "application/x-ndjson" },
-      body: exported,
-    });
+    const res = await importRollout(copy.id, exported);
     expect(res.status).toBe(201);
     const again = await (await api("GET", `/v1/threads/${copy.id}/rollout`)).text();
     // Every line but the first (session_meta names the new thread) is kept byte for byte.

@@ -89,3 +89,12 @@ export async function readSse(
 export async function post(path: string, body?: unknown, key: string | null = DEV_KEY) {
   return api("POST", path, body, key);
 }
+
+/** `POST /v1/threads/import?id=` with a JSONL body, as the local development tenant. */
+export async function importRollout(id: string, body: string): Promise<Response> {
+  return exports.default.fetch(`${BASE}/v1/threads/import?id=${id}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${DEV_KEY}`, "content-type": "application/x-ndjson" },
+    body,
+  });
+}
