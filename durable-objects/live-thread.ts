@@ -126,8 +126,8 @@ export class LiveThread {
    */
   static async load(
     parts: StorageParts,
-    /** The thread being reloaded in this same instance (after a rollback or an inject). */
-    previous?: LiveThread,
+    /** The segment store of the thread this reloads in the same instance (rollback, inject). */
+    segments?: SegmentStore,
   ): Promise<LiveThread | undefined> {
     const meta = parts.meta.thread();
     const config = parts.meta.config();
@@ -171,16 +171,7 @@ export class LiveThread {
       );
     }
     if (warnings.length > 0) state = withoutContextBaseline(state);
-    const live = new LiveThread(
-      parts,
-      meta,
-      config,
-      log,
-      checkpoint,
-      state,
-      checkpoints,
-      previous?.segments,
-    );
+    const live = new LiveThread(parts, meta, config, log, checkpoint, state, checkpoints, segments);
     live.#noteWarnings(
       [...(unreadable ? [unreadable] : []), ...warnings, ...state.warnings],
       parts.meta,

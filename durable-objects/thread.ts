@@ -690,7 +690,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
    */
   async #reload(live: LiveThread): Promise<LiveThread | undefined> {
     const updatedAt = live.log.lastWrittenAt;
-    const reloaded = await LiveThread.load(this.#parts, live);
+    const reloaded = await LiveThread.load(this.#parts, live.segments);
     if (!reloaded) return undefined;
     if (updatedAt !== undefined) {
       reloaded.meta.updated_at = updatedAt;
