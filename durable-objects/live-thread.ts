@@ -239,31 +239,54 @@ export interface WholeRolloutLine {
 }
 
 /**
- * Every line of a thread: R2 segments, then the SQLite lines after them. Unreadable segments or
- * lines, and gaps they leave, come back as warnings rather than errors.
+ * Every line of a thread through `log.lastSeq` (with `everyLine`: through the newest line found,
+ * for a restore whose SQLite may be empty), from R2 segments and SQLite. Unreadable segments or
+ * lines, and the gaps they leave, come back as warnings rather than errors; `lines` then lacks
+ * them (it is complete exactly when it holds as many lines as its last seq).
+ *
+ * SQLite is read first, in one synchronous step: a line is dropped from SQLite only once it is in
+ * an R2 segment, and segments are never rewritten, so a flush or a tidy that runs while R2 is
+ * being read cannot make a line fall between the two reads. A line of a damaged segment that
+ * SQLite still holds is taken from SQLite.
  */
 export async function readWholeRollout(
   parts: StorageParts,
   meta: Pick<ThreadMeta, "tenant" | "id">,
   log: RolloutLog,
+  { everyLine = false } = {},
 ): Promise<{
   lines: WholeRolloutLine[];
+  /** The seq of the rollout's last line, read or not. */
+  lastSeq: number;
   segments: Omit<SegmentRow, "state">[];
   warnings: string[];
 }> {
+  const local = everyLine ? log.rawAfter(0) : log.rawAfter(0, log.lastSeq);
   const r2 = await SegmentStore.readAll(parts.bucket, threadPrefix(meta.tenant, meta.id));
-  const r2Last = r2.lines.at(-1)?.seq ?? 0;
-  const rows = [...r2.lines, ...log.rawAfter(r2Last)];
+  const lastSeq = everyLine
+    ? Math.max(log.lastSeq, local.at(-1)?.seq ?? 0, r2.lines.at(-1)?.seq ?? 0)
+    : log.lastSeq;
+  const bySeq = new Map<number, string>();
+  for (const row of r2.lines) if (row.seq <= lastSeq) bySeq.set(row.seq, row.line);
+  for (const row of local) if (!bySeq.has(row.seq)) bySeq.set(row.seq, row.line);
   const warnings = [...r2.warnings];
   const lines: WholeRolloutLine[] = [];
-  let expected = 1;
-  for (const row of rows) {
-    if (row.seq !== expected) warnings.push(`rollout lines ${expected}-${row.seq - 1} are missing`);
-    expected = row.seq + 1;
-    const decoded = decodeTolerantly([row]);
+  let gapFrom: number | undefined;
+  for (let seq = 1; seq <= lastSeq + 1; seq++) {
+    const text = seq <= lastSeq ? bySeq.get(seq) : undefined;
+    if (text === undefined && seq <= lastSeq) {
+      gapFrom ??= seq;
+      continue;
+    }
+    if (gapFrom !== undefined) {
+      warnings.push(`rollout lines ${gapFrom}-${seq - 1} are missing`);
+      gapFrom = undefined;
+    }
+    if (text === undefined) break;
+    const decoded = decodeTolerantly([{ seq, line: text }]);
     warnings.push(...decoded.warnings);
     const line = decoded.lines[0];
-    if (line) lines.push({ seq: row.seq, text: row.line, line });
+    if (line) lines.push({ seq, text, line });
   }
-  return { lines, segments: r2.segments, warnings };
+  return { lines, lastSeq, segments: r2.segments, warnings };
 }

@@ -31,11 +31,13 @@ import type {
   CreateThreadRequest,
   EventStream,
   EventsRequest,
+  ExportRequest,
   ForkSource,
   ForkSourceRequest,
   InjectRequest,
   ListHistoryRequest,
   RollbackRequest,
+  RolloutExport,
   RpcFailure,
   RpcResult,
   StartTurnRequest,
@@ -747,11 +749,21 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     return ok(this.#resource(live));
   }
 
-  async exportRollout(): Promise<RpcResult<ReadableStream<Uint8Array>>> {
+  async exportRollout(req: ExportRequest): Promise<RpcResult<RolloutExport>> {
     const live = await this.#thread();
     if (!live) return NOT_FOUND;
-    const { lines } = await readWholeRollout(this.#parts, live.meta, live.log);
-    return ok(jsonlStream(lines.map((l) => l.text)));
+    const { lines, lastSeq, warnings } = await readWholeRollout(this.#parts, live.meta, live.log);
+    const missingLines = lastSeq - lines.length;
+    if (missingLines > 0 && !req.allowIncomplete) {
+      const shown = warnings.slice(0, 3).join("; ");
+      const more = warnings.length > 3 ? ` (and ${warnings.length - 3} more)` : "";
+      return fail(
+        "rollout_incomplete",
+        `${missingLines} of the rollout's ${lastSeq} lines cannot be read: ${shown}${more}. ` +
+          "Ask with allow_incomplete=true for the lines that can.",
+      );
+    }
+    return ok({ lines: jsonlStream(lines.map((l) => l.text)), missingLines });
   }
 
   async forkSource(req: ForkSourceRequest): Promise<RpcResult<ForkSource>> {
@@ -881,7 +893,9 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     if (this.#task) return fail("thread_busy", `Turn ${this.#task.currentId} is running.`);
     const existing = await this.#thread();
     const log = existing?.log ?? new RolloutLog(this.#parts.sql, systemClock, 0);
-    const whole = await readWholeRollout(this.#parts, { tenant, id: threadId }, log);
+    const whole = await readWholeRollout(this.#parts, { tenant, id: threadId }, log, {
+      everyLine: true,
+    });
     const rows = whole.lines;
     if (rows.length === 0) return fail("not_found", "No rollout in R2 for this thread.");
     const lines = rows.map((r) => r.line);

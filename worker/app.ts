@@ -228,11 +228,14 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
 
     getPrompt: async (c, { param }) => c.json(unwrap(await stubFor(c, param.id).getPrompt())),
 
-    exportRollout: async (c, { param }) => {
-      const lines = unwrap(await stubFor(c, param.id).exportRollout());
+    exportRollout: async (c, { param, query }) => {
+      const { lines, missingLines } = unwrap(
+        await stubFor(c, param.id).exportRollout({ allowIncomplete: query.allow_incomplete }),
+      );
       return c.body(lines, 200, {
         "Content-Type": "application/x-ndjson",
         "Content-Disposition": `attachment; filename="${param.id}.jsonl"`,
+        ...(missingLines > 0 ? { "Spindle-Missing-Lines": String(missingLines) } : {}),
       });
     },
 

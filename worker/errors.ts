@@ -24,6 +24,7 @@ export const PROBLEM_CODES = [
   "provider_error",
   "context_window_exceeded",
   "unknown_model",
+  "rollout_incomplete",
   "method_not_allowed",
   "internal",
 ] as const;
@@ -70,6 +71,7 @@ const PROBLEM_TYPES: Record<ProblemCode, { status: ContentfulStatusCode; title: 
   provider_error: { status: 502, title: "The model provider failed" },
   context_window_exceeded: { status: 400, title: "The input does not fit the context window" },
   unknown_model: { status: 400, title: "The model is not in the catalog" },
+  rollout_incomplete: { status: 409, title: "Part of the rollout cannot be read" },
   method_not_allowed: { status: 405, title: "The method is not allowed on this resource" },
   internal: { status: 500, title: "Internal error" },
 };

@@ -11,6 +11,7 @@ import {
   EmptyBodySchema,
   EventsHeadersSchema,
   EventsQuerySchema,
+  ExportQuerySchema,
   ForkBodySchema,
   HealthSchema,
   HistoryPageSchema,
@@ -331,14 +332,21 @@ export const API_ROUTES = {
     method: "get",
     path: "/v1/threads/{id}/rollout",
     summary: "Export the rollout as Codex JSONL",
+    description:
+      "A rollout with lines that cannot be read (a damaged R2 segment whose lines SQLite no longer holds) is refused with `rollout_incomplete`, so an export is never silently partial; `allow_incomplete=true` exports the lines that can be read.",
     params: ThreadParamsSchema,
+    query: ExportQuerySchema,
     responses: {
       200: {
         description: "The rollout, streamed: one rollout line per line.",
         content: [{ format: "ndjson", schema: RolloutLineDocSchema }],
+        headers: {
+          "Spindle-Missing-Lines":
+            "Only with `allow_incomplete=true` and lines missing: how many of the rollout's lines the export lacks.",
+        },
       },
     },
-    errors: ["not_found"],
+    errors: ["not_found", "rollout_incomplete"],
   },
   restoreThread: {
     method: "post",

@@ -197,6 +197,16 @@ export const EventsHeadersSchema = z.object({
     .describe("The id of the last event seen; it wins over `after`."),
 });
 
+/** `GET /v1/threads/{id}/rollout`. */
+export const ExportQuerySchema = z.object({
+  allow_incomplete: z
+    .stringbool()
+    .default(false)
+    .describe(
+      "Export the lines that can be read even when some cannot (a damaged R2 segment SQLite no longer holds); the response then says how many are missing.",
+    ),
+});
+
 /** `POST /v1/threads/import`. */
 export const ImportQuerySchema = z.object({
   id: ThreadIdSchema.optional().describe("The new thread's id; generated when absent."),

@@ -95,6 +95,20 @@ export interface InjectRequest {
   items: InputMessage[];
 }
 
+/** `exportRollout`. */
+export interface ExportRequest {
+  /** Answer with the lines that can be read when some cannot, instead of failing. */
+  allowIncomplete: boolean;
+}
+
+/** `exportRollout`'s answer. */
+export interface RolloutExport {
+  /** The rollout as Codex JSONL. */
+  lines: ReadableStream<Uint8Array>;
+  /** Lines of the rollout that `lines` lacks because they cannot be read (0: it is whole). */
+  missingLines: number;
+}
+
 /** `forkSource`. */
 export interface ForkSourceRequest {
   /** A turn id of this thread: the fork ends just before that turn's first line. */
@@ -243,9 +257,11 @@ export interface ThreadRpc {
   inject(req: InjectRequest): Promise<RpcResult<ThreadResource>>;
   /**
    * The whole rollout as Codex JSONL, `\n`-terminated lines in `seq` order (R2 segments, then
-   * the SQLite tail): the lines durable when the call was made, none added later.
+   * the SQLite tail): the lines durable when the call was made, none added later. Failures:
+   * `rollout_incomplete` when some of them cannot be read (a damaged segment whose lines SQLite
+   * no longer holds), unless `allowIncomplete`; the detail says which.
    */
-  exportRollout(): Promise<RpcResult<ReadableStream<Uint8Array>>>;
+  exportRollout(req: ExportRequest): Promise<RpcResult<RolloutExport>>;
   /**
    * The rollout prefix a fork copies, in the `exportRollout` format. Without `beforeTurn`: every
    * line durable at the call except those of a turn still `in_progress`. Failures:

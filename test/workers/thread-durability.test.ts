@@ -48,19 +48,19 @@ async function threadWithDamagedSecondSegment(): Promise<string> {
     await turn(id, input);
     await runDurableObjectAlarm(threadStub(id));
   }
-  await corruptSecondSegment(id);
+  expect(await segmentsOf(id)).toHaveLength(2);
+  await corruptSegment(id, 1);
   return id;
 }
 
-/** Rewrites the thread's second R2 segment with other bytes under the same metadata. */
-async function corruptSecondSegment(id: string): Promise<void> {
-  const listed = await env.ROLLOUT.list({
-    prefix: `threads/local/${id}/segments/`,
-    include: ["customMetadata"],
-  });
-  expect(listed.objects.length).toBe(2);
-  const second = listed.objects[1];
-  if (!second) throw new Error("no second segment");
+const segmentsOf = async (id: string) =>
+  (await env.ROLLOUT.list({ prefix: `threads/local/${id}/segments/`, include: ["customMetadata"] }))
+    .objects;
+
+/** Rewrites the thread's `index`-th R2 segment (from 0) with other bytes under the same metadata. */
+async function corruptSegment(id: string, index: number): Promise<void> {
+  const second = (await segmentsOf(id))[index];
+  if (!second) throw new Error(`no segment ${index}`);
   // Same key and metadata, different bytes: the checksum no longer matches.
   const garbage = new Response(
     new Blob([
@@ -672,6 +672,64 @@ describe("repairs instead of crash loops", () => {
     );
     expect(thread.warnings.some((w) => /skipped/.test(w.message))).toBe(true);
     expect((await turn(id, "second")).status).toBe("completed");
+  });
+});
+
+describe("export of a damaged rollout", () => {
+  /** The seq range of a segment key (`…/segments/{first}-{last}.jsonl.gz`). */
+  const rangeOf = (key: string) => key.match(/(\d+)-(\d+)\.jsonl\.gz$/)?.slice(1).map(Number);
+  const exportOf = (id: string, query = "") => api("GET", `/v1/threads/${id}/rollout${query}`);
+
+  it("is refused with rollout_incomplete when lines are lost, and allow_incomplete exports the rest", async () => {
+    const id = newThreadId();
+    await createThread(id, { cwd: "/repo" });
+    for (let i = 0; i < 8; i++) {
+      await turn(id, `turn ${i}`);
+      await runDurableObjectAlarm(threadStub(id));
+    }
+    const whole = await (await exportOf(id)).text();
+    // A segment whose lines a checkpoint covers, so SQLite no longer holds them.
+    const [{ first: stored } = { first: 0 }] = await sqlRows<{ first: number }>(
+      id,
+      "SELECT min(seq) AS first FROM spindle_rollout",
+    );
+    const segments = await segmentsOf(id);
+    const index = segments.findLastIndex((s) => (rangeOf(s.key)?.[1] ?? Infinity) < stored);
+    expect(index).toBeGreaterThan(0);
+    const [first = 0, last = 0] = rangeOf(segments[index]?.key ?? "") ?? [];
+    await corruptSegment(id, index);
+
+    const refused = await exportOf(id);
+    expect(refused.status).toBe(409);
+    const problem = await json<{ code: string; detail: string }>(refused, 409);
+    expect(problem.code).toBe("rollout_incomplete");
+    expect(problem.detail).toContain(`${last - first + 1} of the rollout's`);
+    expect(problem.detail).toMatch(/checksum/);
+    expect(problem.detail).toContain(`rollout lines ${first}-${last} are missing`);
+
+    const partial = await exportOf(id, "?allow_incomplete=true");
+    expect(partial.status).toBe(200);
+    expect(partial.headers.get("spindle-missing-lines")).toBe(String(last - first + 1));
+    const lines = whole.split("\n");
+    const kept = [...lines.slice(0, first - 1), ...lines.slice(last)].join("\n");
+    expect(await partial.text()).toBe(kept);
+  });
+
+  it("takes the lines of a damaged middle segment from SQLite while it still holds them: the export is whole", async () => {
+    const id = newThreadId();
+    await createThread(id, { cwd: "/repo" });
+    for (const input of ["one", "two", "three"]) {
+      await turn(id, input);
+      await runDurableObjectAlarm(threadStub(id));
+    }
+    const whole = await (await exportOf(id)).text();
+    expect(await segmentsOf(id)).toHaveLength(3);
+    await corruptSegment(id, 1);
+    await evictDurableObject(threadStub(id));
+    const res = await exportOf(id);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("spindle-missing-lines")).toBeNull();
+    expect(await res.text()).toBe(whole);
   });
 });
 

@@ -12,6 +12,7 @@ import type {
   CreateFromRolloutRequest,
   CreateThreadRequest,
   EventsRequest,
+  ExportRequest,
   ForkSourceRequest,
   InjectRequest,
   ListHistoryRequest,
@@ -43,6 +44,8 @@ export class FakeThreads {
   eventStream: () => ReadableStream<Uint8Array> = () => ndjson(turnEvents("turn_1", "t1"));
   /** The rollout `exportRollout` and `forkSource` answer, as JSONL. */
   rolloutText = `${rolloutLines.join("\n")}\n`;
+  /** The `missingLines` `exportRollout` answers with. */
+  missingLines = 0;
   /** What `createFromRollout` read from `lines`, by DO name. */
   readonly received = new Map<string, string>();
 
@@ -164,10 +167,12 @@ export class FakeThreads {
             : found;
         }),
       inject: (req: InjectRequest) => call("inject", [req], existing),
-      exportRollout: () =>
-        call("exportRollout", [], () => {
+      exportRollout: (req: ExportRequest) =>
+        call("exportRollout", [req], () => {
           const found = existing();
-          return found.ok ? { ok: true, value: textStream(this.rolloutText) } : found;
+          if (!found.ok) return found;
+          const value = { lines: textStream(this.rolloutText), missingLines: this.missingLines };
+          return { ok: true, value };
         }),
       forkSource: (req: ForkSourceRequest) =>
         call("forkSource", [req], () => {

@@ -290,7 +290,38 @@ describe("GET /v1/threads/{id}/rollout", () => {
     expect(res.headers.get("content-type")).toBe("application/x-ndjson");
     expect(res.headers.get("content-disposition")).toBe('attachment; filename="t1.jsonl"');
     expect(await res.text()).toBe(fake.rolloutText);
-    expect(fake.calls).toEqual([{ name: "A:t1", method: "exportRollout", args: [] }]);
+    expect(res.headers.get("spindle-missing-lines")).toBeNull();
+    expect(fake.calls).toEqual([
+      { name: "A:t1", method: "exportRollout", args: [{ allowIncomplete: false }] },
+    ]);
+  });
+
+  it("passes allow_incomplete on and reports the lines the export lacks in a header", async () => {
+    const { request, fake } = setup();
+    fake.threads.set("A:t1", thread("t1"));
+    fake.missingLines = 7;
+    const res = await request("/v1/threads/t1/rollout?allow_incomplete=true");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("spindle-missing-lines")).toBe("7");
+    expect(await res.text()).toBe(fake.rolloutText);
+    expect(fake.calls[0]?.args).toEqual([{ allowIncomplete: true }]);
+  });
+
+  it("a rollout_incomplete failure is a 409 problem, and a bad allow_incomplete a 400", async () => {
+    const { request, fake } = setup();
+    fake.threads.set("A:t1", thread("t1"));
+    fake.failures.set("exportRollout", { code: "rollout_incomplete", detail: "2 of 9 lines." });
+    expect(await problemOf(await request("/v1/threads/t1/rollout"))).toMatchObject({
+      status: 409,
+      code: "rollout_incomplete",
+      detail: "2 of 9 lines.",
+    });
+    const bad = await problemOf(await request("/v1/threads/t1/rollout?allow_incomplete=maybe"));
+    expect(bad).toMatchObject({
+      status: 400,
+      code: "invalid_request",
+      errors: [expect.objectContaining({ path: "allow_incomplete" })],
+    });
   });
 
   it("a missing thread is a 404 problem", async () => {
