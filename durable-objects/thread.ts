@@ -71,6 +71,12 @@ import { TurnQueue } from "./turn-queue.ts";
 export const FLUSH_DELAY_MS = 1_000;
 /** An unflushed tail longer than this is flushed right away. */
 export const FLUSH_TAIL_MAX_LINES = 5_000;
+/**
+ * While a task runs, an alarm stays due within this long: if the instance goes away mid-turn,
+ * the alarm wakes a new one, which settles the turn and flushes its lines without waiting for a
+ * request.
+ */
+const RUNNING_TASK_ALARM_MS = 30_000;
 const FLUSH_RETRY_MAX_MS = 5 * 60_000;
 
 const ok = <T>(value: T): RpcResult<T> => ({ ok: true, value });
@@ -152,10 +158,11 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   async #thread(): Promise<LiveThread | undefined> {
     if (this.#live) return this.#live;
     this.#loading ??= LiveThread.load(this.#parts).then(
-      (live) => {
+      async (live) => {
         this.#live = live;
         this.#loading = undefined;
-        if (live) this.#settleInterruptedTurn(live);
+        // Settling ends a turn, and a turn's end schedules the flush of its lines.
+        if (live && this.#settleInterruptedTurn(live)) await this.#scheduleFlush();
         return live;
       },
       (err: unknown) => {
@@ -167,11 +174,15 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     return this.#loading;
   }
 
-  /** A turn that was running when the instance went away ends as interrupted (reference §5.4). */
-  #settleInterruptedTurn(live: LiveThread): void {
+  /**
+   * A turn that was running when the instance went away ends as interrupted (reference §5.4).
+   * True when there was one.
+   */
+  #settleInterruptedTurn(live: LiveThread): boolean {
     const last = this.#parts.meta.lastTurn();
-    if (last?.status !== "in_progress") return;
+    if (last?.status !== "in_progress") return false;
     this.#endTurn(live, last, "interrupted");
+    return true;
   }
 
   /**
@@ -293,6 +304,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       resumed,
     );
     this.#task = task;
+    this.ctx.waitUntil(this.#alarmWithin(RUNNING_TASK_ALARM_MS));
     const settle = () => {
       if (this.#task === task) this.#task = undefined;
       this.#events.prune();
@@ -1028,6 +1040,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       // Old events leave storage even when the thread stays idle.
       await this.#setAlarm(expiry);
     }
+    if (this.#task) await this.#alarmWithin(RUNNING_TASK_ALARM_MS);
     await this.#drainQueue();
   }
 }

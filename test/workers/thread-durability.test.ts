@@ -105,6 +105,46 @@ describe("flush scheduling", () => {
   });
 });
 
+describe("flush scheduling after a lost instance", () => {
+  /** A thread whose instance went away in the middle of a long turn. */
+  async function cutShort(): Promise<string> {
+    const id = newThreadId();
+    await createThread(id);
+    await runDurableObjectAlarm(threadStub(id));
+    const slow = api("POST", `/v1/threads/${id}/turns`, { input: "/slow 40 take your time" });
+    await vi.waitFor(async () =>
+      expect(await json(await api("GET", `/v1/threads/${id}`))).toMatchObject({
+        status: "running",
+      }),
+    );
+    await runInDurableObject(threadStub(id), (_i, state) =>
+      state.abort("reset for the test"),
+    ).catch(() => undefined);
+    await slow.catch(() => undefined);
+    return id;
+  }
+
+  it("the alarm a running turn keeps pending wakes the object, which settles the turn and flushes it", async () => {
+    const id = await cutShort();
+    // No request reaches the thread: only its alarm.
+    expect(await runDurableObjectAlarm(threadStub(id))).toBe(true);
+    const state = await inspect(id);
+    expect(state?.flushedThrough).toBe(state?.lastSeq);
+    const { lines } = await checkThreadRollout(id);
+    expect(lines.at(-1)).toContain('"turn_aborted"');
+  });
+
+  it("a request that reloads the thread and settles the turn leaves an alarm that flushes it", async () => {
+    const id = await cutShort();
+    expect(JSON.parse(await (await api("GET", `/v1/threads/${id}`)).text())).toMatchObject({
+      status: "idle",
+    });
+    expect(await runDurableObjectAlarm(threadStub(id))).toBe(true);
+    const state = await inspect(id);
+    expect(state?.flushedThrough).toBe(state?.lastSeq);
+  });
+});
+
 describe("a flush in flight", () => {
   /** Holds every R2 put until `release` is called. */
   function holdPuts() {
