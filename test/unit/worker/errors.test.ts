@@ -28,6 +28,7 @@ describe("problem codes", () => {
       provider_error: 502,
       context_window_exceeded: 400,
       unknown_model: 400,
+      rollout_incomplete: 409,
       method_not_allowed: 405,
       internal: 500,
     });
