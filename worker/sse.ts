@@ -149,22 +149,31 @@ export function frameEvent(line: string): { frame: string; terminal: boolean } {
 
 const UNREADABLE_EVENT_DETAIL = "The thread sent an event this server cannot read.";
 
-/** The non-blank lines of a UTF-8 NDJSON stream, without their `\n` or `\r\n`. */
+/**
+ * The non-blank lines of a UTF-8 NDJSON stream, without their `\n` or `\r\n`. A line longer than
+ * a chunk (a multi-megabyte event) is kept as chunks and joined once it ends, so reading it stays
+ * linear in its length.
+ */
 async function* ndjsonLines(reader: ReadableStreamDefaultReader<Uint8Array>) {
   const decoder = new TextDecoder();
-  let buffer = "";
+  /** The start of the current line: text received since its last `\n`. */
+  let partial: string[] = [];
+  const lineOf = (text: string) => text.replace(/\r$/, "");
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
-    buffer += decoder.decode(value, { stream: true });
+    const text = decoder.decode(value, { stream: true });
     let start = 0;
-    for (let end = buffer.indexOf("\n"); end !== -1; end = buffer.indexOf("\n", start)) {
-      const line = buffer.slice(start, end).replace(/\r$/, "");
+    for (let end = text.indexOf("\n"); end !== -1; end = text.indexOf("\n", start)) {
+      partial.push(text.slice(start, end));
+      const line = lineOf(partial.join(""));
+      partial = [];
       start = end + 1;
       if (line.trim() !== "") yield line;
     }
-    buffer = buffer.slice(start);
+    if (start < text.length) partial.push(text.slice(start));
   }
-  const last = (buffer + decoder.decode()).replace(/\r$/, "");
+  partial.push(decoder.decode());
+  const last = lineOf(partial.join(""));
   if (last.trim() !== "") yield last;
 }
