@@ -17,8 +17,10 @@ import type { ModelClient, ModelEvent } from "./model-client.ts";
 const CALL_COMMAND = /^\/call\s+([A-Za-z0-9_-]+)(?:\s+([\s\S]*))?$/;
 /** `/slow MS …`: the answer waits MS milliseconds before each delta (interrupt and steer tests). */
 const SLOW_COMMAND = /^\/slow\s+(\d{1,5})\b/;
-/** Splits answers into a few deltas so streaming can be observed. */
+/** Splits answers into a few deltas so streaming can be observed... */
 const DELTA_CHARS = 24;
+/** ...but never into more than this many (a longer answer gets longer deltas). */
+const MAX_DELTAS = 1_000;
 
 /** Waits, or rejects with the signal's reason as soon as it aborts. */
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -88,10 +90,12 @@ export class LocalModelClient implements ModelClient {
     const delayMs = Number(SLOW_COMMAND.exec(lastUserText(prompt))?.[1] ?? 0);
     if (item.type === "message") {
       const text = item.content.map((p) => (p.type === "output_text" ? p.text : "")).join("");
-      for (let i = 0; i < text.length; i += DELTA_CHARS) {
+      // An answer echoing a long input would otherwise be thousands of events.
+      const size = Math.max(DELTA_CHARS, Math.ceil(text.length / MAX_DELTAS));
+      for (let i = 0; i < text.length; i += size) {
         if (delayMs > 0) await this.#sleep(delayMs, signal);
         signal?.throwIfAborted();
-        yield { type: "output_text_delta", delta: text.slice(i, i + DELTA_CHARS) };
+        yield { type: "output_text_delta", delta: text.slice(i, i + size) };
       }
     }
     yield { type: "output_item_done", item };

@@ -38,6 +38,19 @@ describe("LocalModelClient", () => {
     expect(deltas).toBe('Received 2 input items. Last user message: "hello there"');
   });
 
+  it("streams a long answer in at most 1,000 deltas, each of 24 characters or more", async () => {
+    const long = "x".repeat(200_000);
+    const events = await collect(prompt([user(long)]));
+    const deltas = events.flatMap((e) => (e.type === "output_text_delta" ? [e.delta] : []));
+    expect(deltas.length).toBeLessThanOrEqual(1_000);
+    expect(deltas.length).toBeGreaterThan(900);
+    expect(deltas.slice(0, -1).every((d) => d.length === deltas[0]?.length)).toBe(true);
+    expect(deltas.join("")).toBe(`Received 1 input items. Last user message: "${long}"`);
+    const short = await collect(prompt([user("hi")]));
+    const shortDeltas = short.flatMap((e) => (e.type === "output_text_delta" ? [e.delta] : []));
+    expect(shortDeltas.slice(0, -1).every((d) => d.length === 24)).toBe(true);
+  });
+
   it("emits a function call with a deterministic call id for /call on a declared tool", async () => {
     const p = prompt([user('/call lookup {"q":1}')], [tool]);
     const a = new LocalModelClient().respond(p);
