@@ -4,10 +4,7 @@ import { type Checkpoint, restoreCheckpoint } from "../shared/rollout/index.ts";
 import { gunzip, gzip } from "./gzip.ts";
 import type { Sql } from "./sql.ts";
 
-/**
- * Headroom below the 2 MB per-row limit of Durable Object SQLite (not enforced by local workerd,
- * so the chunking is ours to keep).
- */
+/** Headroom below the 2 MB per-value limit of Durable Object SQLite (see `text-parts.ts`). */
 export const CHECKPOINT_CHUNK_MAX_BYTES = 1_800_000;
 
 /** When a group of history items closes (see `planItemGroups`). */

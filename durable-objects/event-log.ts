@@ -1,6 +1,7 @@
 import type { Clock } from "../shared/ports/index.ts";
 import { isTerminalEventType } from "../worker/schemas.ts";
 import type { Sql } from "./sql.ts";
+import { appendParts, splitText, TEXT_PART_MAX_CHARS } from "./text-parts.ts";
 
 /** How many events a thread keeps at most for `Last-Event-ID` replay. */
 export const EVENT_WINDOW = 2_000;
@@ -69,20 +70,48 @@ export class EventLog {
     return event;
   }
 
-  /** Stores the pending events in one statement, then sends them to the subscribers. */
+  /**
+   * Stores the pending events, then sends them to the subscribers. Usually one statement: the
+   * rows travel as one JSON parameter, in as many statements as needed to keep each parameter
+   * under the value limit; an event longer than that is stored in parts, one row each.
+   */
   flush(): void {
     this.#cancelTimer();
     const batch = this.#pending;
     if (batch.length === 0) return;
     this.#pending = [];
-    const rows = JSON.stringify(
-      batch.map(({ event, at }) => [event.seq, at, JSON.stringify(event)]),
-    );
-    this.#sql`INSERT INTO spindle_events (seq, at, body)
-      SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(${rows})`;
+    let rows: string[] = [];
+    let chars = 0;
+    const insertRows = () => {
+      if (rows.length === 0) return;
+      this.#sql`INSERT INTO spindle_events (seq, at, body)
+        SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(${`[${rows.join(",")}]`})`;
+      rows = [];
+      chars = 0;
+    };
+    for (const { event, at } of batch) {
+      const body = JSON.stringify(event);
+      const row = JSON.stringify([event.seq, at, body]);
+      if (row.length > TEXT_PART_MAX_CHARS) {
+        this.#insertInParts(event.seq, at, body);
+        continue;
+      }
+      if (chars + row.length > TEXT_PART_MAX_CHARS) insertRows();
+      rows.push(row);
+      chars += row.length + 1;
+    }
+    insertRows();
     for (const { event } of batch) {
       for (const subscriber of this.#subscribers) this.#send(subscriber, event);
     }
+  }
+
+  #insertInParts(seq: number, at: number, body: string): void {
+    const [first = "", ...rest] = splitText(body);
+    this.#sql`INSERT INTO spindle_events (seq, at, body) VALUES (${seq}, ${at}, ${first})`;
+    rest.forEach((part, i) => {
+      this.#sql`INSERT INTO spindle_event_parts (seq, part, body) VALUES (${seq}, ${i + 1}, ${part})`;
+    });
   }
 
   #cancelTimer(): void {
@@ -100,6 +129,9 @@ export class EventLog {
     const cutoff = this.#clock.nowMs() - EVENT_RETENTION_MS;
     this.#sql`DELETE FROM spindle_events
       WHERE seq < ${last} AND (seq <= ${last - EVENT_WINDOW} OR at < ${cutoff})`;
+    // Events are dropped oldest first (their times grow with seq), so their parts go by seq.
+    this.#sql`DELETE FROM spindle_event_parts
+      WHERE seq < (SELECT COALESCE(MIN(seq), ${last + 1}) FROM spindle_events)`;
   }
 
   /** When the next prune has something to drop by age (undefined: nothing will expire). */
@@ -125,11 +157,19 @@ export class EventLog {
     this.flush();
     const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
     const subscriber: Subscriber = { writer: writable.getWriter(), untilTurn };
-    const rows = this.#sql<{ body: string }>`
-      SELECT body FROM spindle_events WHERE seq > ${after} ORDER BY seq`.toArray();
+    const bodies = new Map<number, string>();
+    for (const row of this.#sql<{ seq: number; body: string }>`
+      SELECT seq, body FROM spindle_events WHERE seq > ${after} ORDER BY seq`) {
+      bodies.set(row.seq, row.body);
+    }
+    appendParts(
+      bodies,
+      this.#sql<{ key: number; text: string }>`SELECT seq AS key, body AS text
+        FROM spindle_event_parts WHERE seq > ${after} ORDER BY seq, part`,
+    );
     let ended = false;
-    for (const row of rows) {
-      const event = JSON.parse(row.body) as ThreadEventRecord;
+    for (const body of bodies.values()) {
+      const event = JSON.parse(body) as ThreadEventRecord;
       this.#send(subscriber, event);
       if (
         untilTurn !== undefined &&

@@ -3,27 +3,7 @@ import type { RolloutItem, RolloutLine } from "../shared/protocol/index.ts";
 import { decodeRolloutLine, encodeRolloutLine } from "../shared/rollout/index.ts";
 import type { RolloutSink } from "../shared/session/index.ts";
 import type { Sql } from "./sql.ts";
-
-/**
- * Durable Object SQLite rows are limited to 2 MB (not enforced by local workerd). A line is stored
- * in parts of at most this many UTF-16 code units: at most 3 UTF-8 bytes each, 1.5 MB a row.
- */
-export const LINE_PART_MAX_CHARS = 500_000;
-
-/** Splits text into parts, never between the two halves of a surrogate pair. */
-export function splitLine(text: string, max = LINE_PART_MAX_CHARS): string[] {
-  const parts: string[] = [];
-  let start = 0;
-  while (text.length - start > max) {
-    let end = start + max;
-    const code = text.charCodeAt(end);
-    if (code >= 0xdc00 && code <= 0xdfff) end -= 1;
-    parts.push(text.slice(start, end));
-    start = end;
-  }
-  parts.push(text.slice(start));
-  return parts;
-}
+import { splitText } from "./text-parts.ts";
 
 export interface StoredLine {
   seq: number;
@@ -74,7 +54,7 @@ export class RolloutLog implements RolloutSink {
   }
 
   static insert(sql: Sql, seq: number, text: string): void {
-    splitLine(text).forEach((part, i) => {
+    splitText(text).forEach((part, i) => {
       sql`INSERT INTO spindle_rollout (seq, part, line) VALUES (${seq}, ${i}, ${part})`;
     });
   }

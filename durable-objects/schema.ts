@@ -6,7 +6,7 @@ import { sqlOf } from "./sql.ts";
  * - spindle_rollout: rollout lines after the newest checkpoint that R2 may not hold yet; a line
  *   longer than a row may hold is split into numbered parts.
  * - spindle_checkpoint: the newest checkpoint without its history, gzip-compressed, split into
- *   chunks under the 2 MB row limit (not enforced by local workerd, so it is enforced here).
+ *   chunks under the 2 MB value limit.
  * - spindle_checkpoint_items: that checkpoint's history in groups of consecutive items (`first`,
  *   `count`), each gzip-compressed and split into parts the same way.
  * - spindle_segments: the manifest of R2 segment objects (contiguous, immutable seq ranges).
@@ -14,6 +14,8 @@ import { sqlOf } from "./sql.ts";
  * - spindle_events: recent thread events, for `Last-Event-ID` replay (bounded by count and age;
  *   the newest one always stays, so a sequence number is never reused).
  * - spindle_queue: turns waiting for the running one (`on_busy: "queue"`), in order.
+ * - spindle_event_parts, spindle_queue_parts: the rest of an event or a queued turn whose JSON is
+ *   longer than one value holds (its row holds the first part; see `text-parts.ts`).
  */
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS spindle_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -33,6 +35,11 @@ const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS spindle_checkpoint_items (
      grp INTEGER NOT NULL, part INTEGER NOT NULL, first INTEGER NOT NULL, count INTEGER NOT NULL,
      data BLOB NOT NULL, PRIMARY KEY (grp, part));`,
+  `CREATE TABLE IF NOT EXISTS spindle_event_parts (
+     seq INTEGER NOT NULL, part INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (seq, part));
+   CREATE TABLE IF NOT EXISTS spindle_queue_parts (
+     position INTEGER NOT NULL, part INTEGER NOT NULL, body TEXT NOT NULL,
+     PRIMARY KEY (position, part));`,
 ];
 
 /** Applies the numbered migration steps not yet applied. Cheap when up to date. */

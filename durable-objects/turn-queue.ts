@@ -1,5 +1,6 @@
 import type { ContentItem, ThreadConfig } from "../shared/protocol/index.ts";
 import type { Sql } from "./sql.ts";
+import { appendParts, splitText } from "./text-parts.ts";
 
 /** A turn waiting for the running one (`on_busy: "queue"`). */
 export interface QueuedTurn {
@@ -10,7 +11,8 @@ export interface QueuedTurn {
 
 /**
  * Turns waiting to run, in order, in SQLite: a queued turn survives an eviction (the alarm drains
- * the queue when no request comes).
+ * the queue when no request comes). A turn whose JSON is longer than one value holds (its input
+ * may be up to the 8 MiB turn body) keeps the rest in `spindle_queue_parts`.
  */
 export class TurnQueue {
   readonly #sql: Sql;
@@ -31,22 +33,51 @@ export class TurnQueue {
 
   push(turn: QueuedTurn): void {
     const size = this.#count();
-    this.#sql`INSERT INTO spindle_queue (body) VALUES (${JSON.stringify(turn)})`;
+    const [first = "", ...rest] = splitText(JSON.stringify(turn));
+    const { position } = this.#sql<{ position: number }>`
+      INSERT INTO spindle_queue (body) VALUES (${first}) RETURNING position`.one();
+    rest.forEach((part, i) => {
+      this.#sql`INSERT INTO spindle_queue_parts (position, part, body)
+        VALUES (${position}, ${i + 1}, ${part})`;
+    });
     this.#size = size + 1;
+  }
+
+  /** Every queued turn by position, oldest first (at most `limit`). */
+  #turns(limit = -1): Map<number, QueuedTurn> {
+    const bodies = new Map<number, string>();
+    for (const row of this.#sql<{ position: number; body: string }>`
+      SELECT position, body FROM spindle_queue ORDER BY position LIMIT ${limit}`) {
+      bodies.set(row.position, row.body);
+    }
+    const last = [...bodies.keys()].at(-1) ?? 0;
+    appendParts(
+      bodies,
+      this.#sql<{ key: number; text: string }>`SELECT position AS key, body AS text
+        FROM spindle_queue_parts WHERE position <= ${last} ORDER BY position, part`,
+    );
+    const turns = new Map<number, QueuedTurn>();
+    for (const [position, body] of bodies) turns.set(position, JSON.parse(body) as QueuedTurn);
+    return turns;
+  }
+
+  #delete(position: number): void {
+    this.#sql`DELETE FROM spindle_queue WHERE position = ${position}`;
+    this.#sql`DELETE FROM spindle_queue_parts WHERE position = ${position}`;
   }
 
   /** Removes and returns the oldest queued turn. */
   shift(): QueuedTurn | undefined {
     if (this.#count() === 0) return undefined;
-    const row = this.#sql<{ position: number; body: string }>`
-      SELECT position, body FROM spindle_queue ORDER BY position LIMIT 1`.toArray()[0];
-    if (!row) {
+    const [oldest] = this.#turns(1);
+    if (!oldest) {
       this.#size = 0;
       return undefined;
     }
-    this.#sql`DELETE FROM spindle_queue WHERE position = ${row.position}`;
+    const [position, turn] = oldest;
+    this.#delete(position);
     this.#size = this.#count() - 1;
-    return JSON.parse(row.body) as QueuedTurn;
+    return turn;
   }
 
   /** Forgets the count (the storage was wiped). */
@@ -55,9 +86,8 @@ export class TurnQueue {
   }
 
   #find(turnId: string): number | undefined {
-    const rows = this.#sql<{ position: number; body: string }>`
-      SELECT position, body FROM spindle_queue ORDER BY position`.toArray();
-    return rows.find((r) => (JSON.parse(r.body) as QueuedTurn).turnId === turnId)?.position;
+    for (const [position, turn] of this.#turns()) if (turn.turnId === turnId) return position;
+    return undefined;
   }
 
   has(turnId: string): boolean {
@@ -69,7 +99,7 @@ export class TurnQueue {
     const position = this.#find(turnId);
     if (position === undefined) return false;
     const size = this.#count();
-    this.#sql`DELETE FROM spindle_queue WHERE position = ${position}`;
+    this.#delete(position);
     this.#size = size - 1;
     return true;
   }

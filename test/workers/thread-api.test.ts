@@ -13,7 +13,7 @@ import {
   threadStub,
 } from "./helpers/api.ts";
 import { answerEvents, responsesStream } from "./helpers/openai.ts";
-import { checkThreadRollout } from "./helpers/rollout.ts";
+import { checkThreadRollout, sqlRows } from "./helpers/rollout.ts";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -177,6 +177,42 @@ describe("event storage", () => {
     );
     expect(replay.map((f) => Number(f.id))).toEqual(rows.map((r) => r.seq));
   });
+
+  it("an event larger than a SQLite value (a 3 MB message) is stored in parts and replays whole", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    // Quotes and control characters grow in JSON: the stored text is larger than the input.
+    const big = `${"a\"\u0001".repeat(400_000)}end`;
+    const done = await turn(id, big);
+    expect(done.status).toBe("completed");
+    const rows = await runInDurableObject(threadStub(id), (_i, state) =>
+      state.storage.sql
+        .exec<{ seq: number; bytes: number; parts: number }>(
+          `SELECT seq, length(CAST(body AS BLOB)) AS bytes,
+             (SELECT COUNT(*) FROM spindle_event_parts p WHERE p.seq = e.seq) AS parts
+           FROM spindle_events e ORDER BY seq`,
+        )
+        .toArray(),
+    );
+    const partBytes = await sqlRows<{ bytes: number }>(
+      id,
+      "SELECT length(CAST(body AS BLOB)) AS bytes FROM spindle_event_parts",
+    );
+    expect(rows.at(-1)?.parts).toBeGreaterThan(0);
+    expect(Math.max(...[...rows, ...partBytes].map((r) => r.bytes))).toBeLessThan(1_800_000);
+    // The answer echoes the input in small deltas, so only the newest events are still kept.
+    await evictDurableObject(threadStub(id));
+    const replay = await readSse(
+      await getWith(`/v1/threads/${id}/events`, {
+        "last-event-id": String((rows[0]?.seq ?? 1) - 1),
+      }),
+      until("turn.completed"),
+    );
+    expect(replay.map((f) => Number(f.id))).toEqual(rows.map((r) => r.seq));
+    const completed = JSON.parse(replay.at(-1)?.data ?? "{}") as { data: Turn };
+    expect(completed.data.items).toEqual(done.items);
+    expect(completed.data.items.some((i) => text(i) === big)).toBe(true);
+  }, 60_000);
 });
 
 describe("event retention", () => {
@@ -380,6 +416,34 @@ describe("concurrency (on_busy)", () => {
     );
     const ran = await json<Turn>(await api("GET", `/v1/threads/${id}/turns/${queued.id}`));
     expect(ran.items.some((i) => text(i) === "second")).toBe(true);
+  });
+
+  it("a queued turn whose input is larger than a SQLite value waits in parts and runs whole", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    const big = `${"b\"\u0002".repeat(400_000)}end`;
+    const slow = turn(id, "/slow 60 first, slowly");
+    await waitFor(
+      async () =>
+        (await json<{ status: string }>(await api("GET", `/v1/threads/${id}`))).status ===
+        "running",
+    );
+    const queued = await json<Turn>(
+      await post(`/v1/threads/${id}/turns`, { input: big, on_busy: "queue" }),
+      202,
+    );
+    await runInDurableObject(threadStub(id), (_i, state) =>
+      state.abort("reset for the test"),
+    ).catch(() => undefined);
+    await slow.catch(() => undefined);
+    await runDurableObjectAlarm(threadStub(id));
+    await waitFor(
+      async () =>
+        (await json<Turn>(await api("GET", `/v1/threads/${id}/turns/${queued.id}`))).status ===
+        "completed",
+    );
+    const ran = await json<Turn>(await api("GET", `/v1/threads/${id}/turns/${queued.id}`));
+    expect(ran.items.some((i) => text(i) === big)).toBe(true);
   });
 });
 

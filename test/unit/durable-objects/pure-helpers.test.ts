@@ -5,7 +5,7 @@ import {
   planItemGroups,
 } from "../../../durable-objects/checkpoint-store.ts";
 import { decodeTurnRow, encodeTurnRow } from "../../../durable-objects/meta-store.ts";
-import { splitLine } from "../../../durable-objects/rollout-log.ts";
+import { splitText } from "../../../durable-objects/text-parts.ts";
 import { segmentKey } from "../../../durable-objects/segments.ts";
 import { turnRowsFromRollout } from "../../../durable-objects/turn-index.ts";
 import type { ResponseItem, RolloutLine } from "../../../shared/protocol/index.ts";
@@ -15,13 +15,13 @@ const ev = (payload: object) => ({ timestamp: at, type: "event_msg", payload }) 
 const item = (payload: object) =>
   ({ timestamp: at, type: "response_item", payload }) as RolloutLine;
 
-describe("splitLine", () => {
+describe("splitText", () => {
   it("splits at the limit and never between the halves of a surrogate pair", () => {
-    expect(splitLine("abcdef", 4)).toEqual(["abcd", "ef"]);
-    expect(splitLine("abc😀d", 4)).toEqual(["abc", "😀d"]);
-    expect(splitLine("", 4)).toEqual([""]);
+    expect(splitText("abcdef", 4)).toEqual(["abcd", "ef"]);
+    expect(splitText("abc😀d", 4)).toEqual(["abc", "😀d"]);
+    expect(splitText("", 4)).toEqual([""]);
     const text = "x😀".repeat(1000);
-    expect(splitLine(text, 7).join("")).toBe(text);
+    expect(splitText(text, 7).join("")).toBe(text);
   });
 });
 

@@ -66,24 +66,38 @@ export function parseSse(text: string): SseFrame[] {
   return frames;
 }
 
-/** Reads an SSE response until `stop` says so (or the stream ends), then cancels it. */
+/**
+ * Reads an SSE response until `stop` says so (or the stream ends), then cancels it. `stop` sees
+ * whole frames only: a long one arrives in several chunks. Linear in the stream's length: text is
+ * joined and parsed only when a chunk ends a frame.
+ */
 export async function readSse(
   res: Response,
   stop: (frames: SseFrame[]) => boolean = () => false,
 ): Promise<SseFrame[]> {
   const reader = res.body?.pipeThrough(new TextDecoderStream()).getReader();
   if (!reader) throw new Error("no body");
-  let text = "";
+  const frames: SseFrame[] = [];
+  /** Text after the last whole frame: `head`, then the chunks received since. */
+  let head = "";
+  let chunks: string[] = [];
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
-    text += value;
-    if (stop(parseSse(text))) {
+    const before = chunks.at(-1) ?? head;
+    chunks.push(value);
+    if (!value.includes("\n\n") && !(before.endsWith("\n") && value.startsWith("\n"))) continue;
+    const text = head + chunks.join("");
+    const end = text.lastIndexOf("\n\n") + 2;
+    frames.push(...parseSse(text.slice(0, end)));
+    head = text.slice(end);
+    chunks = [];
+    if (stop(frames)) {
       await reader.cancel();
-      break;
+      return frames;
     }
   }
-  return parseSse(text);
+  return [...frames, ...parseSse(head + chunks.join(""))];
 }
 
 export async function post(path: string, body?: unknown, key: string | null = DEV_KEY) {
