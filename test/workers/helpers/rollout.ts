@@ -8,11 +8,22 @@ async function gunzip(bytes: ArrayBuffer): Promise<string> {
   return new Response(stream).text();
 }
 
-/** Reads a thread's R2 segments and SQLite tail and checks them together. */
+/**
+ * Reads a thread's SQLite tail and R2 segments and checks them together. SQLite first: a flush and
+ * a checkpoint that run between the two reads (the alarm) move lines from SQLite to R2, never
+ * back, so read in this order no line can fall between them.
+ */
 export async function checkThreadRollout(
   threadId: string,
   tenant = "local",
 ): Promise<RolloutCheck> {
+  const rows = await runInDurableObject(threadStub(threadId, tenant), (_i, state) =>
+    state.storage.sql
+      .exec<{ seq: number; part: number; line: string }>(
+        "SELECT seq, part, line FROM spindle_rollout ORDER BY seq, part",
+      )
+      .toArray(),
+  );
   const segments: SegmentText[] = [];
   const listed = await env.ROLLOUT.list({
     prefix: `threads/${tenant}/${threadId}/segments/`,
@@ -27,13 +38,6 @@ export async function checkThreadRollout(
       text: await gunzip(await body.arrayBuffer()),
     });
   }
-  const rows = await runInDurableObject(threadStub(threadId, tenant), (_i, state) =>
-    state.storage.sql
-      .exec<{ seq: number; part: number; line: string }>(
-        "SELECT seq, part, line FROM spindle_rollout ORDER BY seq, part",
-      )
-      .toArray(),
-  );
   // A long line is stored in parts; join them back.
   const tail: { seq: number; line: string }[] = [];
   for (const row of rows) {
