@@ -1,7 +1,7 @@
 import type { Clock } from "../shared/ports/index.ts";
 import { isTerminalEventType } from "../worker/schemas.ts";
 import type { Sql } from "./sql.ts";
-import { appendParts, splitText, TEXT_PART_MAX_CHARS } from "./text-parts.ts";
+import { TEXT_PART_MAX_CHARS, TextParts } from "./text-parts.ts";
 
 /** How many events a thread keeps at most for `Last-Event-ID` replay. */
 export const EVENT_WINDOW = 2_000;
@@ -49,10 +49,12 @@ export class EventLog {
   #flushTimer: ReturnType<typeof setTimeout> | undefined;
 
   readonly #clock: Clock;
+  readonly #parts: TextParts;
 
   constructor(sql: Sql, clock: Clock) {
     this.#sql = sql;
     this.#clock = clock;
+    this.#parts = new TextParts(sql, "event");
   }
 
   get lastSeq(): number {
@@ -93,7 +95,8 @@ export class EventLog {
       const body = JSON.stringify(event);
       const row = JSON.stringify([event.seq, at, body]);
       if (row.length > TEXT_PART_MAX_CHARS) {
-        this.#insertInParts(event.seq, at, body);
+        const first = this.#parts.split(event.seq, body);
+        this.#sql`INSERT INTO spindle_events (seq, at, body) VALUES (${event.seq}, ${at}, ${first})`;
         continue;
       }
       if (chars + row.length > TEXT_PART_MAX_CHARS) insertRows();
@@ -104,14 +107,6 @@ export class EventLog {
     for (const { event } of batch) {
       for (const subscriber of this.#subscribers) this.#send(subscriber, event);
     }
-  }
-
-  #insertInParts(seq: number, at: number, body: string): void {
-    const [first = "", ...rest] = splitText(body);
-    this.#sql`INSERT INTO spindle_events (seq, at, body) VALUES (${seq}, ${at}, ${first})`;
-    rest.forEach((part, i) => {
-      this.#sql`INSERT INTO spindle_event_parts (seq, part, body) VALUES (${seq}, ${i + 1}, ${part})`;
-    });
   }
 
   #cancelTimer(): void {
@@ -130,8 +125,8 @@ export class EventLog {
     this.#sql`DELETE FROM spindle_events
       WHERE seq < ${last} AND (seq <= ${last - EVENT_WINDOW} OR at < ${cutoff})`;
     // Events are dropped oldest first (their times grow with seq), so their parts go by seq.
-    this.#sql`DELETE FROM spindle_event_parts
-      WHERE seq < (SELECT COALESCE(MIN(seq), ${last + 1}) FROM spindle_events)`;
+    let oldest: number | undefined;
+    this.#parts.removeWhere((seq) => Number(seq) < (oldest ??= this.oldestKept()));
   }
 
   /** When the next prune has something to drop by age (undefined: nothing will expire). */
@@ -157,19 +152,11 @@ export class EventLog {
     this.flush();
     const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
     const subscriber: Subscriber = { writer: writable.getWriter(), untilTurn };
-    const bodies = new Map<number, string>();
-    for (const row of this.#sql<{ seq: number; body: string }>`
-      SELECT seq, body FROM spindle_events WHERE seq > ${after} ORDER BY seq`) {
-      bodies.set(row.seq, row.body);
-    }
-    appendParts(
-      bodies,
-      this.#sql<{ key: number; text: string }>`SELECT seq AS key, body AS text
-        FROM spindle_event_parts WHERE seq > ${after} ORDER BY seq, part`,
-    );
+    const rows = this.#sql<{ seq: number; body: string }>`
+      SELECT seq, body FROM spindle_events WHERE seq > ${after} ORDER BY seq`.toArray();
     let ended = false;
-    for (const body of bodies.values()) {
-      const event = JSON.parse(body) as ThreadEventRecord;
+    for (const row of rows) {
+      const event = JSON.parse(this.#parts.join(row.seq, row.body)) as ThreadEventRecord;
       this.#send(subscriber, event);
       if (
         untilTurn !== undefined &&

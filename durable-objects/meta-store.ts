@@ -1,6 +1,7 @@
 import type { ContentItem, SessionConfiguration } from "../shared/protocol/index.ts";
 import type { TurnResource, Warning } from "../worker/schemas.ts";
 import type { Sql } from "./sql.ts";
+import { TextParts } from "./text-parts.ts";
 
 /** The thread's identity and counters (one JSON row; tiny). */
 export interface ThreadMeta {
@@ -29,23 +30,34 @@ export interface TurnRow {
   queued_input?: ContentItem[][];
 }
 
-/** Small keyed JSON values and turn rows in SQLite. All methods are synchronous. */
+/**
+ * Keyed JSON values and turn rows in SQLite. All methods are synchronous. Values are usually
+ * small; one longer than a row part (a configuration with megabytes of instructions, a turn
+ * waiting on a call with huge arguments) is stored in parts.
+ */
 export class MetaStore {
   readonly #sql: Sql;
+  readonly #valueParts: TextParts;
+  readonly #turnParts: TextParts;
 
   constructor(sql: Sql) {
     this.#sql = sql;
+    this.#valueParts = new TextParts(sql, "meta");
+    this.#turnParts = new TextParts(sql, "turn");
   }
 
   get<T>(key: string): T | undefined {
     const row = this.#sql<{
       value: string;
     }>`SELECT value FROM spindle_meta WHERE key = ${key}`.toArray()[0];
-    return row === undefined ? undefined : (JSON.parse(row.value) as T);
+    return row === undefined
+      ? undefined
+      : (JSON.parse(this.#valueParts.join(key, row.value)) as T);
   }
 
   put(key: string, value: unknown): void {
-    this.#sql`INSERT INTO spindle_meta (key, value) VALUES (${key}, ${JSON.stringify(value)})
+    const first = this.#valueParts.split(key, JSON.stringify(value));
+    this.#sql`INSERT INTO spindle_meta (key, value) VALUES (${key}, ${first})
       ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
   }
 
@@ -58,21 +70,26 @@ export class MetaStore {
   }
 
   putTurn(row: TurnRow): void {
+    const first = this.#turnParts.split(row.id, encodeTurnRow(row));
     this.#sql`INSERT INTO spindle_turns (turn_id, ordinal, body)
-      VALUES (${row.id}, ${row.ordinal}, ${encodeTurnRow(row)})
+      VALUES (${row.id}, ${row.ordinal}, ${first})
       ON CONFLICT (turn_id) DO UPDATE SET body = excluded.body`;
   }
 
   turn(id: string): TurnRow | undefined {
     const row = this.#sql<{ turn_id: string; ordinal: number; body: string }>`
       SELECT turn_id, ordinal, body FROM spindle_turns WHERE turn_id = ${id}`.toArray()[0];
-    return row && decodeTurnRow(row);
+    return row && this.#decodeTurn(row);
   }
 
   lastTurn(): TurnRow | undefined {
     const row = this.#sql<{ turn_id: string; ordinal: number; body: string }>`
       SELECT turn_id, ordinal, body FROM spindle_turns ORDER BY ordinal DESC LIMIT 1`.toArray()[0];
-    return row && decodeTurnRow(row);
+    return row && this.#decodeTurn(row);
+  }
+
+  #decodeTurn(row: { turn_id: string; ordinal: number; body: string }): TurnRow {
+    return decodeTurnRow({ ...row, body: this.#turnParts.join(row.turn_id, row.body) });
   }
 }
 

@@ -14,8 +14,8 @@ import { sqlOf } from "./sql.ts";
  * - spindle_events: recent thread events, for `Last-Event-ID` replay (bounded by count and age;
  *   the newest one always stays, so a sequence number is never reused).
  * - spindle_queue: turns waiting for the running one (`on_busy: "queue"`), in order.
- * - spindle_event_parts, spindle_queue_parts: the rest of an event or a queued turn whose JSON is
- *   longer than one value holds (its row holds the first part; see `text-parts.ts`).
+ * - spindle_parts: the rest of an event, a queued turn, a meta value or a turn row longer than
+ *   one part (its own row holds the first part; see `text-parts.ts`), by kind and key.
  */
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS spindle_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -35,11 +35,9 @@ const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS spindle_checkpoint_items (
      grp INTEGER NOT NULL, part INTEGER NOT NULL, first INTEGER NOT NULL, count INTEGER NOT NULL,
      data BLOB NOT NULL, PRIMARY KEY (grp, part));`,
-  `CREATE TABLE IF NOT EXISTS spindle_event_parts (
-     seq INTEGER NOT NULL, part INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (seq, part));
-   CREATE TABLE IF NOT EXISTS spindle_queue_parts (
-     position INTEGER NOT NULL, part INTEGER NOT NULL, body TEXT NOT NULL,
-     PRIMARY KEY (position, part));`,
+  `CREATE TABLE IF NOT EXISTS spindle_parts (
+     kind TEXT NOT NULL, key TEXT NOT NULL, part INTEGER NOT NULL, body TEXT NOT NULL,
+     PRIMARY KEY (kind, key, part));`,
 ];
 
 /** Applies the numbered migration steps not yet applied. Cheap when up to date. */

@@ -1,7 +1,11 @@
+import type { Sql } from "./sql.ts";
+
 /**
- * Durable Object SQLite limits each string or BLOB value to 2 MB, and local workerd enforces it
- * too (`SQLITE_TOOBIG`). Text that may be longer (rollout lines, events, queued turns) is stored
- * in parts of at most this many UTF-16 code units: at most 3 UTF-8 bytes each, 1.5 MB a part.
+ * Durable Object SQLite limits a row to 2 MB. Local workerd does not enforce that on plain
+ * inserts, but fails larger JSON parameters (`SQLITE_TOOBIG`), so a test cannot be relied on to
+ * notice. Text that may be longer (rollout lines, events, queued turns, configuration, turn rows:
+ * a turn body may be 8 MiB) is stored in parts of at most this many UTF-16 code units: at most 3
+ * UTF-8 bytes each, 1.5 MB a part.
  */
 export const TEXT_PART_MAX_CHARS = 500_000;
 
@@ -20,17 +24,69 @@ export function splitText(text: string, max = TEXT_PART_MAX_CHARS): string[] {
   return parts;
 }
 
+/** What a `spindle_parts` row continues: an event, a queued turn, a meta value or a turn row. */
+export type PartsKind = "event" | "queue" | "meta" | "turn";
+
 /**
- * Appends each continuation part (`part` ≥ 1, rows ordered by key then part) to the text of its
- * key in `texts`, which holds every key's first part.
+ * The overflow of values longer than one part (`spindle_parts`): the owner's row keeps the first
+ * part, the rest are stored here under the owner's kind and key. Which keys have parts is read
+ * once and kept in memory, so values that fit (nearly all) cost no extra statement to write or
+ * read. After the storage is wiped the set may still name keys whose parts are gone: that costs
+ * a query, never a wrong value.
  */
-export function appendParts<K>(
-  texts: Map<K, string>,
-  rows: Iterable<{ key: K; text: string }>,
-): Map<K, string> {
-  for (const row of rows) {
-    const first = texts.get(row.key);
-    if (first !== undefined) texts.set(row.key, first + row.text);
+export class TextParts {
+  readonly #sql: Sql;
+  readonly #kind: PartsKind;
+  #keys: Set<string> | undefined;
+
+  constructor(sql: Sql, kind: PartsKind) {
+    this.#sql = sql;
+    this.#kind = kind;
   }
-  return texts;
+
+  #withParts(): Set<string> {
+    this.#keys ??= new Set(
+      this.#sql<{ key: string }>`
+        SELECT DISTINCT key FROM spindle_parts WHERE kind = ${this.#kind}`
+        .toArray()
+        .map((r) => r.key),
+    );
+    return this.#keys;
+  }
+
+  /** Stores all but the first part of `text` for `key` (replacing any) and returns the first. */
+  split(key: string | number, text: string): string {
+    const [first = "", ...rest] = splitText(text);
+    const id = String(key);
+    this.remove(id);
+    rest.forEach((part, i) => {
+      this.#sql`INSERT INTO spindle_parts (kind, key, part, body)
+        VALUES (${this.#kind}, ${id}, ${i + 1}, ${part})`;
+    });
+    if (rest.length > 0) this.#withParts().add(id);
+    return first;
+  }
+
+  /** The whole value of `key`, given its first part (from the owner's row). */
+  join(key: string | number, first: string): string {
+    const id = String(key);
+    if (!this.#withParts().has(id)) return first;
+    const rest = this.#sql<{ body: string }>`
+      SELECT body FROM spindle_parts WHERE kind = ${this.#kind} AND key = ${id} ORDER BY part`;
+    let text = first;
+    for (const row of rest) text += row.body;
+    return text;
+  }
+
+  /** Drops the parts of `key`, if it has any. */
+  remove(key: string | number): void {
+    const id = String(key);
+    if (!this.#withParts().delete(id)) return;
+    this.#sql`DELETE FROM spindle_parts WHERE kind = ${this.#kind} AND key = ${id}`;
+  }
+
+  /** Drops the parts of every key `dropped` picks. */
+  removeWhere(dropped: (key: string) => boolean): void {
+    for (const key of [...this.#withParts()]) if (dropped(key)) this.remove(key);
+  }
 }

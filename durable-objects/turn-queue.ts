@@ -1,6 +1,6 @@
 import type { ContentItem, ThreadConfig } from "../shared/protocol/index.ts";
 import type { Sql } from "./sql.ts";
-import { appendParts, splitText } from "./text-parts.ts";
+import { splitText, TextParts } from "./text-parts.ts";
 
 /** A turn waiting for the running one (`on_busy: "queue"`). */
 export interface QueuedTurn {
@@ -12,7 +12,7 @@ export interface QueuedTurn {
 /**
  * Turns waiting to run, in order, in SQLite: a queued turn survives an eviction (the alarm drains
  * the queue when no request comes). A turn whose JSON is longer than one value holds (its input
- * may be up to the 8 MiB turn body) keeps the rest in `spindle_queue_parts`.
+ * may be up to the 8 MiB turn body) is stored in parts (`TextParts`).
  */
 export class TurnQueue {
   readonly #sql: Sql;
@@ -22,8 +22,11 @@ export class TurnQueue {
    */
   #size: number | undefined;
 
+  readonly #parts: TextParts;
+
   constructor(sql: Sql) {
     this.#sql = sql;
+    this.#parts = new TextParts(sql, "queue");
   }
 
   #count(): number {
@@ -33,37 +36,27 @@ export class TurnQueue {
 
   push(turn: QueuedTurn): void {
     const size = this.#count();
-    const [first = "", ...rest] = splitText(JSON.stringify(turn));
+    const text = JSON.stringify(turn);
     const { position } = this.#sql<{ position: number }>`
-      INSERT INTO spindle_queue (body) VALUES (${first}) RETURNING position`.one();
-    rest.forEach((part, i) => {
-      this.#sql`INSERT INTO spindle_queue_parts (position, part, body)
-        VALUES (${position}, ${i + 1}, ${part})`;
-    });
+      INSERT INTO spindle_queue (body) VALUES (${splitText(text)[0] ?? ""}) RETURNING position`.one();
+    // The rest, when the turn is longer than one part.
+    this.#parts.split(position, text);
     this.#size = size + 1;
   }
 
   /** Every queued turn by position, oldest first (at most `limit`). */
   #turns(limit = -1): Map<number, QueuedTurn> {
-    const bodies = new Map<number, string>();
+    const turns = new Map<number, QueuedTurn>();
     for (const row of this.#sql<{ position: number; body: string }>`
       SELECT position, body FROM spindle_queue ORDER BY position LIMIT ${limit}`) {
-      bodies.set(row.position, row.body);
+      turns.set(row.position, JSON.parse(this.#parts.join(row.position, row.body)) as QueuedTurn);
     }
-    const last = [...bodies.keys()].at(-1) ?? 0;
-    appendParts(
-      bodies,
-      this.#sql<{ key: number; text: string }>`SELECT position AS key, body AS text
-        FROM spindle_queue_parts WHERE position <= ${last} ORDER BY position, part`,
-    );
-    const turns = new Map<number, QueuedTurn>();
-    for (const [position, body] of bodies) turns.set(position, JSON.parse(body) as QueuedTurn);
     return turns;
   }
 
   #delete(position: number): void {
     this.#sql`DELETE FROM spindle_queue WHERE position = ${position}`;
-    this.#sql`DELETE FROM spindle_queue_parts WHERE position = ${position}`;
+    this.#parts.remove(position);
   }
 
   /** Removes and returns the oldest queued turn. */

@@ -189,14 +189,15 @@ describe("event storage", () => {
       state.storage.sql
         .exec<{ seq: number; bytes: number; parts: number }>(
           `SELECT seq, length(CAST(body AS BLOB)) AS bytes,
-             (SELECT COUNT(*) FROM spindle_event_parts p WHERE p.seq = e.seq) AS parts
+             (SELECT COUNT(*) FROM spindle_parts p
+               WHERE p.kind = 'event' AND p.key = CAST(e.seq AS TEXT)) AS parts
            FROM spindle_events e ORDER BY seq`,
         )
         .toArray(),
     );
     const partBytes = await sqlRows<{ bytes: number }>(
       id,
-      "SELECT length(CAST(body AS BLOB)) AS bytes FROM spindle_event_parts",
+      "SELECT length(CAST(body AS BLOB)) AS bytes FROM spindle_parts",
     );
     expect(rows.at(-1)?.parts).toBeGreaterThan(0);
     expect(Math.max(...[...rows, ...partBytes].map((r) => r.bytes))).toBeLessThan(1_800_000);

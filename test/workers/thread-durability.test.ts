@@ -243,6 +243,52 @@ describe("checkpoints and cold starts", () => {
 });
 
 describe("row size", () => {
+  it("a configuration and a paused turn's row larger than a SQLite row are stored in parts and read back", async () => {
+    const id = newThreadId();
+    await createThread(id, { tools: [{ name: "lookup" }] });
+    const instructions = "i".repeat(2_500_000);
+    const query = "q".repeat(2_500_000);
+    const paused = await json<{ id: string; status: string }>(
+      await api("POST", `/v1/threads/${id}/turns`, {
+        input: `/call lookup {"q":"${query}"}`,
+        overrides: { developer_instructions: instructions },
+      }),
+    );
+    expect(paused.status).toBe("requires_action");
+    const values = await sqlRows<{ bytes: number }>(
+      id,
+      `SELECT length(CAST(value AS BLOB)) AS bytes FROM spindle_meta
+       UNION ALL SELECT length(CAST(body AS BLOB)) FROM spindle_turns
+       UNION ALL SELECT length(CAST(body AS BLOB)) FROM spindle_parts`,
+    );
+    expect(Math.max(...values.map((v) => v.bytes))).toBeLessThan(1_800_000);
+    const kinds = await sqlRows<{ kind: string }>(id, "SELECT DISTINCT kind FROM spindle_parts");
+    expect(kinds.map((k) => k.kind)).toEqual(expect.arrayContaining(["meta", "turn"]));
+
+    await evictDurableObject(threadStub(id));
+    const thread = await json<{ config: { developer_instructions?: string } }>(
+      await api("GET", `/v1/threads/${id}`),
+    );
+    expect(thread.config.developer_instructions).toBe(instructions);
+    const turnRes = await json<{ pending_calls: { call_id: string; arguments: string }[] }>(
+      await api("GET", `/v1/threads/${id}/turns/${paused.id}`),
+    );
+    const call = turnRes.pending_calls[0];
+    expect(JSON.parse(call?.arguments ?? "{}")).toEqual({ q: query });
+    const done = await json<{ status: string }>(
+      await api("POST", `/v1/threads/${id}/turns/${paused.id}/outputs`, {
+        items: [{ type: "function_call_output", call_id: call?.call_id, output: "found" }],
+      }),
+    );
+    expect(done.status).toBe("completed");
+    // The resumed turn's row fits again: its parts are gone.
+    const turnParts = await sqlRows<{ n: number }>(
+      id,
+      "SELECT COUNT(*) AS n FROM spindle_parts WHERE kind = 'turn'",
+    );
+    expect(turnParts[0]?.n).toBe(0);
+  }, 30_000);
+
   it("a line larger than a SQLite row is stored in parts under the 2 MB limit and reads back whole", async () => {
     const id = newThreadId();
     await createThread(id);
