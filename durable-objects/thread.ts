@@ -429,7 +429,11 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
    */
   async #alarmWithin(ms: number): Promise<void> {
     const due = systemClock.nowMs() + ms;
-    this.#alarmDue ??= await this.ctx.storage.getAlarm();
+    if (this.#alarmDue === undefined) {
+      const stored = await this.ctx.storage.getAlarm();
+      // A call that ran during the read (a task's start and its end) may have set one already.
+      this.#alarmDue ??= stored;
+    }
     if (this.#alarmDue === null || this.#alarmDue > due) await this.#setAlarm(due);
   }
 
