@@ -16,6 +16,7 @@ import { sqlOf } from "./sql.ts";
  * - spindle_queue: turns waiting for the running one (`on_busy: "queue"`), in order.
  * - spindle_parts: the rest of an event, a queued turn, a meta value or a turn row longer than
  *   one part (its own row holds the first part; see `text-parts.ts`), by kind and key.
+ * - spindle_idempotency: `Idempotency-Key`s of recent requests and what each did (24 hours).
  */
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS spindle_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -38,6 +39,9 @@ const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS spindle_parts (
      kind TEXT NOT NULL, key TEXT NOT NULL, part INTEGER NOT NULL, body TEXT NOT NULL,
      PRIMARY KEY (kind, key, part));`,
+  `CREATE TABLE IF NOT EXISTS spindle_idempotency (
+     key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, turn_id TEXT, event_seq INTEGER NOT NULL,
+     at INTEGER NOT NULL);`,
 ];
 
 /** Applies the numbered migration steps not yet applied. Cheap when up to date. */

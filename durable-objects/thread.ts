@@ -34,6 +34,7 @@ import type {
   ExportRequest,
   ForkSource,
   ForkSourceRequest,
+  IdempotencyKey,
   InjectRequest,
   ListHistoryRequest,
   RollbackRequest,
@@ -47,6 +48,7 @@ import type {
 } from "../worker/thread-rpc.ts";
 import { DEFAULT_ITEM_GROUP_LIMITS } from "./checkpoint-store.ts";
 import { EventLog } from "./event-log.ts";
+import { IdempotencyKeys, type IdempotencyRecord } from "./idempotency.ts";
 import {
   DEFAULT_CHECKPOINT_EVERY_LINES,
   LiveThread,
@@ -90,6 +92,10 @@ const NOT_FOUND = fail("not_found", "No such thread.");
 const nowIso = () => new Date(systemClock.nowMs()).toISOString();
 const newTurnId = () => `turn_${uuidv7()}`;
 
+/** The turn a start request is about: the running one it steers into, else a new one. */
+const turnIdOf = (req: StartTurnRequest) =>
+  req.onBusy === "steer" && req.expectedTurnId ? req.expectedTurnId : newTurnId();
+
 /** Maps the core's typed errors to API failures; undefined for anything unexpected. */
 function failureOf(err: unknown): RpcResult<never> | undefined {
   if (err instanceof UnknownModelError)
@@ -117,6 +123,9 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   readonly #parts: StorageParts;
   readonly #events: EventLog;
   readonly #queue: TurnQueue;
+  readonly #idempotency: IdempotencyKeys;
+  /** Keys whose request is being admitted right now: a retry meanwhile is told to wait. */
+  readonly #admitting = new Set<string>();
   #live: LiveThread | undefined;
   #loading: Promise<LiveThread | undefined> | undefined;
   #task: RunningTask | undefined;
@@ -150,6 +159,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     };
     this.#events = new EventLog(sql, systemClock);
     this.#queue = new TurnQueue(sql);
+    this.#idempotency = new IdempotencyKeys(sql, systemClock);
   }
 
   // --- Loading ----------------------------------------------------------------------------------
@@ -521,7 +531,17 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   async startTurn(req: StartTurnRequest): Promise<RpcResult<TurnResource>> {
     const live = await this.#thread();
     if (!live) return NOT_FOUND;
-    const admitted = await this.#admitTurn(live, req, newTurnId());
+    const earlier = this.#earlierRequest(req.idempotency);
+    if (!earlier.ok) return earlier;
+    if (earlier.value?.turnId) {
+      const running = this.#task;
+      if (running?.turnId === earlier.value.turnId) return ok(await running.done);
+      return this.getTurn(earlier.value.turnId);
+    }
+    const turnId = turnIdOf(req);
+    const admitted = await this.#keyed(req.idempotency, turnId, () =>
+      this.#admitTurn(live, req, turnId),
+    );
     if (!admitted.ok) return admitted;
     const { task, queued } = admitted.value;
     if (queued) return ok(this.#queuedResource(live, queued));
@@ -532,15 +552,79 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   async streamTurn(req: StartTurnRequest): Promise<RpcResult<EventStream>> {
     const live = await this.#thread();
     if (!live) return NOT_FOUND;
-    const turnId = req.onBusy === "steer" && req.expectedTurnId ? req.expectedTurnId : newTurnId();
+    const earlier = this.#earlierRequest(req.idempotency);
+    if (!earlier.ok) return earlier;
+    if (earlier.value?.turnId) {
+      // The stream the first request got: the thread's events from the same point on.
+      const { eventSeq, turnId } = earlier.value;
+      if (eventSeq + 1 < this.#events.oldestKept()) {
+        return fail("event_expired", "That turn's events were dropped; read the turn instead.");
+      }
+      return ok(this.#events.subscribe(eventSeq, turnId));
+    }
+    const turnId = turnIdOf(req);
     // Subscribe first, so the stream holds every event of the turn from its start.
     const stream = this.#events.subscribe(this.#events.lastSeq, turnId);
-    const admitted = await this.#admitTurn(live, req, turnId);
+    const admitted = await this.#keyed(req.idempotency, turnId, () =>
+      this.#admitTurn(live, req, turnId),
+    );
     if (!admitted.ok) {
       await stream.cancel().catch(() => undefined);
       return admitted;
     }
     return ok(stream);
+  }
+
+  /**
+   * The earlier request with this `Idempotency-Key`, when it was this same request and what it
+   * did is there to answer with; undefined when this request is to be carried out.
+   */
+  #earlierRequest(key: IdempotencyKey | undefined): RpcResult<IdempotencyRecord | undefined> {
+    if (key === undefined) return ok(undefined);
+    if (this.#admitting.has(key.key)) {
+      return fail("idempotency_key_in_use", "The first request with this key is still starting.");
+    }
+    const record = this.#idempotency.find(key.key);
+    if (record === undefined) return ok(undefined);
+    if (record.fingerprint !== key.fingerprint) {
+      return fail("idempotency_key_reused", "This key was used with a different request.");
+    }
+    const { turnId } = record;
+    if (
+      turnId !== null &&
+      this.#task?.turnId !== turnId &&
+      this.#parts.meta.turn(turnId) === undefined &&
+      !this.#queue.has(turnId)
+    ) {
+      // The instance went away before the turn's first line: it never happened.
+      this.#idempotency.forget(key.key);
+      return ok(undefined);
+    }
+    return ok(record);
+  }
+
+  /**
+   * Admits a request under its key: recorded first (with the turn it is about to start, join or
+   * queue), forgotten if admission fails, so only a request that took effect is ever replayed.
+   */
+  async #keyed<T>(
+    key: IdempotencyKey | undefined,
+    turnId: string | null,
+    admit: () => Promise<RpcResult<T>>,
+  ): Promise<RpcResult<T>> {
+    if (key === undefined) return admit();
+    this.#idempotency.record(key.key, key.fingerprint, turnId, this.#events.lastSeq);
+    this.#admitting.add(key.key);
+    try {
+      const result = await admit();
+      if (!result.ok) this.#idempotency.forget(key.key);
+      return result;
+    } catch (err) {
+      this.#idempotency.forget(key.key);
+      throw err;
+    } finally {
+      this.#admitting.delete(key.key);
+    }
   }
 
   async getTurn(turnId: string): Promise<RpcResult<TurnResource>> {
@@ -739,13 +823,21 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   async inject(req: InjectRequest): Promise<RpcResult<ThreadResource>> {
     const live = await this.#thread();
     if (!live) return NOT_FOUND;
+    const earlier = this.#earlierRequest(req.idempotency);
+    if (!earlier.ok) return earlier;
+    if (earlier.value) return ok(this.#resource(live));
     const running = this.#task;
-    try {
-      if (running?.currentKind === "turn") {
-        // While a turn runs, injected input joins it as pending input (reference §5.5).
-        for (const item of req.items) live.session.steer([...item.content]);
-      } else {
-        if (running) return fail("thread_busy", "A compaction is running.");
+    if (running && running.currentKind !== "turn") {
+      return fail("thread_busy", "A compaction is running.");
+    }
+    // The key is recorded in the same synchronous step as the messages: both or neither.
+    return this.#keyed(req.idempotency, null, async () => {
+      try {
+        if (running) {
+          // While a turn runs, injected input joins it as pending input (reference §5.5).
+          for (const item of req.items) live.session.steer([...item.content]);
+          return ok(this.#resource(live));
+        }
         const messages: MessageItem[] = req.items.map((m) => ({
           type: "message",
           role: "user",
@@ -756,13 +848,12 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
         }
         const reloaded = await this.#reload(live);
         return reloaded ? ok(this.#resource(reloaded)) : NOT_FOUND;
+      } catch (err) {
+        const failure = failureOf(err);
+        if (failure) return failure;
+        throw err;
       }
-    } catch (err) {
-      const failure = failureOf(err);
-      if (failure) return failure;
-      throw err;
-    }
-    return ok(this.#resource(live));
+    });
   }
 
   async exportRollout(req: ExportRequest): Promise<RpcResult<RolloutExport>> {
@@ -1039,6 +1130,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       await this.#setAlarm(systemClock.nowMs() + delay);
     }
     this.#events.prune();
+    this.#idempotency.prune();
     const expiry = this.#events.nextExpiryMs();
     if (expiry !== undefined && this.#alarmDue === null) {
       // Old events leave storage even when the thread stays idle.

@@ -7,6 +7,7 @@ import { type Context, Hono, type MiddlewareHandler } from "hono";
 import type { AppEnv } from "./app-env.ts";
 import { authenticate } from "./auth.ts";
 import { ApiError, isProblemCode, PROBLEM_CONTENT_TYPE, toApiError } from "./errors.ts";
+import { idempotencyOf } from "./idempotency.ts";
 import { buildOpenApiDocument, type OpenApiDocument } from "./openapi.ts";
 import {
   API_ROUTES,
@@ -137,18 +138,20 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       return c.body(null, 204);
     },
 
-    startTurn: async (c, { param, body }) => {
+    startTurn: async (c, { param, body, header }) => {
       const { input, overrides, on_busy, stream, expected_turn_id } = body;
       if (on_busy === "steer" && expected_turn_id === undefined) {
         throw new ApiError("invalid_request", 'on_busy "steer" needs expected_turn_id.', {
           errors: [{ path: "/expected_turn_id", message: 'Required with on_busy "steer"' }],
         });
       }
+      const idempotency = await idempotencyOf(header["idempotency-key"], "startTurn", body);
       const req: StartTurnRequest = {
         input: inputMessages(input),
         ...(overrides === undefined ? {} : { overrides }),
         onBusy: on_busy,
         ...(expected_turn_id === undefined ? {} : { expectedTurnId: expected_turn_id }),
+        ...(idempotency === undefined ? {} : { idempotency }),
       };
       if (stream ?? acceptsEventStream(c.req.header("accept"))) {
         return eventStream(c, unwrap(await stubFor(c, param.id).streamTurn(req)), true);
@@ -213,9 +216,11 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
 
     compactThread: async (c, { param }) => c.json(unwrap(await stubFor(c, param.id).compact())),
 
-    injectItems: async (c, { param, body }) => {
+    injectItems: async (c, { param, body, header }) => {
       const items = body.items ?? inputMessages(body.text ?? "");
-      return c.json(unwrap(await stubFor(c, param.id).inject({ items })));
+      const idempotency = await idempotencyOf(header["idempotency-key"], "injectItems", body);
+      const req = idempotency === undefined ? { items } : { items, idempotency };
+      return c.json(unwrap(await stubFor(c, param.id).inject(req)));
     },
 
     listHistory: async (c, { param, query }) => {

@@ -25,6 +25,8 @@ export const PROBLEM_CODES = [
   "context_window_exceeded",
   "unknown_model",
   "rollout_incomplete",
+  "idempotency_key_reused",
+  "idempotency_key_in_use",
   "method_not_allowed",
   "internal",
 ] as const;
@@ -72,6 +74,14 @@ const PROBLEM_TYPES: Record<ProblemCode, { status: ContentfulStatusCode; title: 
   context_window_exceeded: { status: 400, title: "The input does not fit the context window" },
   unknown_model: { status: 400, title: "The model is not in the catalog" },
   rollout_incomplete: { status: 409, title: "Part of the rollout cannot be read" },
+  idempotency_key_reused: {
+    status: 422,
+    title: "The idempotency key was used with another request",
+  },
+  idempotency_key_in_use: {
+    status: 409,
+    title: "A request with this idempotency key is still being admitted",
+  },
   method_not_allowed: { status: 405, title: "The method is not allowed on this resource" },
   internal: { status: 500, title: "Internal error" },
 };

@@ -13,6 +13,7 @@ import {
   EventsQuerySchema,
   ExportQuerySchema,
   ForkBodySchema,
+  IdempotencyHeadersSchema,
   HealthSchema,
   HistoryPageSchema,
   HistoryQuerySchema,
@@ -179,6 +180,7 @@ export const API_ROUTES = {
       "JSON: the Turn when it ends or pauses (`requires_action`), 202 when it was queued. " +
       "Errors before the first event are problem documents either way.",
     params: ThreadParamsSchema,
+    headers: IdempotencyHeadersSchema,
     body: jsonBody(StartTurnBodySchema, turnBodyMaxBytes),
     responses: {
       200: {
@@ -196,6 +198,9 @@ export const API_ROUTES = {
       "unknown_model",
       "provider_error",
       "context_window_exceeded",
+      "idempotency_key_reused",
+      "idempotency_key_in_use",
+      "event_expired",
     ],
   },
   getTurn: {
@@ -307,9 +312,10 @@ export const API_ROUTES = {
     summary: "Record user messages without a turn",
     description: "While a turn runs, they join it as pending input.",
     params: ThreadParamsSchema,
+    headers: IdempotencyHeadersSchema,
     body: jsonBody(InjectBodySchema, turnBodyMaxBytes),
     responses: { 200: { description: "The thread.", content: json(ThreadResourceSchema) } },
-    errors: ["not_found"],
+    errors: ["not_found", "idempotency_key_reused", "idempotency_key_in_use"],
   },
   listHistory: {
     method: "get",

@@ -207,6 +207,20 @@ export const ExportQuerySchema = z.object({
     ),
 });
 
+/**
+ * `Idempotency-Key` (draft-ietf-httpapi-idempotency-key-header) on requests that add input: a
+ * retry with the same key and body answers with what the first request did.
+ */
+export const IdempotencyHeadersSchema = z.object({
+  "idempotency-key": z
+    .string()
+    .regex(/^[\x21-\x7e]{1,255}$/, "1-255 visible ASCII characters")
+    .optional()
+    .describe(
+      "Makes a retry safe: the same key with the same body within 24 hours answers with what the first request did (the same turn, its stream replayed) instead of doing it again; with another body it is a 422.",
+    ),
+});
+
 /** `POST /v1/threads/import`. */
 export const ImportQuerySchema = z.object({
   id: ThreadIdSchema.optional().describe("The new thread's id; generated when absent."),

@@ -45,6 +45,17 @@ export interface CreateThreadRequest {
   config: ThreadConfig;
 }
 
+/**
+ * A request's `Idempotency-Key` (IETF draft-ietf-httpapi-idempotency-key-header): a retry with
+ * the same key and the same request answers with what the first one did instead of doing it
+ * again; the same key with another request is `idempotency_key_reused`.
+ */
+export interface IdempotencyKey {
+  key: string;
+  /** Identifies the request (route and body), computed by the worker. */
+  fingerprint: string;
+}
+
 export interface StartTurnRequest {
   /** The user input, always as messages: a string body arrives as one `input_text` message. */
   input: InputMessage[];
@@ -53,6 +64,7 @@ export interface StartTurnRequest {
   onBusy: OnBusy;
   /** With `onBusy: "steer"` (always set then): the turn the input must join, else `turn_mismatch`. */
   expectedTurnId?: string;
+  idempotency?: IdempotencyKey;
 }
 
 export interface ListHistoryRequest {
@@ -93,6 +105,7 @@ export interface RollbackRequest {
 export interface InjectRequest {
   /** 1-256 user messages (a `{text}` body arrives as one `input_text` message). */
   items: InputMessage[];
+  idempotency?: IdempotencyKey;
 }
 
 /** `exportRollout`. */
@@ -179,7 +192,13 @@ export interface ThreadRpc {
   getThread(): Promise<RpcResult<ThreadResource>>;
   /** Deletes DO state and the thread's R2 objects. */
   deleteThread(): Promise<RpcResult<null>>;
-  /** Resolves when the turn ends or pauses (`requires_action`), or at once when queued. */
+  /**
+   * Resolves when the turn ends or pauses (`requires_action`), or at once when queued. With an
+   * `idempotency` key already used by the same request: nothing new is done, and the answer is
+   * the turn that request started (or joined, or queued), awaited if it is still running. The
+   * key used by another request: `idempotency_key_reused`; by one still being admitted:
+   * `idempotency_key_in_use`.
+   */
   startTurn(req: StartTurnRequest): Promise<RpcResult<TurnResource>>;
   /**
    * `startTurn`, answered at once (before any model call) with the turn's `EventStream`: it
@@ -191,7 +210,9 @@ export interface ThreadRpc {
    * Failures that precede the turn (`not_found`, `thread_busy`, `unknown_model`,
    * `invalid_request`, `context_window_exceeded`) are answered as a failed result, never inside
    * the stream. Cancelling the stream does not stop the turn; its events stay available through
-   * `events` (same `seq`s).
+   * `events` (same `seq`s). A retry with the same `idempotency` key and request replays the
+   * stream the first request got, from the same event on (`event_expired` once those events are
+   * gone); the key failures are those of `startTurn`.
    */
   streamTurn(req: StartTurnRequest): Promise<RpcResult<EventStream>>;
   getTurn(turnId: string): Promise<RpcResult<TurnResource>>;
@@ -252,7 +273,8 @@ export interface ThreadRpc {
    * reference update; they count as user turns for rollback. Each is an `item.completed` event
    * with `turn_id` null. While a turn is running they are queued as pending input for it (and
    * their events carry that turn's id). Failures: `invalid_request` (the worker never sends an
-   * empty list).
+   * empty list). A retry with the same `idempotency` key and request records nothing and answers
+   * with the thread; the key failures are those of `startTurn`.
    */
   inject(req: InjectRequest): Promise<RpcResult<ThreadResource>>;
   /**

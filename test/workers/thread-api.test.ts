@@ -448,6 +448,172 @@ describe("concurrency (on_busy)", () => {
   });
 });
 
+describe("Idempotency-Key", () => {
+  /** A POST with the dev key and an Idempotency-Key. */
+  function keyed(path: string, key: string, body: unknown, headers: Record<string, string> = {}) {
+    return exports.default.fetch(`http://spindle.test${path}`, {
+      method: "POST",
+      headers: {
+        authorization: "Bearer sk-local-dev",
+        "content-type": "application/json",
+        "idempotency-key": key,
+        ...headers,
+      },
+      body: JSON.stringify(body),
+    });
+  }
+  const userTexts = async (id: string) =>
+    (await json<{ data: Item[] }>(await api("GET", `/v1/threads/${id}/history?limit=1000`))).data
+      .filter((i) => i.role === "user" && !isContext(i))
+      .map(text);
+
+  it("a retried turn answers with the first one's turn and records nothing twice, even after an eviction", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    const body = { input: "only once" };
+    const first = await json<Turn>(await keyed(`/v1/threads/${id}/turns`, "k-1", body));
+    const again = await json<Turn>(await keyed(`/v1/threads/${id}/turns`, "k-1", body));
+    expect(again).toEqual(first);
+    await evictDurableObject(threadStub(id));
+    const later = await json<Turn>(await keyed(`/v1/threads/${id}/turns`, "k-1", body));
+    expect(later).toEqual(first);
+    expect(await userTexts(id)).toEqual(["only once"]);
+    const thread = await json<{ turn_count: number }>(await api("GET", `/v1/threads/${id}`));
+    expect(thread.turn_count).toBe(1);
+    // Another key is another request.
+    await json<Turn>(await keyed(`/v1/threads/${id}/turns`, "k-2", body));
+    expect(await userTexts(id)).toEqual(["only once", "only once"]);
+  });
+
+  it("the same key with another body is a 422, and the first turn stands", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    await json<Turn>(await keyed(`/v1/threads/${id}/turns`, "k", { input: "one" }));
+    const reused = await keyed(`/v1/threads/${id}/turns`, "k", { input: "two" });
+    expect(await json(reused, 422)).toMatchObject({ code: "idempotency_key_reused" });
+    const injected = await keyed(`/v1/threads/${id}/inject`, "k", { text: "one" });
+    expect(await json(injected, 422)).toMatchObject({ code: "idempotency_key_reused" });
+    expect(await userTexts(id)).toEqual(["one"]);
+  });
+
+  it("a retry while the first turn runs waits for it and answers with the same turn", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    const body = { input: "/slow 30 take your time" };
+    const first = keyed(`/v1/threads/${id}/turns`, "slow", body).then((r) => json<Turn>(r));
+    await waitFor(
+      async () =>
+        (await json<{ status: string }>(await api("GET", `/v1/threads/${id}`))).status ===
+        "running",
+    );
+    const retry = await json<Turn>(await keyed(`/v1/threads/${id}/turns`, "slow", body));
+    expect(retry.status).toBe("completed");
+    expect(retry).toEqual(await first);
+    expect(await userTexts(id)).toEqual(["/slow 30 take your time"]);
+  });
+
+  it("a streamed retry replays the first stream's events, with the same ids", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    const body = { input: "stream me", stream: true };
+    const first = await readSse(
+      await keyed(`/v1/threads/${id}/turns`, "s", body),
+      until("turn.completed"),
+    );
+    await turn(id, "something else in between");
+    const replay = await readSse(
+      await keyed(`/v1/threads/${id}/turns`, "s", body),
+      until("turn.completed"),
+    );
+    expect(replay).toEqual(first);
+    // Once those events are gone, the retry says so instead of streaming a new turn.
+    await runInDurableObject(threadStub(id), (_i, state) =>
+      state.storage.sql.exec("UPDATE spindle_events SET at = 0"),
+    );
+    await runDurableObjectAlarm(threadStub(id));
+    const expired = await keyed(`/v1/threads/${id}/turns`, "s", body);
+    expect(await json(expired, 410)).toMatchObject({ code: "event_expired" });
+    expect(await userTexts(id)).toEqual(["stream me", "something else in between"]);
+  });
+
+  it("a queued turn's retry answers with the queued turn, then with it done", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    const slow = turn(id, "/slow 30 first");
+    await waitFor(
+      async () =>
+        (await json<{ status: string }>(await api("GET", `/v1/threads/${id}`))).status ===
+        "running",
+    );
+    const body = { input: "queued once", on_busy: "queue" };
+    const queued = await json<Turn>(await keyed(`/v1/threads/${id}/turns`, "q", body), 202);
+    const again = await json<Turn>(await keyed(`/v1/threads/${id}/turns`, "q", body), 202);
+    expect(again.id).toBe(queued.id);
+    await slow;
+    await waitFor(
+      async () =>
+        (await json<Turn>(await api("GET", `/v1/threads/${id}/turns/${queued.id}`))).status ===
+        "completed",
+    );
+    const done = await json<Turn>(await keyed(`/v1/threads/${id}/turns`, "q", body));
+    expect(done).toMatchObject({ id: queued.id, status: "completed" });
+    expect(await userTexts(id)).toEqual(["/slow 30 first", "queued once"]);
+  });
+
+  it("a request refused before it took effect keeps no key: its retry runs", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    const slow = turn(id, "/slow 30 first");
+    await waitFor(
+      async () =>
+        (await json<{ status: string }>(await api("GET", `/v1/threads/${id}`))).status ===
+        "running",
+    );
+    const body = { input: "after the busy one" };
+    const busy = await keyed(`/v1/threads/${id}/turns`, "b", body);
+    expect(await json(busy, 409)).toMatchObject({ code: "thread_busy" });
+    await slow;
+    const ran = await json<Turn>(await keyed(`/v1/threads/${id}/turns`, "b", body));
+    expect(ran.status).toBe("completed");
+    expect(await userTexts(id)).toEqual(["/slow 30 first", "after the busy one"]);
+  });
+
+  it("a retried inject records its messages once; an expired key is a new request", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    const body = { text: "injected" };
+    await json(await keyed(`/v1/threads/${id}/inject`, "i", body));
+    await json(await keyed(`/v1/threads/${id}/inject`, "i", body));
+    expect(await userTexts(id)).toEqual(["injected"]);
+    // A day later the key is forgotten (and the alarm drops it).
+    await runInDurableObject(threadStub(id), (_i, state) =>
+      state.storage.sql.exec("UPDATE spindle_idempotency SET at = at - 86400001"),
+    );
+    await json(await keyed(`/v1/threads/${id}/inject`, "i", body));
+    expect(await userTexts(id)).toEqual(["injected", "injected"]);
+    await runInDurableObject(threadStub(id), (_i, state) =>
+      state.storage.sql.exec("UPDATE spindle_idempotency SET at = at - 86400001"),
+    );
+    await runDurableObjectAlarm(threadStub(id));
+    const left = await runInDurableObject(threadStub(id), (_i, state) =>
+      state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM spindle_idempotency").one(),
+    );
+    expect(left.n).toBe(0);
+  });
+
+  it("a key that is not 1-255 visible ASCII characters is a 400 naming the header", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    for (const bad of ["", "x".repeat(256), "has space"]) {
+      const res = await keyed(`/v1/threads/${id}/turns`, bad, { input: "x" });
+      const problem = await json<{ code: string; errors: { path: string }[] }>(res, 400);
+      expect(problem.code).toBe("invalid_request");
+      expect(problem.errors[0]?.path).toBe("idempotency-key");
+    }
+    expect(await userTexts(id)).toEqual([]);
+  });
+});
+
 describe("thread operations", () => {
   it("rollback, then a turn with the same overrides emits the diff once and nothing more", async () => {
     const id = newThreadId();

@@ -29,6 +29,8 @@ describe("problem codes", () => {
       context_window_exceeded: 400,
       unknown_model: 400,
       rollout_incomplete: 409,
+      idempotency_key_reused: 422,
+      idempotency_key_in_use: 409,
       method_not_allowed: 405,
       internal: 500,
     });
