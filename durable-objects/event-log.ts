@@ -96,7 +96,8 @@ export class EventLog {
       const row = JSON.stringify([event.seq, at, body]);
       if (row.length > TEXT_PART_MAX_CHARS) {
         const first = this.#parts.split(event.seq, body);
-        this.#sql`INSERT INTO spindle_events (seq, at, body) VALUES (${event.seq}, ${at}, ${first})`;
+        this
+          .#sql`INSERT INTO spindle_events (seq, at, body) VALUES (${event.seq}, ${at}, ${first})`;
         continue;
       }
       if (chars + row.length > TEXT_PART_MAX_CHARS) insertRows();
@@ -126,7 +127,10 @@ export class EventLog {
       WHERE seq < ${last} AND (seq <= ${last - EVENT_WINDOW} OR at < ${cutoff})`;
     // Events are dropped oldest first (their times grow with seq), so their parts go by seq.
     let oldest: number | undefined;
-    this.#parts.removeWhere((seq) => Number(seq) < (oldest ??= this.oldestKept()));
+    this.#parts.removeWhere((seq) => {
+      oldest ??= this.oldestKept();
+      return Number(seq) < oldest;
+    });
   }
 
   /** When the next prune has something to drop by age (undefined: nothing will expire). */

@@ -57,6 +57,7 @@ export class IdempotencyKeys {
 
   /** Drops expired keys (from the alarm, off the request path). */
   prune(): void {
-    this.#sql`DELETE FROM spindle_idempotency WHERE at <= ${this.#clock.nowMs() - IDEMPOTENCY_TTL_MS}`;
+    this
+      .#sql`DELETE FROM spindle_idempotency WHERE at <= ${this.#clock.nowMs() - IDEMPOTENCY_TTL_MS}`;
   }
 }

@@ -50,9 +50,7 @@ export class MetaStore {
     const row = this.#sql<{
       value: string;
     }>`SELECT value FROM spindle_meta WHERE key = ${key}`.toArray()[0];
-    return row === undefined
-      ? undefined
-      : (JSON.parse(this.#valueParts.join(key, row.value)) as T);
+    return row === undefined ? undefined : (JSON.parse(this.#valueParts.join(key, row.value)) as T);
   }
 
   put(key: string, value: unknown): void {

@@ -182,7 +182,7 @@ describe("event storage", () => {
     const id = newThreadId();
     await createThread(id);
     // Quotes and control characters grow in JSON: the stored text is larger than the input.
-    const big = `${"a\"\u0001".repeat(400_000)}end`;
+    const big = `${'a"\u0001'.repeat(400_000)}end`;
     const done = await turn(id, big);
     expect(done.status).toBe("completed");
     const rows = await runInDurableObject(threadStub(id), (_i, state) =>
@@ -422,7 +422,7 @@ describe("concurrency (on_busy)", () => {
   it("a queued turn whose input is larger than a SQLite value waits in parts and runs whole", async () => {
     const id = newThreadId();
     await createThread(id);
-    const big = `${"b\"\u0002".repeat(400_000)}end`;
+    const big = `${'b"\u0002'.repeat(400_000)}end`;
     const slow = turn(id, "/slow 60 first, slowly");
     await waitFor(
       async () =>

@@ -763,7 +763,11 @@ describe("repairs instead of crash loops", () => {
 
 describe("export of a damaged rollout", () => {
   /** The seq range of a segment key (`…/segments/{first}-{last}.jsonl.gz`). */
-  const rangeOf = (key: string) => key.match(/(\d+)-(\d+)\.jsonl\.gz$/)?.slice(1).map(Number);
+  const rangeOf = (key: string) =>
+    key
+      .match(/(\d+)-(\d+)\.jsonl\.gz$/)
+      ?.slice(1)
+      .map(Number);
   const exportOf = (id: string, query = "") => api("GET", `/v1/threads/${id}/rollout${query}`);
 
   it("is refused with rollout_incomplete when lines are lost, and allow_incomplete exports the rest", async () => {

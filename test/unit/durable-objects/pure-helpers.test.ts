@@ -5,8 +5,8 @@ import {
   planItemGroups,
 } from "../../../durable-objects/checkpoint-store.ts";
 import { decodeTurnRow, encodeTurnRow } from "../../../durable-objects/meta-store.ts";
-import { splitText } from "../../../durable-objects/text-parts.ts";
 import { segmentKey } from "../../../durable-objects/segments.ts";
+import { splitText } from "../../../durable-objects/text-parts.ts";
 import { turnRowsFromRollout } from "../../../durable-objects/turn-index.ts";
 import type { ResponseItem, RolloutLine } from "../../../shared/protocol/index.ts";
 
