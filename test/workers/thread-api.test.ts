@@ -1,8 +1,8 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   api,
+  DEV_KEY,
   importRollout,
   json,
   newThreadId,
@@ -144,11 +144,8 @@ describe("streaming a turn that an automatic compaction precedes", () => {
 });
 
 /** A GET with the dev key and extra headers (e.g. Last-Event-ID). */
-function getWith(path: string, headers: Record<string, string>) {
-  return exports.default.fetch(`http://spindle.test${path}`, {
-    headers: { authorization: "Bearer sk-local-dev", ...headers },
-  });
-}
+const getWith = (path: string, headers: Record<string, string>) =>
+  api("GET", path, undefined, DEV_KEY, headers);
 
 describe("event storage", () => {
   it("a turn's events are stored by the time it answers, in one batch: replay from 0 has each, in order", async () => {
@@ -449,19 +446,8 @@ describe("concurrency (on_busy)", () => {
 });
 
 describe("Idempotency-Key", () => {
-  /** A POST with the dev key and an Idempotency-Key. */
-  function keyed(path: string, key: string, body: unknown, headers: Record<string, string> = {}) {
-    return exports.default.fetch(`http://spindle.test${path}`, {
-      method: "POST",
-      headers: {
-        authorization: "Bearer sk-local-dev",
-        "content-type": "application/json",
-        "idempotency-key": key,
-        ...headers,
-      },
-      body: JSON.stringify(body),
-    });
-  }
+  const keyed = (path: string, key: string, body: unknown) =>
+    api("POST", path, body, DEV_KEY, { "idempotency-key": key });
   const userTexts = async (id: string) =>
     (await json<{ data: Item[] }>(await api("GET", `/v1/threads/${id}/history?limit=1000`))).data
       .filter((i) => i.role === "user" && !isContext(i))

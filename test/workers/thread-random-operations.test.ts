@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it, type MockInstance, vi } from "vitest";
 import type { Thread } from "../../durable-objects/thread.ts";
 import {
   api,
+  DEV_KEY,
   importRollout,
   json,
   newThreadId,
@@ -40,6 +41,8 @@ interface Model {
   /** The paused turn waiting for a tool output. */
   pending: { turn: string; call: string } | undefined;
   r2Down: boolean;
+  /** The newest turn started with an Idempotency-Key whose key the thread still keeps. */
+  keyed: { thread: string; key: string; input: string; turn: string } | undefined;
 }
 
 interface Real {
@@ -66,6 +69,9 @@ async function reloadable(r: Real) {
 }
 const promptText = async (r: Real) => (await api("GET", `/v1/threads/${r.id}/prompt`)).text();
 const threadText = async (r: Real) => (await api("GET", `/v1/threads/${r.id}`)).text();
+
+const keyedTurn = (r: Real, key: string, input: string) =>
+  api("POST", `/v1/threads/${r.id}/turns`, { input }, DEV_KEY, { "idempotency-key": key });
 
 async function turnStatus(r: Real, turnId: string): Promise<string> {
   const turn = await json<{ status: string }>(
@@ -320,7 +326,9 @@ class AlarmCommand implements fc.AsyncCommand<Model, Real> {
 class RestoreCommand implements fc.AsyncCommand<Model, Real> {
   constructor(readonly flushFirst: boolean) {}
   check = (m: Readonly<Model>) => !m.r2Down;
-  async run(_m: Model, r: Real) {
+  async run(m: Model, r: Real) {
+    // A restore rebuilds the thread from its rollout: idempotency keys are not part of it.
+    if (m.keyed?.thread === r.id) m.keyed = undefined;
     if (this.flushFirst) await runDurableObjectAlarm(stub(r));
     const prompt = await promptText(r);
     const thread = await threadText(r);
@@ -452,9 +460,46 @@ class DeleteRecreateCommand implements fc.AsyncCommand<Model, Real> {
     const { input } = JSON.parse(await promptText(r)) as { input: Item[] };
     expect(input).toEqual([]);
     m.pending = undefined;
+    m.keyed = undefined;
     await checkInvariants(r);
   }
   toString = () => "delete + create again";
+}
+
+/** A turn sent with an Idempotency-Key, so that `RetryCommand` can send it again. */
+class KeyedTurnCommand implements fc.AsyncCommand<Model, Real> {
+  constructor(readonly n: number) {}
+  check = () => true;
+  async run(m: Model, r: Real) {
+    const key = `key-${crypto.randomUUID()}`;
+    const input = `keyed ${this.n}`;
+    const turn = await json<{ id: string; status: string }>(await keyedTurn(r, key, input));
+    expect(turn.status).toBe("completed");
+    m.pending = undefined;
+    m.keyed = { thread: r.id, key, input, turn: turn.id };
+    await checkInvariants(r);
+  }
+  toString = () => `keyed turn(${this.n})`;
+}
+
+/**
+ * The client retries the keyed turn, whatever happened since (evictions, rollbacks, compactions,
+ * outages): it gets that turn back, and nothing is recorded.
+ */
+class RetryCommand implements fc.AsyncCommand<Model, Real> {
+  check = (m: Readonly<Model>) => m.keyed !== undefined;
+  async run(m: Model, r: Real) {
+    const keyed = m.keyed as NonNullable<Model["keyed"]>;
+    const before = await inspect(r);
+    const retried = await json<{ id: string }>(await keyedTurn(r, keyed.key, keyed.input));
+    expect(retried.id).toBe(keyed.turn);
+    expect(retried).toEqual(
+      await json(await api("GET", `/v1/threads/${r.id}/turns/${keyed.turn}`)),
+    );
+    expect((await inspect(r)).lastSeq).toBe(before.lastSeq);
+    await checkInvariants(r);
+  }
+  toString = () => "retry the keyed turn";
 }
 
 /** History read page by page through its cursors is history read at once. */
@@ -518,6 +563,8 @@ const commands = [
   fc.constant(new InterruptPausedCommand()),
   fc.constant(new DeleteRecreateCommand()),
   fc.integer({ min: 1, max: 4 }).map((n) => new PagedHistoryCommand(n)),
+  fc.nat({ max: 9 }).map((n) => new KeyedTurnCommand(n)),
+  fc.constant(new RetryCommand()),
   fc
     .constantFrom<BusyKind>("interrupt", "steer", "queue", "reset")
     .map((kind) => new BusyCommand(kind)),
@@ -532,7 +579,7 @@ describe("random operation sequences", () => {
         await createThread(real.id);
         try {
           await fc.asyncModelRun(
-            () => ({ model: { pending: undefined, r2Down: false }, real }),
+            () => ({ model: { pending: undefined, r2Down: false, keyed: undefined }, real }),
             cmds,
           );
         } finally {

@@ -3,14 +3,18 @@ import { env, exports } from "cloudflare:workers";
 export const BASE = "http://spindle.test";
 export const DEV_KEY = "sk-local-dev";
 
-/** Calls the worker with the local development key (tenant `local`) unless a key is given. */
+/**
+ * Calls the worker with the local development key (tenant `local`) unless a key is given, with
+ * any `extra` headers (e.g. `Idempotency-Key`, `Last-Event-ID`).
+ */
 export async function api(
   method: string,
   path: string,
   body?: unknown,
   key: string | null = DEV_KEY,
+  extra: Record<string, string> = {},
 ): Promise<Response> {
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = { ...extra };
   if (key !== null) headers.authorization = `Bearer ${key}`;
   if (body !== undefined) headers["content-type"] = "application/json";
   return exports.default.fetch(`${BASE}${path}`, {
