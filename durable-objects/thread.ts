@@ -533,11 +533,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     if (!live) return NOT_FOUND;
     const earlier = this.#earlierRequest(req.idempotency);
     if (!earlier.ok) return earlier;
-    if (earlier.value?.turnId) {
-      const running = this.#task;
-      if (running?.turnId === earlier.value.turnId) return ok(await running.done);
-      return this.getTurn(earlier.value.turnId);
-    }
+    if (earlier.value?.turnId) return this.#awaitedTurn(earlier.value.turnId);
     const turnId = turnIdOf(req);
     const admitted = await this.#keyed(req.idempotency, turnId, () =>
       this.#admitTurn(live, req, turnId),
@@ -554,14 +550,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     if (!live) return NOT_FOUND;
     const earlier = this.#earlierRequest(req.idempotency);
     if (!earlier.ok) return earlier;
-    if (earlier.value?.turnId) {
-      // The stream the first request got: the thread's events from the same point on.
-      const { eventSeq, turnId } = earlier.value;
-      if (eventSeq + 1 < this.#events.oldestKept()) {
-        return fail("event_expired", "That turn's events were dropped; read the turn instead.");
-      }
-      return ok(this.#events.subscribe(eventSeq, turnId));
-    }
+    if (earlier.value?.turnId) return this.#replayedStream(earlier.value);
     const turnId = turnIdOf(req);
     // Subscribe first, so the stream holds every event of the turn from its start.
     const stream = this.#events.subscribe(this.#events.lastSeq, turnId);
@@ -573,6 +562,21 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       return admitted;
     }
     return ok(stream);
+  }
+
+  /** A keyed request's turn, as its first request answered: once it has ended or paused. */
+  async #awaitedTurn(turnId: string): Promise<RpcResult<TurnResource>> {
+    const running = this.#task;
+    if (running?.turnId === turnId) return ok(await running.done);
+    return this.getTurn(turnId);
+  }
+
+  /** The stream a keyed request's first attempt got: the thread's events from the same point on. */
+  #replayedStream(earlier: IdempotencyRecord): RpcResult<EventStream> {
+    if (earlier.eventSeq + 1 < this.#events.oldestKept()) {
+      return fail("event_expired", "That turn's events were dropped; read the turn instead.");
+    }
+    return ok(this.#events.subscribe(earlier.eventSeq, earlier.turnId ?? undefined));
   }
 
   /**
@@ -603,6 +607,13 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     return ok(record);
   }
 
+  /** Records a request's key in the synchronous step that carries it out (it cannot fail then). */
+  #recordKey(key: IdempotencyKey | undefined, turnId: string | null): void {
+    if (key !== undefined) {
+      this.#idempotency.record(key.key, key.fingerprint, turnId, this.#events.lastSeq);
+    }
+  }
+
   /**
    * Admits a request under its key: recorded first (with the turn it is about to start, join or
    * queue), forgotten if admission fails, so only a request that took effect is ever replayed.
@@ -613,7 +624,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     admit: () => Promise<RpcResult<T>>,
   ): Promise<RpcResult<T>> {
     if (key === undefined) return admit();
-    this.#idempotency.record(key.key, key.fingerprint, turnId, this.#events.lastSeq);
+    this.#recordKey(key, turnId);
     this.#admitting.add(key.key);
     try {
       const result = await admit();
@@ -701,8 +712,12 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   async submitOutputs(turnId: string, req: SubmitOutputsRequest): Promise<RpcResult<TurnResource>> {
     const live = await this.#thread();
     if (!live) return NOT_FOUND;
+    const earlier = this.#earlierRequest(req.idempotency);
+    if (!earlier.ok) return earlier;
+    if (earlier.value) return this.#awaitedTurn(turnId);
     const checked = await this.#checkOutputs(live, turnId, req);
     if (!checked.ok) return checked;
+    this.#recordKey(req.idempotency, turnId);
     const { task } = this.#resume(live, checked.value.row, checked.value.outputs);
     return ok(await task.done);
   }
@@ -710,8 +725,12 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   async streamOutputs(turnId: string, req: SubmitOutputsRequest): Promise<RpcResult<EventStream>> {
     const live = await this.#thread();
     if (!live) return NOT_FOUND;
+    const earlier = this.#earlierRequest(req.idempotency);
+    if (!earlier.ok) return earlier;
+    if (earlier.value) return this.#replayedStream(earlier.value);
     const checked = await this.#checkOutputs(live, turnId, req);
     if (!checked.ok) return checked;
+    this.#recordKey(req.idempotency, turnId);
     const stream = this.#events.subscribe(this.#events.lastSeq, turnId);
     this.#resume(live, checked.value.row, checked.value.outputs);
     return ok(stream);
@@ -720,11 +739,15 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   async steer(turnId: string, req: SteerRequest): Promise<RpcResult<TurnResource>> {
     const live = await this.#thread();
     if (!live) return NOT_FOUND;
+    const earlier = this.#earlierRequest(req.idempotency);
+    if (!earlier.ok) return earlier;
+    if (earlier.value) return this.getTurn(turnId);
     const running = this.#task;
     if (running && running.turnId === turnId) {
       if (running.currentKind !== "turn") {
         return fail("turn_not_steerable", "A compaction is running; it takes no input.");
       }
+      this.#recordKey(req.idempotency, turnId);
       live.session.steer(contentOf(req.input));
       const row = this.#parts.meta.turn(running.currentId);
       return row ? ok(await this.#turnResource(live, row)) : ok(this.#queuedResource(live, turnId));
@@ -770,8 +793,13 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   async rollback(req: RollbackRequest): Promise<RpcResult<ThreadResource>> {
     const live = await this.#thread();
     if (!live) return NOT_FOUND;
+    const earlier = this.#earlierRequest(req.idempotency);
+    if (!earlier.ok) return earlier;
+    if (earlier.value) return ok(this.#resource(live));
     if (this.#task) return fail("thread_busy", `Turn ${this.#task.currentId} is running.`);
-    // The body schema admits only valid counts, so the rollback below is recorded.
+    // The body schema admits only valid counts, so the rollback below is recorded, in the same
+    // synchronous step as its key.
+    this.#recordKey(req.idempotency, null);
     this.#abandonPausedTurn(live, "interrupted");
     try {
       live.session.recordRollback(req.turns);

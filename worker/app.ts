@@ -145,13 +145,12 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
           errors: [{ path: "/expected_turn_id", message: 'Required with on_busy "steer"' }],
         });
       }
-      const idempotency = await idempotencyOf(header["idempotency-key"], "startTurn", body);
       const req: StartTurnRequest = {
         input: inputMessages(input),
         ...(overrides === undefined ? {} : { overrides }),
         onBusy: on_busy,
         ...(expected_turn_id === undefined ? {} : { expectedTurnId: expected_turn_id }),
-        ...(idempotency === undefined ? {} : { idempotency }),
+        ...(await idempotencyOf(header, "startTurn", { param, body })),
       };
       if (stream ?? acceptsEventStream(c.req.header("accept"))) {
         return eventStream(c, unwrap(await stubFor(c, param.id).streamTurn(req)), true);
@@ -163,17 +162,23 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
 
     getTurn: async (c, { param }) => c.json(unwrap(await stubFor(c, param.id).getTurn(param.turn))),
 
-    submitOutputs: async (c, { param, body }) => {
+    submitOutputs: async (c, { param, body, header }) => {
       const stub = stubFor(c, param.id);
-      const req = { items: body.items };
+      const req = {
+        items: body.items,
+        ...(await idempotencyOf(header, "submitOutputs", { param, body })),
+      };
       if (body.stream ?? acceptsEventStream(c.req.header("accept"))) {
         return eventStream(c, unwrap(await stub.streamOutputs(param.turn, req)), true);
       }
       return c.json(unwrap(await stub.submitOutputs(param.turn, req)));
     },
 
-    steerTurn: async (c, { param, body }) => {
-      const req = { input: inputMessages(body.input) };
+    steerTurn: async (c, { param, body, header }) => {
+      const req = {
+        input: inputMessages(body.input),
+        ...(await idempotencyOf(header, "steerTurn", { param, body })),
+      };
       return c.json(unwrap(await stubFor(c, param.id).steer(param.turn, req)));
     },
 
@@ -187,8 +192,13 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       return eventStream(c, unwrap(events), false);
     },
 
-    rollbackThread: async (c, { param, body }) =>
-      c.json(unwrap(await stubFor(c, param.id).rollback({ turns: body.turns }))),
+    rollbackThread: async (c, { param, body, header }) => {
+      const req = {
+        turns: body.turns,
+        ...(await idempotencyOf(header, "rollbackThread", { param, body })),
+      };
+      return c.json(unwrap(await stubFor(c, param.id).rollback(req)));
+    },
 
     forkThread: async (c, { param, body }) => {
       const tenant = c.var.tenant;
@@ -218,8 +228,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
 
     injectItems: async (c, { param, body, header }) => {
       const items = body.items ?? inputMessages(body.text ?? "");
-      const idempotency = await idempotencyOf(header["idempotency-key"], "injectItems", body);
-      const req = idempotency === undefined ? { items } : { items, idempotency };
+      const req = { items, ...(await idempotencyOf(header, "injectItems", { param, body })) };
       return c.json(unwrap(await stubFor(c, param.id).inject(req)));
     },
 

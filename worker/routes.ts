@@ -87,6 +87,9 @@ export interface RouteSpec {
   errors: readonly ProblemCode[];
 }
 
+/** What a route that takes an `Idempotency-Key` may answer besides its own codes. */
+const KEYED_ERRORS = ["idempotency_key_reused", "idempotency_key_in_use"] as const;
+
 const jsonBody = <S extends z.ZodType>(schema: S, maxBytes: number): JsonBodySpec<S> => ({
   kind: "json",
   schema,
@@ -198,9 +201,8 @@ export const API_ROUTES = {
       "unknown_model",
       "provider_error",
       "context_window_exceeded",
-      "idempotency_key_reused",
-      "idempotency_key_in_use",
       "event_expired",
+      ...KEYED_ERRORS,
     ],
   },
   getTurn: {
@@ -219,6 +221,7 @@ export const API_ROUTES = {
       "When no call is left pending the turn resumes, and the answer comes when it ends or " +
       "pauses again; otherwise at once, still `requires_action`. All or nothing.",
     params: TurnParamsSchema,
+    headers: IdempotencyHeadersSchema,
     body: jsonBody(SubmitOutputsBodySchema, turnBodyMaxBytes),
     responses: {
       200: {
@@ -233,6 +236,8 @@ export const API_ROUTES = {
       "unknown_call_id",
       "provider_error",
       "context_window_exceeded",
+      "event_expired",
+      ...KEYED_ERRORS,
     ],
   },
   steerTurn: {
@@ -241,9 +246,10 @@ export const API_ROUTES = {
     summary: "Add input to the running turn",
     description: "The input is recorded before the turn's next model call; answers at once.",
     params: TurnParamsSchema,
+    headers: IdempotencyHeadersSchema,
     body: jsonBody(SteerBodySchema, turnBodyMaxBytes),
     responses: { 200: { description: "The running turn.", content: json(TurnResourceSchema) } },
-    errors: ["not_found", "turn_not_found", "turn_mismatch", "turn_not_steerable"],
+    errors: ["not_found", "turn_not_found", "turn_mismatch", "turn_not_steerable", ...KEYED_ERRORS],
   },
   interruptTurn: {
     method: "post",
@@ -281,9 +287,10 @@ export const API_ROUTES = {
     path: "/v1/threads/{id}/rollback",
     summary: "Drop the last n user turns",
     params: ThreadParamsSchema,
+    headers: IdempotencyHeadersSchema,
     body: jsonBody(RollbackBodySchema, jsonBodyMaxBytes),
     responses: { 200: { description: "The thread.", content: json(ThreadResourceSchema) } },
-    errors: ["not_found", "thread_busy"],
+    errors: ["not_found", "thread_busy", ...KEYED_ERRORS],
   },
   forkThread: {
     method: "post",
@@ -315,7 +322,7 @@ export const API_ROUTES = {
     headers: IdempotencyHeadersSchema,
     body: jsonBody(InjectBodySchema, turnBodyMaxBytes),
     responses: { 200: { description: "The thread.", content: json(ThreadResourceSchema) } },
-    errors: ["not_found", "idempotency_key_reused", "idempotency_key_in_use"],
+    errors: ["not_found", ...KEYED_ERRORS],
   },
   listHistory: {
     method: "get",

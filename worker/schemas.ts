@@ -208,8 +208,9 @@ export const ExportQuerySchema = z.object({
 });
 
 /**
- * `Idempotency-Key` (draft-ietf-httpapi-idempotency-key-header) on requests that add input: a
- * retry with the same key and body answers with what the first request did.
+ * `Idempotency-Key` (draft-ietf-httpapi-idempotency-key-header) on requests that change a thread
+ * (turns, outputs, steer, inject, rollback): a retry with the same key and request answers with
+ * what the first request did.
  */
 export const IdempotencyHeadersSchema = z.object({
   "idempotency-key": z
@@ -217,7 +218,7 @@ export const IdempotencyHeadersSchema = z.object({
     .regex(/^[\x21-\x7e]{1,255}$/, "1-255 visible ASCII characters")
     .optional()
     .describe(
-      "Makes a retry safe: the same key with the same body within 24 hours answers with what the first request did (the same turn, its stream replayed) instead of doing it again; with another body it is a 422.",
+      "Makes a retry safe: the same key with the same request within 24 hours answers with what the first request did (the same turn, its stream replayed, or the thread) instead of doing it again; with another request it is a 422.",
     ),
 });
 

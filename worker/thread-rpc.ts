@@ -52,7 +52,7 @@ export interface CreateThreadRequest {
  */
 export interface IdempotencyKey {
   key: string;
-  /** Identifies the request (route and body), computed by the worker. */
+  /** Identifies the request (route, turn and body), computed by the worker. */
   fingerprint: string;
 }
 
@@ -87,18 +87,21 @@ export interface EventsRequest {
 export interface SubmitOutputsRequest {
   /** 1-128 outputs, `call_id`s distinct (checked by the worker). */
   items: FunctionCallOutputInput[];
+  idempotency?: IdempotencyKey;
 }
 
 /** `steer`. */
 export interface SteerRequest {
   /** User messages, as for `startTurn`. */
   input: InputMessage[];
+  idempotency?: IdempotencyKey;
 }
 
 /** `rollback`. */
 export interface RollbackRequest {
   /** ≥ 1. More than the thread has drops every user turn (reference §4.5 step 3). */
   turns: number;
+  idempotency?: IdempotencyKey;
 }
 
 /** `inject`. */

@@ -587,6 +587,50 @@ describe("Idempotency-Key", () => {
     expect(left.n).toBe(0);
   });
 
+  it("retried outputs answer with the resumed turn instead of no_pending_calls", async () => {
+    const id = newThreadId();
+    await createThread(id, { tools: [{ name: "lookup", description: "", parameters: {} }] });
+    const paused = await turn(id, '/call lookup {"q":1}');
+    const callId = paused.pending_calls[0]?.call_id;
+    const outputs = { items: [{ type: "function_call_output", call_id: callId, output: "42" }] };
+    const path = `/v1/threads/${id}/turns/${paused.id}/outputs`;
+    const resumed = await json<Turn>(await keyed(path, "o", outputs));
+    expect(resumed.status).toBe("completed");
+    expect(await json<Turn>(await keyed(path, "o", outputs))).toEqual(resumed);
+    // Without the key, the same request is a new one, and there is nothing left to answer.
+    expect(await json(await post(path, outputs), 409)).toMatchObject({ code: "no_pending_calls" });
+  });
+
+  it("a retried steer adds its input once, and a retried rollback drops one turn, not two", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    const head = await readSse(
+      await post(`/v1/threads/${id}/turns`, { input: "/slow 30 steer me", stream: true }),
+      until("turn.started"),
+    );
+    const running = (JSON.parse(head.at(-1)?.data ?? "{}") as { turn_id: string }).turn_id;
+    const steer = { input: "also this" };
+    const steerPath = `/v1/threads/${id}/turns/${running}/steer`;
+    const first = await json<Turn>(await keyed(steerPath, "s", steer));
+    const again = await json<Turn>(await keyed(steerPath, "s", steer));
+    expect(again.id).toBe(first.id);
+    await waitFor(
+      async () =>
+        (await json<Turn>(await api("GET", `/v1/threads/${id}/turns/${running}`))).status ===
+        "completed",
+    );
+    expect(await userTexts(id)).toEqual(["/slow 30 steer me", "also this"]);
+
+    await turn(id, "two");
+    await turn(id, "three");
+    const rollback = { turns: 1 };
+    await json(await keyed(`/v1/threads/${id}/rollback`, "r", rollback));
+    await json(await keyed(`/v1/threads/${id}/rollback`, "r", rollback));
+    expect(await userTexts(id)).toEqual(["/slow 30 steer me", "also this", "two"]);
+    const other = await keyed(`/v1/threads/${id}/rollback`, "r", { turns: 2 });
+    expect(await json(other, 422)).toMatchObject({ code: "idempotency_key_reused" });
+  });
+
   it("a key that is not 1-255 visible ASCII characters is a 400 naming the header", async () => {
     const id = newThreadId();
     await createThread(id);

@@ -144,7 +144,12 @@ describe("the OpenAPI document", () => {
     const conflict = steer.responses["409"]?.content?.["application/problem+json"]?.schema;
     expect(conflict?.allOf).toEqual([
       { $ref: "#/components/schemas/Problem" },
-      { type: "object", properties: { code: { enum: ["turn_mismatch", "turn_not_steerable"] } } },
+      {
+        type: "object",
+        properties: {
+          code: { enum: ["turn_mismatch", "turn_not_steerable", "idempotency_key_in_use"] },
+        },
+      },
     ]);
     const imports = doc.paths["/v1/threads/import"]?.post as Operation;
     expect(Object.keys(imports.responses)).toEqual([
