@@ -804,6 +804,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     try {
       live.session.recordRollback(req.turns);
     } catch (err) {
+      if (req.idempotency) this.#idempotency.forget(req.idempotency.key);
       const failure = failureOf(err);
       if (failure) return failure;
       throw err;
