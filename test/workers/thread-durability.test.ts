@@ -105,6 +105,34 @@ describe("flush scheduling", () => {
   });
 });
 
+describe("an alarm while a turn runs", () => {
+  it("flushes and checkpoints the lines so far, keeps an alarm due, and the thread reloads exactly", async () => {
+    const id = newThreadId();
+    await createThread(id, { cwd: "/repo" });
+    for (let i = 0; i < 5; i++) await turn(id, `turn ${i}`);
+    const slow = turn(id, "/slow 150 take your time");
+    await vi.waitFor(async () =>
+      expect(await json(await api("GET", `/v1/threads/${id}`))).toMatchObject({
+        status: "running",
+      }),
+    );
+    // The running task's alarm, run early: it flushes what the turn has written so far.
+    expect(await runDurableObjectAlarm(threadStub(id))).toBe(true);
+    const mid = await inspect(id);
+    expect(mid?.flushedThrough).toBe(mid?.lastSeq);
+    expect(mid?.checkpointSeq).toBe(mid?.lastSeq);
+    const due = await runInDurableObject(threadStub(id), (_i, state) => state.storage.getAlarm());
+    expect(due).toBeLessThanOrEqual(Date.now() + 31_000);
+    expect((await slow).status).toBe("completed");
+    await runDurableObjectAlarm(threadStub(id));
+    const { lines, errors } = await checkThreadRollout(id);
+    expect(errors).toEqual([]);
+    expect(lines.at(-1)).toContain('"task_complete"');
+    await expectSameAfterEviction(id);
+    expect((await turn(id, "after")).status).toBe("completed");
+  });
+});
+
 describe("flush scheduling after a lost instance", () => {
   /** A thread whose instance went away in the middle of a long turn. */
   async function cutShort(): Promise<string> {
