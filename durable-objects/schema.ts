@@ -44,6 +44,19 @@ const MIGRATIONS: readonly string[] = [
      at INTEGER NOT NULL);`,
 ];
 
+/**
+ * Empties the tables that hold the thread as its rollout defines it (identity, configuration,
+ * turns, the rollout tail, checkpoints, the segment manifest), for a restore to rewrite from R2.
+ * The rest is requests and their answers, and stays: events (so event ids never repeat), queued
+ * turns, idempotency keys.
+ */
+export function clearRolloutState(storage: SqlStorage): void {
+  storage.exec(`DELETE FROM spindle_meta; DELETE FROM spindle_rollout;
+    DELETE FROM spindle_checkpoint; DELETE FROM spindle_checkpoint_items;
+    DELETE FROM spindle_segments; DELETE FROM spindle_turns;
+    DELETE FROM spindle_parts WHERE kind IN ('meta', 'turn');`);
+}
+
 /** Applies the numbered migration steps not yet applied. Cheap when up to date. */
 export function migrate(storage: SqlStorage): void {
   const sql = sqlOf(storage);

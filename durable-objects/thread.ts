@@ -62,7 +62,7 @@ import { MetaStore, type ThreadMeta, type TurnRow } from "./meta-store.ts";
 import { catalogOf, modelClientFactory } from "./providers.ts";
 import { type ImportedLine, jsonlStream, readRolloutStream } from "./rollout-import.ts";
 import { RolloutLog } from "./rollout-log.ts";
-import { migrate } from "./schema.ts";
+import { clearRolloutState, migrate } from "./schema.ts";
 import { SegmentStore } from "./segments.ts";
 import { sqlOf } from "./sql.ts";
 import { type RunningTask, runTask, type TaskGenerator } from "./task-runner.ts";
@@ -1073,11 +1073,10 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
             { truncation: truncationPolicyOf(config), lastSeq: flushed },
           )
         : undefined;
-    // Rewrite local state from the rollout: lines R2 holds are recorded as flushed.
-    await this.ctx.storage.deleteAll();
-    this.#alarmDue = undefined;
-    migrate(this.ctx.storage.sql);
+    // Rewrite local state from the rollout, in one transaction: lines R2 holds are recorded as
+    // flushed.
     this.ctx.storage.transactionSync(() => {
+      clearRolloutState(this.ctx.storage.sql);
       this.#parts.meta.put("thread", meta);
       this.#parts.meta.put("config", config);
       for (const t of turns) this.#parts.meta.putTurn(t);

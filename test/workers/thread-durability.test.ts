@@ -6,6 +6,7 @@ import type { Thread } from "../../durable-objects/thread.ts";
 import {
   ACME_KEY,
   api,
+  DEV_KEY,
   GLOBEX_KEY,
   importRollout,
   json,
@@ -848,6 +849,34 @@ describe("export of a damaged rollout", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("spindle-missing-lines")).toBeNull();
     expect(await res.text()).toBe(whole);
+  });
+});
+
+describe("restore keeps what is not the rollout's", () => {
+  it("event ids go on after the last one, and a retried keyed turn still finds its turn", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    const keyed = (input: string) =>
+      api("POST", `/v1/threads/${id}/turns`, { input }, DEV_KEY, { "idempotency-key": "k" });
+    const first = await json<{ id: string }>(await keyed("once"));
+    await runDurableObjectAlarm(threadStub(id));
+    const [{ last } = { last: 0 }] = await sqlRows<{ last: number }>(
+      id,
+      "SELECT MAX(seq) AS last FROM spindle_events",
+    );
+    expect(last).toBeGreaterThan(0);
+    await json(await api("POST", `/v1/threads/${id}/restore`));
+    await evictDurableObject(threadStub(id));
+    // A client that saw event `last` can resume after it; the next turn's events follow it.
+    expect((await api("GET", `/v1/threads/${id}/events?after=${last}`)).status).toBe(200);
+    const next = await turn(id, "next");
+    const started = await sqlRows<{ seq: number }>(
+      id,
+      `SELECT seq FROM spindle_events
+       WHERE body ->> '$.type' = 'turn.started' AND body ->> '$.turn_id' = '${next.id}'`,
+    );
+    expect(started.map((s) => s.seq)).toEqual([last + 1]);
+    expect((await json<{ id: string }>(await keyed("once"))).id).toBe(first.id);
   });
 });
 

@@ -41,7 +41,7 @@ interface Model {
   /** The paused turn waiting for a tool output. */
   pending: { turn: string; call: string } | undefined;
   r2Down: boolean;
-  /** The newest turn started with an Idempotency-Key whose key the thread still keeps. */
+  /** The newest turn started with an Idempotency-Key (a delete forgets it; a restore keeps it). */
   keyed: { thread: string; key: string; input: string; turn: string } | undefined;
 }
 
@@ -331,9 +331,7 @@ class AlarmCommand implements fc.AsyncCommand<Model, Real> {
 class RestoreCommand implements fc.AsyncCommand<Model, Real> {
   constructor(readonly flushFirst: boolean) {}
   check = (m: Readonly<Model>) => !m.r2Down;
-  async run(m: Model, r: Real) {
-    // A restore rebuilds the thread from its rollout: idempotency keys are not part of it.
-    if (m.keyed?.thread === r.id) m.keyed = undefined;
+  async run(_m: Model, r: Real) {
     if (this.flushFirst) await runDurableObjectAlarm(stub(r));
     const prompt = await promptText(r);
     const thread = await threadText(r);
