@@ -18,15 +18,23 @@ export interface ThreadEventRecord {
 }
 
 interface Subscriber {
-  writer: WritableStreamDefaultWriter<Uint8Array>;
+  controller: ReadableStreamDefaultController<Uint8Array>;
   /** Ends the stream after this turn's terminal event (undefined: follow until cancelled). */
   untilTurn: string | undefined;
+  /** Closes the stream and forgets it. */
+  end: () => void;
 }
 
 const encoder = new TextEncoder();
 
 /** Pending events written at once past this many, even before their turn ends. */
 const MAX_PENDING_EVENTS = 64;
+
+/**
+ * Stored events a replay reads at a time, when its reader asks for more: a client reconnecting
+ * far back (events may be megabytes each) makes the object hold one page, not the whole window.
+ */
+const REPLAY_PAGE_EVENTS = 32;
 
 /**
  * The thread's event sequence (design §7): every event gets the next `seq`, is stored in SQLite
@@ -45,6 +53,8 @@ export class EventLog {
   /** Read on first use, so constructing the Durable Object stays free of queries. */
   #last: number | undefined;
   readonly #subscribers = new Set<Subscriber>();
+  /** Ends each open stream, replaying or live (`closeAll`). */
+  readonly #enders = new Set<() => void>();
   #pending: { event: ThreadEventRecord; at: number }[] = [];
   #flushTimer: ReturnType<typeof setTimeout> | undefined;
 
@@ -150,29 +160,55 @@ export class EventLog {
 
   /**
    * NDJSON of the stored events after `after`, then live ones. With `untilTurn`, the stream ends
-   * after that turn's terminal event; otherwise it stays open until the reader cancels.
+   * after that turn's terminal event; otherwise it stays open until the reader cancels. Stored
+   * events are read a page at a time as the reader pulls (stored text, sent as is); once caught
+   * up, the reader follows live events. An event emitted meanwhile is stored first, so the next
+   * page has it: nothing is skipped or sent twice.
    */
   subscribe(after: number, untilTurn?: string): ReadableStream<Uint8Array> {
-    this.flush();
-    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
-    const subscriber: Subscriber = { writer: writable.getWriter(), untilTurn };
-    const rows = this.#sql<{ seq: number; body: string }>`
-      SELECT seq, body FROM spindle_events WHERE seq > ${after} ORDER BY seq`.toArray();
-    let ended = false;
-    for (const row of rows) {
-      const event = JSON.parse(this.#parts.join(row.seq, row.body)) as ThreadEventRecord;
-      this.#send(subscriber, event);
-      if (
-        untilTurn !== undefined &&
-        event.turn_id === untilTurn &&
-        isTerminalEventType(event.type)
-      ) {
-        ended = true;
-        break;
-      }
-    }
-    if (!ended) this.#subscribers.add(subscriber);
-    return readable;
+    let cursor = after;
+    let live: Subscriber | undefined;
+    let end = () => {};
+    const ends = (event: ThreadEventRecord) =>
+      untilTurn !== undefined && event.turn_id === untilTurn && isTerminalEventType(event.type);
+    return new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        end = () => {
+          if (live) this.#subscribers.delete(live);
+          this.#enders.delete(end);
+          try {
+            controller.close();
+          } catch {
+            // Already closed or cancelled.
+          }
+        };
+        this.#enders.add(end);
+      },
+      pull: (controller) => {
+        if (live) return;
+        this.flush();
+        const rows = this.#sql<{ seq: number; body: string }>`
+          SELECT seq, body FROM spindle_events WHERE seq > ${cursor}
+          ORDER BY seq LIMIT ${REPLAY_PAGE_EVENTS}`.toArray();
+        for (const row of rows) {
+          const body = this.#parts.join(row.seq, row.body);
+          controller.enqueue(encoder.encode(`${body}\n`));
+          cursor = row.seq;
+          if (untilTurn !== undefined && ends(JSON.parse(body) as ThreadEventRecord)) {
+            end();
+            return;
+          }
+        }
+        if (rows.length === 0) {
+          live = { controller, untilTurn, end };
+          this.#subscribers.add(live);
+        }
+      },
+      cancel: () => {
+        if (live) this.#subscribers.delete(live);
+        this.#enders.delete(end);
+      },
+    });
   }
 
   #send(subscriber: Subscriber, event: ThreadEventRecord): void {
@@ -180,21 +216,22 @@ export class EventLog {
       subscriber.untilTurn !== undefined &&
       event.turn_id === subscriber.untilTurn &&
       isTerminalEventType(event.type);
-    // Writes are not awaited: a slow or vanished reader must never hold up the turn.
-    subscriber.writer.write(encoder.encode(`${JSON.stringify(event)}\n`)).catch(() => {
-      this.#subscribers.delete(subscriber);
-    });
-    if (done) {
-      this.#subscribers.delete(subscriber);
-      subscriber.writer.close().catch(() => {});
+    // Never waits for the reader: a slow or vanished one must never hold up the turn.
+    try {
+      subscriber.controller.enqueue(encoder.encode(`${JSON.stringify(event)}\n`));
+    } catch {
+      // The reader went away.
+      subscriber.end();
+      return;
     }
+    if (done) subscriber.end();
   }
 
-  /** Ends every live stream (thread deleted); pending events go with the thread. */
+  /** Ends every stream, replaying or live (thread deleted); pending events go with the thread. */
   closeAll(): void {
     this.#cancelTimer();
     this.#pending = [];
-    for (const s of this.#subscribers) s.writer.close().catch(() => {});
+    for (const end of [...this.#enders]) end();
     this.#subscribers.clear();
   }
 }

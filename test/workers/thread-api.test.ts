@@ -213,6 +213,38 @@ describe("event storage", () => {
   }, 60_000);
 });
 
+describe("event replay", () => {
+  it("a reader far behind gets every stored event in pages, then the live ones, none twice", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    // More events than a replay page (32), then a turn that is still running during the replay.
+    for (let i = 0; i < 4; i++) await turn(id, `turn ${i} with an answer long enough for deltas`);
+    const slow = turn(id, "/slow 40 still running while the replay pages");
+    await waitFor(
+      async () =>
+        (await json<{ status: string }>(await api("GET", `/v1/threads/${id}`))).status ===
+        "running",
+    );
+    const frames = await readSse(
+      await getWith(`/v1/threads/${id}/events`, { "last-event-id": "0" }),
+      (seen) =>
+        seen.filter((f) => f.event === "turn.completed").length === 5 ||
+        seen.some((f) => f.event === "turn.failed"),
+    );
+    await slow;
+    const ids = frames.map((f) => Number(f.id));
+    const stored = await runInDurableObject(threadStub(id), (_i, state) =>
+      state.storage.sql
+        .exec<{ seq: number }>("SELECT seq FROM spindle_events ORDER BY seq")
+        .toArray()
+        .map((r) => r.seq),
+    );
+    expect(ids.length).toBeGreaterThan(32);
+    expect(ids).toEqual(stored.slice(0, ids.length));
+    expect(frames.at(-1)?.event).toBe("turn.completed");
+  });
+});
+
 describe("event retention", () => {
   it("events past their retention are dropped (410 event_expired); the newest stays so seqs continue", async () => {
     const id = newThreadId();
