@@ -92,6 +92,7 @@ export class EventLog {
     const batch = this.#pending;
     if (batch.length === 0) return;
     this.#pending = [];
+    const bodies = batch.map(({ event }) => JSON.stringify(event));
     let rows: string[] = [];
     let chars = 0;
     const insertRows = () => {
@@ -101,23 +102,24 @@ export class EventLog {
       rows = [];
       chars = 0;
     };
-    for (const { event, at } of batch) {
-      const body = JSON.stringify(event);
+    batch.forEach(({ event, at }, i) => {
+      const body = bodies[i] ?? "";
       const row = JSON.stringify([event.seq, at, body]);
       if (row.length > TEXT_PART_MAX_CHARS) {
         const first = this.#parts.split(event.seq, body);
         this
           .#sql`INSERT INTO spindle_events (seq, at, body) VALUES (${event.seq}, ${at}, ${first})`;
-        continue;
+        return;
       }
       if (chars + row.length > TEXT_PART_MAX_CHARS) insertRows();
       rows.push(row);
       chars += row.length + 1;
-    }
+    });
     insertRows();
-    for (const { event } of batch) {
-      for (const subscriber of this.#subscribers) this.#send(subscriber, event);
-    }
+    batch.forEach(({ event }, i) => {
+      const line = `${bodies[i]}\n`;
+      for (const subscriber of this.#subscribers) this.#send(subscriber, event, line);
+    });
   }
 
   #cancelTimer(): void {
@@ -211,14 +213,16 @@ export class EventLog {
     });
   }
 
-  #send(subscriber: Subscriber, event: ThreadEventRecord): void {
+  /** Sends `line`, the event's NDJSON line (serialized once for every subscriber). */
+  #send(subscriber: Subscriber, event: ThreadEventRecord, line: string): void {
     const done =
       subscriber.untilTurn !== undefined &&
       event.turn_id === subscriber.untilTurn &&
       isTerminalEventType(event.type);
     // Never waits for the reader: a slow or vanished one must never hold up the turn.
     try {
-      subscriber.controller.enqueue(encoder.encode(`${JSON.stringify(event)}\n`));
+      // Bytes of its own for each reader: a chunk may be transferred when the stream is read.
+      subscriber.controller.enqueue(encoder.encode(line));
     } catch {
       // The reader went away.
       subscriber.end();
