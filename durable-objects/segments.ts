@@ -146,6 +146,28 @@ export class SegmentStore {
   }
 
   /**
+   * The lines with seq in [first, last] that flushed segments hold, read from only those
+   * segments (the manifest says which). A damaged or missing segment's lines are left out; a
+   * read that fails throws.
+   */
+  async readLines(first: number, last: number): Promise<{ seq: number; line: string }[]> {
+    const lines: { seq: number; line: string }[] = [];
+    for (const segment of this.manifest()) {
+      if (segment.state !== "done" || segment.last_seq < first || segment.first_seq > last)
+        continue;
+      const object = await this.#bucket.get(segment.r2_key);
+      const bytes = object === null ? null : await object.arrayBuffer();
+      try {
+        const decoded = await decodeSegment(object ?? { key: segment.r2_key }, bytes);
+        lines.push(...decoded.lines.filter((l) => l.seq >= first && l.seq <= last));
+      } catch {
+        // Left out: the caller gets fewer lines, as a replay skips a damaged segment.
+      }
+    }
+    return lines;
+  }
+
+  /**
    * Reads every segment of a prefix from R2 in seq order, checking each checksum. A segment whose
    * content is wrong is skipped with a warning (its lines are then missing); a read that fails
    * throws.
@@ -199,7 +221,7 @@ export class SegmentStore {
 
 /** A segment's lines, checked against its metadata; throws when its content is not right. */
 async function decodeSegment(
-  object: R2Object,
+  object: Pick<R2Object, "key" | "customMetadata">,
   bytes: ArrayBuffer | null,
 ): Promise<{ lines: { seq: number; line: string }[]; row: Omit<SegmentRow, "state"> }> {
   if (bytes === null) throw new Error("it vanished");

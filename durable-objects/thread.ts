@@ -61,7 +61,7 @@ import {
 import { MetaStore, type ThreadMeta, type TurnRow } from "./meta-store.ts";
 import { catalogOf, modelClientFactory } from "./providers.ts";
 import { type ImportedLine, jsonlStream, readRolloutStream } from "./rollout-import.ts";
-import { RolloutLog } from "./rollout-log.ts";
+import { decodeTolerantly, RolloutLog } from "./rollout-log.ts";
 import { clearRolloutState, migrate } from "./schema.ts";
 import { SegmentStore } from "./segments.ts";
 import { sqlOf } from "./sql.ts";
@@ -277,15 +277,21 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     };
   }
 
-  /** Lines in [first, last]: from SQLite when it still has them, else from R2 + SQLite. */
+  /**
+   * Lines in [first, last]: from SQLite when it still has them, else from the R2 segments that
+   * hold them (SQLite read first: a line leaves it only once it is in R2).
+   */
   async #linesBetween(live: LiveThread, first: number, last: number): Promise<RolloutLine[]> {
     if (last < first) return [];
     const stored = live.log.firstStoredSeq();
     if (stored !== undefined && stored <= first) {
       return live.log.linesBetween(first, last);
     }
-    const { lines } = await readWholeRollout(this.#parts, live.meta, live.log);
-    return lines.filter((r) => r.seq >= first && r.seq <= last).map((r) => r.line);
+    const local = live.log.rawAfter(first - 1, last - first + 1);
+    const bySeq = new Map((await live.segments.readLines(first, last)).map((l) => [l.seq, l]));
+    for (const line of local) bySeq.set(line.seq, line);
+    const raw = [...bySeq.values()].sort((a, b) => a.seq - b.seq);
+    return decodeTolerantly(raw).lines;
   }
 
   // --- Tasks ------------------------------------------------------------------------------------

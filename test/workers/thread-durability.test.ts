@@ -790,6 +790,40 @@ describe("repairs instead of crash loops", () => {
   });
 });
 
+describe("a turn read back from R2", () => {
+  it("reads only the segments that hold its lines, not the whole rollout", async () => {
+    const id = newThreadId();
+    await createThread(id, { cwd: "/repo" });
+    const turns: { id: string; items: unknown[] }[] = [];
+    for (let i = 0; i < 10; i++) {
+      turns.push(
+        await json<{ id: string; items: unknown[] }>(
+          await api("POST", `/v1/threads/${id}/turns`, { input: `turn ${i}` }),
+        ),
+      );
+      await runDurableObjectAlarm(threadStub(id));
+    }
+    const segments = await segmentsOf(id);
+    expect(segments.length).toBeGreaterThanOrEqual(10);
+    // The first turns' lines are in R2 only now.
+    const [{ first: stored } = { first: 0 }] = await sqlRows<{ first: number }>(
+      id,
+      "SELECT min(seq) AS first FROM spindle_rollout",
+    );
+    expect(stored).toBeGreaterThan(20);
+    await evictDurableObject(threadStub(id));
+    const gets = vi.spyOn(env.ROLLOUT, "get");
+    const lists = vi.spyOn(env.ROLLOUT, "list");
+    const second = turns[1];
+    const read = await json<{ items: unknown[] }>(
+      await api("GET", `/v1/threads/${id}/turns/${second?.id}`),
+    );
+    expect(read.items).toEqual(second?.items);
+    expect(gets.mock.calls.length).toBeLessThanOrEqual(2);
+    expect(lists).not.toHaveBeenCalled();
+  });
+});
+
 describe("export of a damaged rollout", () => {
   /** The seq range of a segment key (`…/segments/{first}-{last}.jsonl.gz`). */
   const rangeOf = (key: string) =>
