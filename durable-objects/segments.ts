@@ -156,9 +156,10 @@ export class SegmentStore {
       if (segment.state !== "done" || segment.last_seq < first || segment.first_seq > last)
         continue;
       const object = await this.#bucket.get(segment.r2_key);
-      const bytes = object === null ? null : await object.arrayBuffer();
+      if (object === null) continue;
+      const bytes = await object.arrayBuffer();
       try {
-        const decoded = await decodeSegment(object ?? { key: segment.r2_key }, bytes);
+        const decoded = await decodeSegment(object, bytes);
         lines.push(...decoded.lines.filter((l) => l.seq >= first && l.seq <= last));
       } catch {
         // Left out: the caller gets fewer lines, as a replay skips a damaged segment.
@@ -221,7 +222,7 @@ export class SegmentStore {
 
 /** A segment's lines, checked against its metadata; throws when its content is not right. */
 async function decodeSegment(
-  object: Pick<R2Object, "key" | "customMetadata">,
+  object: R2Object,
   bytes: ArrayBuffer | null,
 ): Promise<{ lines: { seq: number; line: string }[]; row: Omit<SegmentRow, "state"> }> {
   if (bytes === null) throw new Error("it vanished");
