@@ -65,6 +65,17 @@ const waitFor = async (check: () => Promise<boolean>) => {
   }
   throw new Error("condition not reached");
 };
+/** Until the thread runs a turn (a `/slow` one, started without awaiting it). */
+const untilRunning = (id: string) =>
+  waitFor(
+    async () =>
+      (await json<{ status: string }>(await api("GET", `/v1/threads/${id}`))).status === "running",
+  );
+const untilTurnStatus = (id: string, turnId: string, status: string) =>
+  waitFor(
+    async () =>
+      (await json<Turn>(await api("GET", `/v1/threads/${id}/turns/${turnId}`))).status === status,
+  );
 
 describe("streaming (SSE)", () => {
   it("streams a turn: turn.started first, context items flagged, deltas, token_count, one terminal event last", async () => {
@@ -220,11 +231,7 @@ describe("event replay", () => {
     // More events than a replay page (32), then a turn that is still running during the replay.
     for (let i = 0; i < 4; i++) await turn(id, `turn ${i} with an answer long enough for deltas`);
     const slow = turn(id, "/slow 40 still running while the replay pages");
-    await waitFor(
-      async () =>
-        (await json<{ status: string }>(await api("GET", `/v1/threads/${id}`))).status ===
-        "running",
-    );
+    await untilRunning(id);
     const frames = await readSse(
       await getWith(`/v1/threads/${id}/events`, { "last-event-id": "0" }),
       (seen) =>
@@ -331,11 +338,7 @@ describe("concurrency (on_busy)", () => {
     const id = newThreadId();
     await createThread(id);
     const slow = turn(id, "/slow 30 wait");
-    await waitFor(
-      async () =>
-        (await json<{ status: string }>(await api("GET", `/v1/threads/${id}`))).status ===
-        "running",
-    );
+    await untilRunning(id);
     const busy = await post(`/v1/threads/${id}/turns`, { input: "me too" });
     expect(busy.status).toBe(409);
     expect(await busy.json()).toMatchObject({ code: "thread_busy" });
@@ -365,11 +368,7 @@ describe("concurrency (on_busy)", () => {
       input: "also this",
     });
     expect(steered.status).toBe(200);
-    await waitFor(
-      async () =>
-        (await json<Turn>(await api("GET", `/v1/threads/${id}/turns/${runningId}`))).status ===
-        "completed",
-    );
+    await untilTurnStatus(id, runningId, "completed");
     const done = await json<Turn>(await api("GET", `/v1/threads/${id}/turns/${runningId}`));
     const users = done.items.filter((i) => i.role === "user" && !isContext(i)).map(text);
     expect(users).toEqual(["/slow 25 working", "also this"]);
@@ -407,11 +406,7 @@ describe("concurrency (on_busy)", () => {
     const id = newThreadId();
     await createThread(id);
     const slow = turn(id, "/slow 40 long");
-    await waitFor(
-      async () =>
-        (await json<{ status: string }>(await api("GET", `/v1/threads/${id}`))).status ===
-        "running",
-    );
+    await untilRunning(id);
     const next = await turn(id, "instead", { on_busy: "interrupt" });
     expect(next.status).toBe("completed");
     expect((await slow).status).toBe("interrupted");
@@ -421,11 +416,7 @@ describe("concurrency (on_busy)", () => {
     const id = newThreadId();
     await createThread(id);
     const slow = turn(id, "/slow 60 first, slowly");
-    await waitFor(
-      async () =>
-        (await json<{ status: string }>(await api("GET", `/v1/threads/${id}`))).status ===
-        "running",
-    );
+    await untilRunning(id);
     const queued = await json<Turn>(
       await post(`/v1/threads/${id}/turns`, { input: "second", on_busy: "queue" }),
       202,
@@ -439,11 +430,7 @@ describe("concurrency (on_busy)", () => {
     const cut = await json<{ status: string }>(await api("GET", `/v1/threads/${id}`));
     expect(cut.status).not.toBe("requires_action");
     await runDurableObjectAlarm(threadStub(id));
-    await waitFor(
-      async () =>
-        (await json<Turn>(await api("GET", `/v1/threads/${id}/turns/${queued.id}`))).status ===
-        "completed",
-    );
+    await untilTurnStatus(id, queued.id, "completed");
     const ran = await json<Turn>(await api("GET", `/v1/threads/${id}/turns/${queued.id}`));
     expect(ran.items.some((i) => text(i) === "second")).toBe(true);
   });
@@ -453,11 +440,7 @@ describe("concurrency (on_busy)", () => {
     await createThread(id);
     const big = `${'b"\u0002'.repeat(400_000)}end`;
     const slow = turn(id, "/slow 60 first, slowly");
-    await waitFor(
-      async () =>
-        (await json<{ status: string }>(await api("GET", `/v1/threads/${id}`))).status ===
-        "running",
-    );
+    await untilRunning(id);
     const queued = await json<Turn>(
       await post(`/v1/threads/${id}/turns`, { input: big, on_busy: "queue" }),
       202,
@@ -467,11 +450,7 @@ describe("concurrency (on_busy)", () => {
     ).catch(() => undefined);
     await slow.catch(() => undefined);
     await runDurableObjectAlarm(threadStub(id));
-    await waitFor(
-      async () =>
-        (await json<Turn>(await api("GET", `/v1/threads/${id}/turns/${queued.id}`))).status ===
-        "completed",
-    );
+    await untilTurnStatus(id, queued.id, "completed");
     const ran = await json<Turn>(await api("GET", `/v1/threads/${id}/turns/${queued.id}`));
     expect(ran.items.some((i) => text(i) === big)).toBe(true);
   });
@@ -519,11 +498,7 @@ describe("Idempotency-Key", () => {
     await createThread(id);
     const body = { input: "/slow 30 take your time" };
     const first = keyed(`/v1/threads/${id}/turns`, "slow", body).then((r) => json<Turn>(r));
-    await waitFor(
-      async () =>
-        (await json<{ status: string }>(await api("GET", `/v1/threads/${id}`))).status ===
-        "running",
-    );
+    await untilRunning(id);
     const retry = await json<Turn>(await keyed(`/v1/threads/${id}/turns`, "slow", body));
     expect(retry.status).toBe("completed");
     expect(retry).toEqual(await first);
@@ -558,21 +533,13 @@ describe("Idempotency-Key", () => {
     const id = newThreadId();
     await createThread(id);
     const slow = turn(id, "/slow 30 first");
-    await waitFor(
-      async () =>
-        (await json<{ status: string }>(await api("GET", `/v1/threads/${id}`))).status ===
-        "running",
-    );
+    await untilRunning(id);
     const body = { input: "queued once", on_busy: "queue" };
     const queued = await json<Turn>(await keyed(`/v1/threads/${id}/turns`, "q", body), 202);
     const again = await json<Turn>(await keyed(`/v1/threads/${id}/turns`, "q", body), 202);
     expect(again.id).toBe(queued.id);
     await slow;
-    await waitFor(
-      async () =>
-        (await json<Turn>(await api("GET", `/v1/threads/${id}/turns/${queued.id}`))).status ===
-        "completed",
-    );
+    await untilTurnStatus(id, queued.id, "completed");
     const done = await json<Turn>(await keyed(`/v1/threads/${id}/turns`, "q", body));
     expect(done).toMatchObject({ id: queued.id, status: "completed" });
     expect(await userTexts(id)).toEqual(["/slow 30 first", "queued once"]);
@@ -582,11 +549,7 @@ describe("Idempotency-Key", () => {
     const id = newThreadId();
     await createThread(id);
     const slow = turn(id, "/slow 30 first");
-    await waitFor(
-      async () =>
-        (await json<{ status: string }>(await api("GET", `/v1/threads/${id}`))).status ===
-        "running",
-    );
+    await untilRunning(id);
     const body = { input: "after the busy one" };
     const busy = await keyed(`/v1/threads/${id}/turns`, "b", body);
     expect(await json(busy, 409)).toMatchObject({ code: "thread_busy" });
@@ -646,11 +609,7 @@ describe("Idempotency-Key", () => {
     const first = await json<Turn>(await keyed(steerPath, "s", steer));
     const again = await json<Turn>(await keyed(steerPath, "s", steer));
     expect(again.id).toBe(first.id);
-    await waitFor(
-      async () =>
-        (await json<Turn>(await api("GET", `/v1/threads/${id}/turns/${running}`))).status ===
-        "completed",
-    );
+    await untilTurnStatus(id, running, "completed");
     expect(await userTexts(id)).toEqual(["/slow 30 steer me", "also this"]);
 
     await turn(id, "two");

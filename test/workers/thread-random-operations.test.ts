@@ -21,7 +21,7 @@ import { checkThreadRollout } from "./helpers/rollout.ts";
  * mix (turns with overrides, long inputs, tool calls and their outputs, rollbacks, compactions,
  * injects, forks, export + import, evictions, instances lost mid-turn, turns that interrupt, steer
  * or queue behind a running one, interrupted paused turns, delete and re-create, history read in
- * pages, R2 outages, flush alarms, restores from R2), checked after every step against the
+ * pages, R2 outages, flush alarms, restores from R2, keyed turns retried), checked after every step against the
  * invariants of design §10: the stored rollout is whole, the prompt never holds a call without
  * its output, a reload is exact, and lines not yet in R2 always have an alarm that will flush them.
  */
@@ -42,7 +42,7 @@ interface Model {
   pending: { turn: string; call: string } | undefined;
   r2Down: boolean;
   /** The newest turn started with an Idempotency-Key (a delete forgets it; a restore keeps it). */
-  keyed: { thread: string; key: string; input: string; turn: string } | undefined;
+  keyed: { key: string; input: string; turn: string } | undefined;
 }
 
 interface Real {
@@ -479,7 +479,7 @@ class KeyedTurnCommand implements fc.AsyncCommand<Model, Real> {
     const turn = await json<{ id: string; status: string }>(await keyedTurn(r, key, input));
     expect(turn.status).toBe("completed");
     m.pending = undefined;
-    m.keyed = { thread: r.id, key, input, turn: turn.id };
+    m.keyed = { key, input, turn: turn.id };
     await checkInvariants(r);
   }
   toString = () => `keyed turn(${this.n})`;
