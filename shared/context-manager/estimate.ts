@@ -111,15 +111,41 @@ function attachByteCounts(item: ResponseItem, modelBytes: number): void {
   Object.defineProperty(item, SENT_BYTES, { value: sentBytes(item, modelBytes) });
 }
 
+/** An item `frozenItem` or `freezeItemsInPlace` made. */
+function isFrozenItem(item: ResponseItem): boolean {
+  return Object.isFrozen(item) && ITEM_BYTES in item;
+}
+
 /**
  * A deep-frozen copy of a history item carrying its byte counts. An item this function (or
  * `freezeItemsInPlace`) already made is returned as it is.
  */
 export function frozenItem<T extends ResponseItem>(item: T): T {
-  if (Object.isFrozen(item) && ITEM_BYTES in item) return item;
+  if (isFrozenItem(item)) return item;
   const copy = withFrozenMembers(item);
   attachByteCounts(copy as T, modelVisibleBytes(item));
   return Object.freeze(copy) as T;
+}
+
+/** Arrays `freezeItemsInPlace` made: frozen, and holding only items `frozenItem` would keep. */
+const frozenHistories = new WeakSet<readonly ResponseItem[]>();
+
+/**
+ * True for an array `freezeItemsInPlace` made: a history can share it as it is (copying it on
+ * its first write) instead of checking every item again.
+ */
+export function isFrozenHistory(items: readonly ResponseItem[]): boolean {
+  return frozenHistories.has(items);
+}
+
+/**
+ * A frozen copy of `items` that a history can share: only for arrays whose items all came from
+ * `frozenItem` or `freezeItemsInPlace` (a history's own).
+ */
+export function frozenHistoryCopy(items: readonly ResponseItem[]): ResponseItem[] {
+  const copy = Object.freeze(items.slice()) as ResponseItem[];
+  frozenHistories.add(copy);
+  return copy;
 }
 
 /**
@@ -131,15 +157,21 @@ export function freezeItemsInPlace(items: ResponseItem[], bytes?: readonly unkno
   const known =
     bytes?.length === items.length &&
     bytes.every((b) => Number.isSafeInteger(b) && (b as number) >= 0);
+  // An item frozen elsewhere is left as it is; `frozenItem` would copy it unless it made it.
+  let allKept = true;
   for (let i = 0; i < items.length; i++) {
     const item = items[i] as ResponseItem;
-    if (Object.isFrozen(item)) continue;
+    if (Object.isFrozen(item)) {
+      allKept &&= isFrozenItem(item);
+      continue;
+    }
     const record = item as Record<string, unknown>;
     for (const key in record) freezeInPlace(record[key]);
     attachByteCounts(item, known ? (bytes[i] as number) : modelVisibleBytes(item));
     Object.freeze(item);
   }
   Object.freeze(items);
+  if (allKept) frozenHistories.add(items);
 }
 
 /** Estimated tokens of one item: `ceil(model-visible bytes / 4)` (reference §4.6). */

@@ -16,7 +16,9 @@ import {
 import {
   estimateItemsTokenCount,
   estimateTextTokenCount,
+  frozenHistoryCopy,
   frozenItem,
+  isFrozenHistory,
   tokensAfterLastModelGeneratedItem,
   tokensOfReasoningBeforeLastUserTurn,
 } from "./estimate.ts";
@@ -58,9 +60,19 @@ export class ContextManager {
   #referenceContextItem: TurnContextItem | undefined;
   #worldStateBaseline: WorldStateSnapshot | undefined;
 
-  /** Restores a manager from a checkpoint (or starts empty). The state is copied, not kept. */
+  /**
+   * Restores a manager from a checkpoint (or starts empty). The state is copied, not kept, except
+   * an items array `freezeItemsInPlace` made (a checkpoint just read): that one is shared until
+   * the first write, like a clone's, so a restored history is not copied item by item.
+   */
   constructor(state: Partial<ContextManagerState> = {}) {
-    this.#items = (state.items ?? []).map((item) => frozenItem(item));
+    const items = state.items ?? [];
+    if (isFrozenHistory(items)) {
+      this.#items = items as ResponseItem[];
+      this.#itemsShared = true;
+    } else {
+      this.#items = items.map((item) => frozenItem(item));
+    }
     this.#historyVersion = state.historyVersion ?? 0;
     this.#tokenInfo = optionalFrozen(state.tokenInfo);
     this.#referenceContextItem = optionalFrozen(state.referenceContextItem);
@@ -118,10 +130,13 @@ export class ContextManager {
     return copy;
   }
 
-  /** The state as plain JSON for a checkpoint; undefined fields are omitted. Values are frozen. */
+  /**
+   * The state as plain JSON for a checkpoint; undefined fields are omitted. Values are frozen,
+   * the items array too: a manager built from it shares that array instead of re-checking items.
+   */
   toState(): ContextManagerState {
     const state: ContextManagerState = {
-      items: this.#items.slice(),
+      items: frozenHistoryCopy(this.#items),
       historyVersion: this.#historyVersion,
     };
     if (this.#tokenInfo !== undefined) state.tokenInfo = this.#tokenInfo;

@@ -278,6 +278,41 @@ describe("event retention", () => {
   });
 });
 
+describe("event window", () => {
+  it("keeps the newest 2,000 events once a turn ends, and no fewer", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    await turn(id, "one");
+    const now = Date.now();
+    await runInDurableObject(threadStub(id), (_i, state) => {
+      // 2,050 recent events before the turn's own: the count window, not age, must drop them.
+      state.storage.sql.exec("DELETE FROM spindle_events");
+      for (let seq = 1; seq <= 2_050; seq++) {
+        state.storage.sql.exec(
+          "INSERT INTO spindle_events (seq, at, body) VALUES (?, ?, ?)",
+          seq,
+          now,
+          JSON.stringify({ type: "thread.status", seq }),
+        );
+      }
+    });
+    await evictDurableObject(threadStub(id));
+    await turn(id, "two");
+    const range = () =>
+      runInDurableObject(threadStub(id), (_i, state) =>
+        state.storage.sql
+          .exec<{ first: number; last: number; n: number }>(
+            "SELECT MIN(seq) AS first, MAX(seq) AS last, COUNT(*) AS n FROM spindle_events",
+          )
+          .one(),
+      );
+    const { first, last, n } = await range();
+    expect(last).toBeGreaterThan(2_050);
+    expect(n).toBe(2_000);
+    expect(first).toBe(last - 1_999);
+  });
+});
+
 describe("client-executed tools", () => {
   it("requires_action → outputs → the same turn completes with the output", async () => {
     const id = newThreadId();

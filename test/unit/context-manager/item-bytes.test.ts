@@ -49,6 +49,38 @@ describe("byte counts kept on history items", () => {
     expect(history.items.map(estimateSentItemTokenCount)).toEqual([250, 500]);
   });
 
+  it("let a restored history share the frozen array until its first write", () => {
+    const items: ResponseItem[] = JSON.parse(JSON.stringify([user("U1"), assistant("A1")]));
+    freezeItemsInPlace(items, [1000, 2000]);
+    const history = new ContextManager({ items });
+    expect(history.items).toBe(items);
+    const other = new ContextManager({ items });
+    history.recordItems([user("U2")], POLICY);
+    history.removeFirstItem();
+    expect(history.items.map(estimateItemBytes)).toEqual([2000, jsonBytes(user("U2"))]);
+    expect(items).toHaveLength(2);
+    expect(other.items).toBe(items);
+    other.removeLastItem();
+    expect(other.items).toHaveLength(1);
+    expect(items.map(estimateItemBytes)).toEqual([1000, 2000]);
+    // A manager's own state (what a reload hands over) is shared the same way.
+    const state = history.toState();
+    expect(Object.isFrozen(state.items)).toBe(true);
+    expect(new ContextManager(state).items).toBe(state.items);
+  });
+
+  it("are not trusted on an item someone else froze: the history copies it", () => {
+    const foreign = Object.freeze(user("U1")) as ResponseItem;
+    const items: ResponseItem[] = [foreign, JSON.parse(JSON.stringify(assistant("A1")))];
+    freezeItemsInPlace(items, [1000, 2000]);
+    const history = new ContextManager({ items });
+    expect(history.items).not.toBe(items);
+    expect(history.items[0]).not.toBe(foreign);
+    expect(history.items[0]).toEqual(foreign);
+    expect(history.items[1]).toBe(items[1]);
+    expect(estimateItemBytes(history.items[0] as ResponseItem)).toBe(jsonBytes(user("U1")));
+  });
+
   it("are computed when the saved ones do not fit the items", () => {
     for (const bytes of [[1000], [1000, -1], [1000, "2000"], undefined]) {
       const items: ResponseItem[] = JSON.parse(JSON.stringify([user("U1"), assistant("A1")]));
