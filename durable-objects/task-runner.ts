@@ -10,10 +10,7 @@ export type TaskGenerator = AsyncGenerator<TurnEvent, TurnOutcome | CompactionOu
 
 /** A task (user turn or compaction) the thread is running; one at a time. */
 export interface RunningTask {
-  /**
-   * The turn the caller addressed (a user turn may be preceded by an auto-compaction). A
-   * compaction is addressed by its own id, known once it starts ("" until then).
-   */
+  /** The turn the caller addressed (a user turn may be preceded by an auto-compaction). */
   readonly turnId: string;
   readonly controller: AbortController;
   /** The id of the task running right now (the auto-compaction's, then the turn's). */
@@ -129,7 +126,6 @@ async function drive(
           usage: null,
           error: null,
         };
-        if (task.turnId === "") (task as { turnId: string }).turnId = event.turn_id;
         meta.putTurn(row);
         deps.onTaskStarted?.();
         deps.live.touch(deps.meta);

@@ -27,6 +27,7 @@ import {
 import type { Env } from "../worker/env.ts";
 import type { ListResource, ThreadResource, TurnResource } from "../worker/schemas.ts";
 import type {
+  CompactRequest,
   CreateFromRolloutRequest,
   CreateThreadRequest,
   EventStream,
@@ -838,21 +839,29 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     return reloaded;
   }
 
-  async compact(): Promise<RpcResult<TurnResource>> {
+  async compact(req: CompactRequest): Promise<RpcResult<TurnResource>> {
     const live = await this.#thread();
     if (!live) return NOT_FOUND;
+    const earlier = this.#earlierRequest(req.idempotency);
+    if (!earlier.ok) return earlier;
+    if (earlier.value?.turnId) return this.#awaitedTurn(earlier.value.turnId);
     if (this.#task) return fail("thread_busy", `Turn ${this.#task.currentId} is running.`);
-    const { task, started } = this.#startTask(live, "", (signal) =>
-      live.session.compact("manual", signal),
-    );
-    try {
-      await started;
-    } catch (err) {
-      const failure = failureOf(err);
-      if (failure) return failure;
-      throw err;
-    }
-    return ok(await task.done);
+    const turnId = newTurnId();
+    const admitted = await this.#keyed(req.idempotency, turnId, async () => {
+      const { task, started } = this.#startTask(live, turnId, (signal) =>
+        live.session.compact("manual", signal, { turnId }),
+      );
+      try {
+        await started;
+      } catch (err) {
+        const failure = failureOf(err);
+        if (failure) return failure;
+        throw err;
+      }
+      return ok(task);
+    });
+    if (!admitted.ok) return admitted;
+    return ok(await admitted.value.done);
   }
 
   async inject(req: InjectRequest): Promise<RpcResult<ThreadResource>> {

@@ -224,7 +224,10 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       return c.json(unwrap(result), 201, { Location: threadUrl(threadId) });
     },
 
-    compactThread: async (c, { param }) => c.json(unwrap(await stubFor(c, param.id).compact())),
+    compactThread: async (c, { param, body, header }) => {
+      const req = await idempotencyOf(header, "compactThread", { param, body });
+      return c.json(unwrap(await stubFor(c, param.id).compact(req)));
+    },
 
     injectItems: async (c, { param, body, header }) => {
       const items = body.items ?? inputMessages(body.text ?? "");

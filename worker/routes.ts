@@ -309,9 +309,10 @@ export const API_ROUTES = {
     path: "/v1/threads/{id}/compact",
     summary: "Run a compaction turn",
     params: ThreadParamsSchema,
+    headers: IdempotencyHeadersSchema,
     body: jsonBody(EmptyBodySchema, jsonBodyMaxBytes),
     responses: { 200: { description: "The compaction turn.", content: json(TurnResourceSchema) } },
-    errors: ["not_found", "thread_busy"],
+    errors: ["not_found", "thread_busy", ...KEYED_ERRORS],
   },
   injectItems: {
     method: "post",

@@ -104,6 +104,11 @@ export interface RollbackRequest {
   idempotency?: IdempotencyKey;
 }
 
+/** `compact`. */
+export interface CompactRequest {
+  idempotency?: IdempotencyKey;
+}
+
 /** `inject`. */
 export interface InjectRequest {
   /** 1-256 user messages (a `{text}` body arrives as one `input_text` message). */
@@ -268,9 +273,11 @@ export interface ThreadRpc {
    * Runs a manual compaction turn (reference §5.6: no reference context, so the next turn
    * re-injects the full context) and answers when it ends, with its Turn. It emits events like
    * any turn; a provider failure ends it `failed` like any turn. Failures: `thread_busy` unless
-   * the thread is `idle`.
+   * the thread is `idle`. A retry with the same `idempotency` key runs nothing and answers with
+   * the first request's compaction turn (awaited while it runs); the key failures are those of
+   * `startTurn`.
    */
-  compact(): Promise<RpcResult<TurnResource>>;
+  compact(req: CompactRequest): Promise<RpcResult<TurnResource>>;
   /**
    * Records user messages without a turn (reference §5.5): no `task_started`, `turn_context` or
    * reference update; they count as user turns for rollback. Each is an `item.completed` event

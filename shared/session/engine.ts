@@ -524,7 +524,8 @@ export class ThreadSession {
    * (`history.replace`: history_version + 1, baseline cleared); the reference context item is
    * cleared so the next turn re-injects the full context; then `compacted {message,
    * replacement_history}`, a `token_count` (the request's usage added to the totals, the last usage
-   * re-estimated from the new history) and `task_complete`.
+   * re-estimated from the new history) and `task_complete`. `options.turnId` names the task
+   * (default: a new `turn_…` id), as for `runTurn`.
    *
    * An abort ends it as `interrupted` with a `turn_aborted` line and history untouched (no
    * `<turn_aborted>` fragment: nothing the model did was cut off). An empty summary throws
@@ -533,10 +534,12 @@ export class ThreadSession {
   async *compact(
     trigger: CompactionTrigger = "manual",
     signal?: AbortSignal,
+    options: { turnId?: string } = {},
   ): AsyncGenerator<TurnEvent, CompactionOutcome> {
     this.#assertIdle();
     this.#carried = undefined;
-    return yield* this.#compactTask(trigger, this.#model(this.state.config.model), signal);
+    const summarizer = this.#model(this.state.config.model);
+    return yield* this.#compactTask(trigger, summarizer, signal, options.turnId);
   }
 
   /**
@@ -570,10 +573,11 @@ export class ThreadSession {
     trigger: CompactionTrigger,
     summarizer: ModelInfo,
     signal: AbortSignal | undefined,
+    givenTurnId?: string,
   ): AsyncGenerator<TurnEvent, CompactionOutcome> {
     const { sink, clock, ids } = this.#deps;
     const config = this.state.config;
-    const turnId = `turn_${ids.uuidv7()}`;
+    const turnId = givenTurnId ?? `turn_${ids.uuidv7()}`;
     const turn = buildTurnContext(turnId, config, summarizer, clock.nowMs());
     this.#running = { turnId, kind: "compaction", queue: [] };
     try {

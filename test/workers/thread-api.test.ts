@@ -657,6 +657,28 @@ describe("Idempotency-Key", () => {
     expect(await json(other, 422)).toMatchObject({ code: "idempotency_key_reused" });
   });
 
+  it("a retried compaction runs once and answers with its turn, even after an eviction", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    await turn(id, "one");
+    const compactions = async () =>
+      (await (await api("GET", `/v1/threads/${id}/rollout`)).text())
+        .split("\n")
+        .filter((line) => line.includes('"type":"compacted"')).length;
+    const path = `/v1/threads/${id}/compact`;
+    const first = await json<Turn>(await keyed(path, "c", undefined));
+    expect(first).toMatchObject({ kind: "compaction", status: "completed" });
+    expect(await json<Turn>(await keyed(path, "c", undefined))).toEqual(first);
+    await evictDurableObject(threadStub(id));
+    expect(await json<Turn>(await keyed(path, "c", undefined))).toEqual(first);
+    expect(await compactions()).toBe(1);
+    const onATurn = await keyed(`/v1/threads/${id}/turns`, "c", { input: "two" });
+    expect(await json(onATurn, 422)).toMatchObject({ code: "idempotency_key_reused" });
+    // Another key (or none) is another compaction.
+    expect((await json<Turn>(await keyed(path, "c2", undefined))).id).not.toBe(first.id);
+    expect(await compactions()).toBe(2);
+  });
+
   it("a key that is not 1-255 visible ASCII characters is a 400 naming the header", async () => {
     const id = newThreadId();
     await createThread(id);

@@ -9,6 +9,7 @@ import type {
   TurnResource,
 } from "../../../worker/schemas.ts";
 import type {
+  CompactRequest,
   CreateFromRolloutRequest,
   CreateThreadRequest,
   EventsRequest,
@@ -159,8 +160,8 @@ export class FakeThreads {
             : found;
         }),
       rollback: (req: RollbackRequest) => call("rollback", [req], existing),
-      compact: () =>
-        call("compact", [], () => {
+      compact: (req: CompactRequest) =>
+        call("compact", [req], () => {
           const found = existing();
           return found.ok
             ? { ok: true, value: turn("turn_c", found.value.id, "completed") }

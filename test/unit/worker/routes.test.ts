@@ -211,16 +211,18 @@ describe("POST /v1/threads/{id}/turns", () => {
     await send("/v1/threads/t1/turns", { input: "hello" }, "k1");
     await send("/v1/threads/t1/turns", { input: "hello!" }, "k1");
     await send("/v1/threads/t1/inject", { text: "hello" }, "k1");
+    await send("/v1/threads/t1/compact", undefined, "k1");
     await json("/v1/threads/t1/turns", { input: "hello" });
     const keys = fake.calls.map(
       (c) => (c.args[0] as { idempotency?: { key: string; fingerprint: string } }).idempotency,
     );
-    expect(keys.slice(0, 4).map((k) => k?.key)).toEqual(["k1", "k1", "k1", "k1"]);
-    const prints = keys.slice(0, 4).map((k) => k?.fingerprint);
+    expect(fake.calls.map((c) => c.method)).toContain("compact");
+    expect(keys.slice(0, 5).map((k) => k?.key)).toEqual(["k1", "k1", "k1", "k1", "k1"]);
+    const prints = keys.slice(0, 5).map((k) => k?.fingerprint);
     expect(prints[0]).toMatch(/^[0-9a-f]{64}$/);
     expect(prints[1]).toBe(prints[0]);
-    expect(new Set(prints).size).toBe(3);
-    expect(keys[4]).toBeUndefined();
+    expect(new Set(prints).size).toBe(4);
+    expect(keys[5]).toBeUndefined();
   });
 
   it("input items, overrides and on_busy pass through validated", async () => {

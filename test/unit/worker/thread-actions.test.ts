@@ -245,7 +245,7 @@ describe("rollback, compact, inject", () => {
     const res = await request("/v1/threads/t1/compact", { method: "POST" });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual(turn("turn_c", "t1", "completed"));
-    expect(fake.calls).toEqual([{ name: "A:t1", method: "compact", args: [] }]);
+    expect(fake.calls).toEqual([{ name: "A:t1", method: "compact", args: [{}] }]);
   });
 
   it("inject takes text as one user message, or user message items", async () => {
