@@ -462,9 +462,8 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   // --- RPC: threads -----------------------------------------------------------------------------
 
   async createThread(req: CreateThreadRequest): Promise<RpcResult<ThreadResource>> {
-    if ((await this.#thread()) !== undefined) {
-      return fail("thread_exists", `Thread "${req.threadId}" already exists.`);
-    }
+    const existing = await this.#existingThread(req);
+    if (existing) return existing;
     let config: SessionConfiguration;
     try {
       config = resolveSessionConfiguration(
@@ -491,11 +490,29 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       meta.updated_at = log.lastWrittenAt ?? now;
       this.#parts.meta.put("thread", meta);
       this.#parts.meta.put("config", config);
+      this.#recordKey(req.idempotency, null);
     });
     const live = new LiveThread(this.#parts, meta, config, log, undefined, undefined);
     this.#live = live;
     await this.#scheduleFlush();
     return ok(this.#resource(live));
+  }
+
+  /**
+   * The answer to a create, fork or import aimed at a thread that exists: the thread itself for a
+   * retry of the request that created it (same key, same request), else a failure. Undefined when
+   * there is no thread yet.
+   */
+  async #existingThread(req: {
+    threadId: string;
+    idempotency?: IdempotencyKey;
+  }): Promise<RpcResult<ThreadResource> | undefined> {
+    const live = await this.#thread();
+    if (live === undefined) return undefined;
+    const earlier = this.#earlierRequest(req.idempotency);
+    if (!earlier.ok) return earlier;
+    if (earlier.value) return ok(this.#resource(live));
+    return fail("thread_exists", `Thread "${req.threadId}" already exists.`);
   }
 
   async getThread(): Promise<RpcResult<ThreadResource>> {
@@ -936,9 +953,10 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   }
 
   async createFromRollout(req: CreateFromRolloutRequest): Promise<RpcResult<ThreadResource>> {
-    if ((await this.#thread()) !== undefined) {
+    const existing = await this.#existingThread(req);
+    if (existing) {
       await req.lines.cancel().catch(() => undefined);
-      return fail("thread_exists", `Thread "${req.threadId}" already exists.`);
+      return existing;
     }
     const read = await readRolloutStream(req.lines);
     if (!read.ok) {
@@ -995,6 +1013,8 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     this.ctx.storage.transactionSync(() => {
       this.#parts.meta.put("thread", meta);
       for (const t of turns) this.#parts.meta.putTurn(t);
+      // The thread exists from here on: so does the key that created it.
+      this.#recordKey(req.idempotency, null);
     });
     const live = new LiveThread(this.#parts, meta, config, log, undefined, state);
     this.#live = live;

@@ -7,7 +7,7 @@ import { type Context, Hono, type MiddlewareHandler } from "hono";
 import type { AppEnv } from "./app-env.ts";
 import { authenticate } from "./auth.ts";
 import { ApiError, isProblemCode, PROBLEM_CONTENT_TYPE, toApiError } from "./errors.ts";
-import { idempotencyOf } from "./idempotency.ts";
+import { idempotencyOf, threadIdForKey } from "./idempotency.ts";
 import { buildOpenApiDocument, type OpenApiDocument } from "./openapi.ts";
 import {
   API_ROUTES,
@@ -20,7 +20,7 @@ import {
 } from "./routes.ts";
 import type { InputMessage, TurnInput } from "./schemas.ts";
 import { SSE_HEADERS, serverSentEvents } from "./sse.ts";
-import type { RpcResult, StartTurnRequest, ThreadRpc } from "./thread-rpc.ts";
+import type { IdempotencyKey, RpcResult, StartTurnRequest, ThreadRpc } from "./thread-rpc.ts";
 import { getThreadStub, type ThreadStubFactory } from "./thread-stub.ts";
 import {
   importBodyMaxBytes,
@@ -53,6 +53,11 @@ const threadUrl = (threadId: string) => `/v1/threads/${threadId}`;
 export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   const threadStub = options.threadStub ?? getThreadStub;
   const newThreadId = options.newThreadId ?? (() => `thr_${crypto.randomUUID()}`);
+  /** A new thread's id: random, or derived from the request's key so its retry finds it. */
+  const newOrKeyedThreadId = async (
+    operation: OperationId,
+    { idempotency }: { idempotency?: IdempotencyKey },
+  ) => (idempotency ? threadIdForKey(operation, idempotency.key) : newThreadId());
   const importMaxBytes = options.importMaxBytes ?? importBodyMaxBytes;
   const app = new Hono<AppEnv>();
   let document: OpenApiDocument | undefined;
@@ -85,12 +90,18 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       return c.json(document);
     },
 
-    createThread: async (c, { body }) => {
+    createThread: async (c, { body, header }) => {
       const { id, ...config } = body;
-      const threadId = id ?? newThreadId();
+      const keyed = await idempotencyOf(header, "createThread", { param: {}, body });
+      const threadId = id ?? (await newOrKeyedThreadId("createThread", keyed));
       const tenant = c.var.tenant;
       const thread = unwrap(
-        await threadStub(c.env, tenant, threadId).createThread({ tenant, threadId, config }),
+        await threadStub(c.env, tenant, threadId).createThread({
+          tenant,
+          threadId,
+          config,
+          ...keyed,
+        }),
       );
       return c.json(thread, 201, { Location: threadUrl(threadId) });
     },
@@ -200,12 +211,13 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       return c.json(unwrap(await stubFor(c, param.id).rollback(req)));
     },
 
-    forkThread: async (c, { param, body }) => {
+    forkThread: async (c, { param, body, header }) => {
       const tenant = c.var.tenant;
+      const keyed = await idempotencyOf(header, "forkThread", { param, body });
       const request = body.before_turn === undefined ? {} : { beforeTurn: body.before_turn };
       const source = unwrap(await stubFor(c, param.id).forkSource(request));
       // The target is in the caller's tenant, like the source (design §10 invariant 9).
-      const threadId = body.id ?? newThreadId();
+      const threadId = body.id ?? (await newOrKeyedThreadId("forkThread", keyed));
       let result: RpcResult<unknown>;
       try {
         result = await threadStub(c.env, tenant, threadId).createFromRollout({
@@ -215,6 +227,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
           forkedFrom: source.forkedFrom,
           warnings: source.warnings,
           source: "fork",
+          ...keyed,
         });
       } catch (thrown) {
         cancelQuietly(source.lines);

@@ -19,3 +19,15 @@ export async function idempotencyOf(
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
   return { idempotency: { key, fingerprint: bytesToHex(new Uint8Array(digest)) } };
 }
+
+/**
+ * The id of a thread created (or forked) under an `Idempotency-Key` without an `id` in the body:
+ * derived from the operation and the key, so a retry reaches the thread its first attempt
+ * created, which recognizes the key, instead of creating another one. The tenant needs no part
+ * in it: thread ids are scoped to the tenant already.
+ */
+export async function threadIdForKey(operation: OperationId, key: string): Promise<string> {
+  const text = `${operation}\n${key}`;
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return `thr_${bytesToHex(new Uint8Array(digest)).slice(0, 40)}`;
+}

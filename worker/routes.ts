@@ -140,9 +140,10 @@ export const API_ROUTES = {
     path: "/v1/threads",
     summary: "Create a thread",
     description: "Configuration as in design §8; what the body leaves out takes the defaults.",
+    headers: IdempotencyHeadersSchema,
     body: jsonBody(CreateThreadBodySchema, jsonBodyMaxBytes),
     responses: { 201: threadCreated("The new thread.") },
-    errors: ["thread_exists", "unknown_model"],
+    errors: ["thread_exists", "unknown_model", "idempotency_key_reused"],
   },
   importThread: {
     method: "post",
@@ -300,9 +301,10 @@ export const API_ROUTES = {
       "The new thread (same tenant) holds the source's rollout up to `before_turn`, or every " +
       "turn that has ended; its `forked_from` is the source.",
     params: ThreadParamsSchema,
+    headers: IdempotencyHeadersSchema,
     body: jsonBody(ForkBodySchema, jsonBodyMaxBytes),
     responses: { 201: threadCreated("The new thread.") },
-    errors: ["not_found", "turn_not_found", "thread_exists"],
+    errors: ["not_found", "turn_not_found", "thread_exists", "idempotency_key_reused"],
   },
   compactThread: {
     method: "post",

@@ -43,6 +43,7 @@ export interface CreateThreadRequest {
   threadId: string;
   /** Validated `ThreadConfig` (defaults applied); what it leaves out takes the catalog default. */
   config: ThreadConfig;
+  idempotency?: IdempotencyKey;
 }
 
 /**
@@ -167,6 +168,7 @@ export interface CreateFromRolloutRequest {
   warnings?: string[];
   /** `fork`: lines from `forkSource`; `import`: a client's upload, to be checked line by line. */
   source: "fork" | "import";
+  idempotency?: IdempotencyKey;
 }
 
 /**
@@ -180,7 +182,9 @@ export type EventStream = ReadableStream<Uint8Array>;
 
 /**
  * The Thread DO's public RPC methods. Expected failures and their codes:
- * - `createThread` → `thread_exists`, `unknown_model`, `invalid_request`;
+ * - `createThread` → `thread_exists`, `unknown_model`, `invalid_request`; a retry with the
+ *   `idempotency` key the thread was created with answers with the thread, the same key with
+ *   another request is `idempotency_key_reused`;
  * - every method but `createThread`/`createFromRollout`, on a thread that does not exist →
  *   `not_found`;
  * - `startTurn`/`streamTurn` → `thread_busy` (with `onBusy: "reject"`), `unknown_model`,
@@ -307,7 +311,9 @@ export interface ThreadRpc {
    * persists the other lines as they came. Its configuration is the rollout's newest
    * `spindle_config` line, or else one resolved over the catalog defaults from the newest
    * `turn_context` (a plain Codex rollout has no `spindle_config`). Answers the new Thread
-   * (`forked_from` = `forkedFrom`, or null). Failures: `thread_exists` (then `lines` is cancelled unread);
+   * (`forked_from` = `forkedFrom`, or null). A retry with the `idempotency` key the thread was
+   * created with answers with the thread (`lines` cancelled unread); the same key with another
+   * request is `idempotency_key_reused`. Failures: `thread_exists` (then `lines` is cancelled unread);
    * `invalid_request` for a line that does not decode or a rollout that cannot be reconstructed
    * (no `session_meta` first, no line at all), with `errors[0].path` `/line/{n}` (1-based line
    * number; `/line/1` for an empty rollout) and the reason as `message`; nothing is kept on any

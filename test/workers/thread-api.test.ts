@@ -679,6 +679,50 @@ describe("Idempotency-Key", () => {
     expect(await compactions()).toBe(2);
   });
 
+  it("a retried create without an id makes one thread, named after the key, and answers with it", async () => {
+    type Thread = { id: string; turn_count: number; model: string };
+    const key = `create-${newThreadId()}`;
+    const body = { cwd: "/repo", model: "spindle-local-lite" };
+    const first = await keyed("/v1/threads", key, body);
+    expect(first.status).toBe(201);
+    const created = await json<Thread>(first, 201);
+    expect(created.id).toMatch(/^thr_[0-9a-f]{40}$/);
+    await turn(created.id, "hello");
+    const retry = await keyed("/v1/threads", key, body);
+    expect(retry.headers.get("location")).toBe(first.headers.get("location"));
+    expect(await json<Thread>(retry, 201)).toMatchObject({ id: created.id, turn_count: 1 });
+    const reused = await keyed("/v1/threads", key, { ...body, model: "spindle-local" });
+    expect(await json(reused, 422)).toMatchObject({ code: "idempotency_key_reused" });
+    // Another key is another thread; an explicit id keeps its own rules.
+    const other = await json<Thread>(await keyed("/v1/threads", `${key}-2`, body), 201);
+    expect(other.id).not.toBe(created.id);
+    const named = newThreadId();
+    await json(await keyed("/v1/threads", key, { id: named }), 201);
+    await json(await keyed("/v1/threads", key, { id: named }), 201);
+    expect(await json(await post("/v1/threads", { id: named }), 409)).toMatchObject({
+      code: "thread_exists",
+    });
+  });
+
+  it("a retried fork answers with the fork its first attempt made, not a second copy", async () => {
+    type Thread = { id: string; turn_count: number; forked_from: string | null };
+    const id = newThreadId();
+    await createThread(id);
+    const one = await turn(id, "one");
+    const key = `fork-${id}`;
+    const first = await json<Thread>(await keyed(`/v1/threads/${id}/fork`, key, {}), 201);
+    expect(first).toMatchObject({ forked_from: id, turn_count: 1 });
+    await turn(id, "two");
+    await evictDurableObject(threadStub(first.id));
+    const retry = await json<Thread>(await keyed(`/v1/threads/${id}/fork`, key, {}), 201);
+    expect(retry).toMatchObject({ id: first.id, turn_count: 1 });
+    const reused = await keyed(`/v1/threads/${id}/fork`, key, { before_turn: one.id });
+    expect(await json(reused, 422)).toMatchObject({ code: "idempotency_key_reused" });
+    // A fresh key forks the source as it is now.
+    const later = await json<Thread>(await keyed(`/v1/threads/${id}/fork`, `${key}-2`, {}), 201);
+    expect(later.turn_count).toBe(2);
+  });
+
   it("a key that is not 1-255 visible ASCII characters is a 400 naming the header", async () => {
     const id = newThreadId();
     await createThread(id);

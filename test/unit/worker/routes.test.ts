@@ -63,6 +63,30 @@ describe("POST /v1/threads", () => {
     ]);
   });
 
+  it("with an Idempotency-Key and no id, the id derives from the key: its retry reaches the same thread", async () => {
+    const { request, fake } = setup();
+    const create = (key: string, body = "{}") =>
+      request("/v1/threads", {
+        method: "POST",
+        headers: { "idempotency-key": key, "content-type": "application/json" },
+        body,
+      });
+    const first = await create("k1");
+    await create("k1");
+    await create("k2");
+    await create("k1", '{"id":"t9"}');
+    const names = fake.calls.map((c) => c.name);
+    expect(names[0]).toMatch(/^A:thr_[0-9a-f]{40}$/);
+    expect(names[1]).toBe(names[0]);
+    expect(names[2]).not.toBe(names[0]);
+    expect(names[3]).toBe("A:t9");
+    expect(first.headers.get("location")).toBe(`/v1/threads/${names[0]?.slice(2)}`);
+    const keys = fake.calls.map(
+      (c) => (c.args[0] as { idempotency?: { key: string } }).idempotency,
+    );
+    expect(keys.map((k) => k?.key)).toEqual(["k1", "k1", "k2", "k1"]);
+  });
+
   it("by default a generated id is thr_ and a fresh uuid", async () => {
     const app = createApp();
     const { fake, env } = setup();
