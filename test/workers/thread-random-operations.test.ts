@@ -42,7 +42,8 @@ interface Model {
   pending: { turn: string; call: string } | undefined;
   r2Down: boolean;
   /** The newest turn started with an Idempotency-Key (a delete forgets it; a restore keeps it). */
-  keyed: { key: string; input: string; turn: string } | undefined;
+  /** The last keyed request (a turn or a compaction) and the turn it answered with. */
+  keyed: { key: string; path: "turns" | "compact"; body: unknown; turn: string } | undefined;
 }
 
 interface Real {
@@ -70,8 +71,8 @@ async function reloadable(r: Real) {
 const promptText = async (r: Real) => (await api("GET", `/v1/threads/${r.id}/prompt`)).text();
 const threadText = async (r: Real) => (await api("GET", `/v1/threads/${r.id}`)).text();
 
-const keyedTurn = (r: Real, key: string, input: string) =>
-  api("POST", `/v1/threads/${r.id}/turns`, { input }, DEV_KEY, { "idempotency-key": key });
+const keyedRequest = (r: Real, key: string, path: "turns" | "compact", body: unknown) =>
+  api("POST", `/v1/threads/${r.id}/${path}`, body, DEV_KEY, { "idempotency-key": key });
 
 async function turnStatus(r: Real, turnId: string): Promise<string> {
   const turn = await json<{ status: string }>(
@@ -471,30 +472,36 @@ class DeleteRecreateCommand implements fc.AsyncCommand<Model, Real> {
 
 /** A turn sent with an Idempotency-Key, so that `RetryCommand` can send it again. */
 class KeyedTurnCommand implements fc.AsyncCommand<Model, Real> {
-  constructor(readonly n: number) {}
+  constructor(
+    readonly n: number,
+    readonly compaction: boolean,
+  ) {}
   check = () => true;
   async run(m: Model, r: Real) {
     const key = `key-${crypto.randomUUID()}`;
-    const input = `keyed ${this.n}`;
-    const turn = await json<{ id: string; status: string }>(await keyedTurn(r, key, input));
+    const path = this.compaction ? "compact" : "turns";
+    const body = this.compaction ? undefined : { input: `keyed ${this.n}` };
+    const turn = await json<{ id: string; status: string }>(await keyedRequest(r, key, path, body));
     expect(turn.status).toBe("completed");
     m.pending = undefined;
-    m.keyed = { key, input, turn: turn.id };
+    m.keyed = { key, path, body, turn: turn.id };
     await checkInvariants(r);
   }
-  toString = () => `keyed turn(${this.n})`;
+  toString = () => (this.compaction ? "keyed compaction" : `keyed turn(${this.n})`);
 }
 
 /**
- * The client retries the keyed turn, whatever happened since (evictions, rollbacks, compactions,
- * outages): it gets that turn back, and nothing is recorded.
+ * The client retries the keyed turn or compaction, whatever happened since (evictions, rollbacks,
+ * compactions, outages): it gets that turn back, and nothing is recorded.
  */
 class RetryCommand implements fc.AsyncCommand<Model, Real> {
   check = (m: Readonly<Model>) => m.keyed !== undefined;
   async run(m: Model, r: Real) {
     const keyed = m.keyed as NonNullable<Model["keyed"]>;
     const before = await inspect(r);
-    const retried = await json<{ id: string }>(await keyedTurn(r, keyed.key, keyed.input));
+    const retried = await json<{ id: string }>(
+      await keyedRequest(r, keyed.key, keyed.path, keyed.body),
+    );
     expect(retried.id).toBe(keyed.turn);
     expect(retried).toEqual(
       await json(await api("GET", `/v1/threads/${r.id}/turns/${keyed.turn}`)),
@@ -502,7 +509,7 @@ class RetryCommand implements fc.AsyncCommand<Model, Real> {
     expect((await inspect(r)).lastSeq).toBe(before.lastSeq);
     await checkInvariants(r);
   }
-  toString = () => "retry the keyed turn";
+  toString = () => "retry the keyed request";
 }
 
 /** History read page by page through its cursors is history read at once. */
@@ -566,7 +573,9 @@ const commands = [
   fc.constant(new InterruptPausedCommand()),
   fc.constant(new DeleteRecreateCommand()),
   fc.integer({ min: 1, max: 4 }).map((n) => new PagedHistoryCommand(n)),
-  fc.nat({ max: 9 }).map((n) => new KeyedTurnCommand(n)),
+  fc
+    .tuple(fc.nat({ max: 9 }), fc.boolean())
+    .map(([n, compaction]) => new KeyedTurnCommand(n, compaction)),
   fc.constant(new RetryCommand()),
   fc
     .constantFrom<BusyKind>("interrupt", "steer", "queue", "reset")
