@@ -16,8 +16,7 @@ export async function idempotencyOf(
   const key = header["idempotency-key"];
   if (key === undefined) return {};
   const text = `${operation}\n${JSON.stringify(request.param)}\n${JSON.stringify(request.body)}`;
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return { idempotency: { key, fingerprint: bytesToHex(new Uint8Array(digest)) } };
+  return { idempotency: { key, fingerprint: await sha256Hex(text) } };
 }
 
 /**
@@ -27,7 +26,10 @@ export async function idempotencyOf(
  * in it: thread ids are scoped to the tenant already.
  */
 export async function threadIdForKey(operation: OperationId, key: string): Promise<string> {
-  const text = `${operation}\n${key}`;
+  return `thr_${(await sha256Hex(`${operation}\n${key}`)).slice(0, 40)}`;
+}
+
+async function sha256Hex(text: string): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return `thr_${bytesToHex(new Uint8Array(digest)).slice(0, 40)}`;
+  return bytesToHex(new Uint8Array(digest));
 }
