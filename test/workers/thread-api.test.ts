@@ -702,6 +702,17 @@ describe("Idempotency-Key", () => {
     expect(await json(await post("/v1/threads", { id: named }), 409)).toMatchObject({
       code: "thread_exists",
     });
+    // A day later the key is forgotten: the retry finds a thread it did not make.
+    await runInDurableObject(threadStub(created.id), (_i, state) =>
+      state.storage.sql.exec("UPDATE spindle_idempotency SET at = at - 86400001"),
+    );
+    expect(await json(await keyed("/v1/threads", key, body), 409)).toMatchObject({
+      code: "thread_exists",
+    });
+    // Deleted, the thread and its key are gone: the same request makes a new thread.
+    expect((await api("DELETE", `/v1/threads/${created.id}`)).status).toBe(204);
+    const again = await json<Thread>(await keyed("/v1/threads", key, body), 201);
+    expect(again).toMatchObject({ id: created.id, turn_count: 0 });
   });
 
   it("a retried fork answers with the fork its first attempt made, not a second copy", async () => {
