@@ -1,3 +1,5 @@
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import type { RolloutLine } from "../shared/protocol/index.ts";
 import { decodeRolloutLine, RolloutDecodeError } from "../shared/rollout/index.ts";
 
@@ -75,4 +77,18 @@ export function jsonlStream(texts: readonly string[]): ReadableStream<Uint8Array
       if (i >= texts.length) controller.close();
     },
   });
+}
+
+const NEWLINE = utf8ToBytes("\n");
+
+/**
+ * An import's request fingerprint: SHA-256 (hex) of the worker's fingerprint of the route and
+ * query, then the lines as they are stored, each followed by `\n` (so line ends, a BOM or blank
+ * lines do not change it). Hashed line by line: an import may be 64 MiB, and no second copy of
+ * its text is made.
+ */
+export function importFingerprint(requestFingerprint: string, lines: readonly ImportedLine[]) {
+  const hash = sha256.create().update(utf8ToBytes(requestFingerprint)).update(NEWLINE);
+  for (const line of lines) hash.update(utf8ToBytes(line.text)).update(NEWLINE);
+  return bytesToHex(hash.digest());
 }

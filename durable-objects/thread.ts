@@ -61,7 +61,12 @@ import {
 } from "./live-thread.ts";
 import { MetaStore, type ThreadMeta, type TurnRow } from "./meta-store.ts";
 import { catalogOf, modelClientFactory } from "./providers.ts";
-import { type ImportedLine, jsonlStream, readRolloutStream } from "./rollout-import.ts";
+import {
+  type ImportedLine,
+  importFingerprint,
+  jsonlStream,
+  readRolloutStream,
+} from "./rollout-import.ts";
 import { decodeTolerantly, RolloutLog } from "./rollout-log.ts";
 import { clearRolloutState, migrate } from "./schema.ts";
 import { SegmentStore } from "./segments.ts";
@@ -953,12 +958,27 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   }
 
   async createFromRollout(req: CreateFromRolloutRequest): Promise<RpcResult<ThreadResource>> {
-    const existing = await this.#existingThread(req);
-    if (existing) {
-      await req.lines.cancel().catch(() => undefined);
-      return existing;
+    // A keyed import's fingerprint lacks its body, which only this object reads: it is
+    // completed once the body is read, and only then compared.
+    const keyedImport = req.source === "import" ? req.idempotency : undefined;
+    if (!keyedImport) {
+      const existing = await this.#existingThread(req);
+      if (existing) {
+        await req.lines.cancel().catch(() => undefined);
+        return existing;
+      }
     }
     const read = await readRolloutStream(req.lines);
+    const idempotency = keyedImport && {
+      key: keyedImport.key,
+      fingerprint: read.ok
+        ? importFingerprint(keyedImport.fingerprint, read.lines)
+        : "an unreadable body",
+    };
+    if (idempotency) {
+      const existing = await this.#existingThread({ threadId: req.threadId, idempotency });
+      if (existing) return existing;
+    }
     if (!read.ok) {
       return fail("invalid_request", `Line ${read.lineNumber}: ${read.reason}`, [
         { path: `/line/${read.lineNumber}`, message: read.reason },
@@ -1014,7 +1034,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       this.#parts.meta.put("thread", meta);
       for (const t of turns) this.#parts.meta.putTurn(t);
       // The thread exists from here on: so does the key that created it.
-      this.#recordKey(req.idempotency, null);
+      this.#recordKey(idempotency ?? req.idempotency, null);
     });
     const live = new LiveThread(this.#parts, meta, config, log, undefined, state);
     this.#live = live;

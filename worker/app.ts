@@ -106,7 +106,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       return c.json(thread, 201, { Location: threadUrl(threadId) });
     },
 
-    importThread: async (c, { query }) => {
+    importThread: async (c, { query, header }) => {
       const mediaType = mediaTypeOf(c);
       if (!IMPORT_MEDIA_TYPES.includes(mediaType)) {
         throw new ApiError(
@@ -123,7 +123,9 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
         });
       }
       const tenant = c.var.tenant;
-      const threadId = query.id ?? newThreadId();
+      // The body streams past the worker, so the DO adds its digest to this fingerprint.
+      const keyed = await idempotencyOf(header, "importThread", { param: query, body: null });
+      const threadId = query.id ?? (await newOrKeyedThreadId("importThread", keyed));
       // Streamed to the DO as it arrives; past the limit the DO's read fails and nothing is kept.
       const upload = limitStream(body, importMaxBytes);
       let result: RpcResult<unknown>;
@@ -133,6 +135,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
           threadId,
           lines: upload.stream,
           source: "import",
+          ...keyed,
         });
       } catch (thrown) {
         if (upload.exceeded()) throw tooLarge(importMaxBytes);

@@ -156,9 +156,10 @@ export const API_ROUTES = {
       "is 400 `invalid_request` with `errors[0].path` `/line/{n}`. The thread resumes from the " +
       "rollout: no context is written before its first turn.",
     query: ImportQuerySchema,
+    headers: IdempotencyHeadersSchema,
     body: { kind: "rollout", mediaTypes: IMPORT_MEDIA_TYPES },
     responses: { 201: threadCreated("The imported thread.") },
-    errors: ["thread_exists", "unsupported_media_type"],
+    errors: ["thread_exists", "unsupported_media_type", "idempotency_key_reused"],
   },
   getThread: {
     method: "get",

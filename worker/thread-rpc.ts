@@ -313,7 +313,8 @@ export interface ThreadRpc {
    * `turn_context` (a plain Codex rollout has no `spindle_config`). Answers the new Thread
    * (`forked_from` = `forkedFrom`, or null). A retry with the `idempotency` key the thread was
    * created with answers with the thread (`lines` cancelled unread); the same key with another
-   * request is `idempotency_key_reused`. Failures: `thread_exists` (then `lines` is cancelled unread);
+   * request is `idempotency_key_reused`. An import's fingerprint covers only its route and query:
+   * this method reads `lines` and adds their digest before it compares or records the key. Failures: `thread_exists` (then `lines` is cancelled unread);
    * `invalid_request` for a line that does not decode or a rollout that cannot be reconstructed
    * (no `session_meta` first, no line at all), with `errors[0].path` `/line/{n}` (1-based line
    * number; `/line/1` for an empty rollout) and the reason as `message`; nothing is kept on any

@@ -734,6 +734,34 @@ describe("Idempotency-Key", () => {
     expect(later.turn_count).toBe(2);
   });
 
+  it("a retried import answers with the thread its first attempt made; another body is a 422", async () => {
+    type Thread = { id: string; turn_count: number };
+    const source = newThreadId();
+    await createThread(source);
+    await turn(source, "one");
+    const exported = await (await api("GET", `/v1/threads/${source}/rollout`)).text();
+    const key = { "idempotency-key": `import-${source}` };
+    const first = await json<Thread>(await importRollout(undefined, exported, key), 201);
+    expect(first).toMatchObject({ id: expect.stringMatching(/^thr_[0-9a-f]{40}$/), turn_count: 1 });
+    await turn(first.id, "two");
+    await evictDurableObject(threadStub(first.id));
+    // The same lines with other line ends are the same upload.
+    const crlf = exported.replaceAll("\n", "\r\n");
+    const retry = await json<Thread>(await importRollout(undefined, crlf, key), 201);
+    expect(retry).toMatchObject({ id: first.id, turn_count: 2 });
+    const shorter = exported.split("\n").slice(0, 3).join("\n");
+    const reused = await importRollout(undefined, shorter, key);
+    expect(await json(reused, 422)).toMatchObject({ code: "idempotency_key_reused" });
+    const unreadable = await importRollout(undefined, `${exported}{"not":"a line"}\n`, key);
+    expect(await json(unreadable, 422)).toMatchObject({ code: "idempotency_key_reused" });
+    // An explicit id, no key: a retry is a 409, as before.
+    const named = newThreadId();
+    await json(await importRollout(named, exported), 201);
+    expect(await json(await importRollout(named, exported), 409)).toMatchObject({
+      code: "thread_exists",
+    });
+  });
+
   it("a key that is not 1-255 visible ASCII characters is a 400 naming the header", async () => {
     const id = newThreadId();
     await createThread(id);

@@ -159,6 +159,7 @@ describe("the OpenAPI document", () => {
       "409",
       "413",
       "415",
+      "422",
       "500",
     ]);
     expect(imports.responses["415"]).toMatchObject({

@@ -157,6 +157,24 @@ describe("POST /v1/threads/import", () => {
     expect(fake.received.get("A:imp1")).toBe(rollout);
   });
 
+  it("with an Idempotency-Key and no id, names the thread after the key and passes the key on", async () => {
+    const { upload, fake } = importSetup();
+    const key = { "idempotency-key": "imp-k" };
+    await upload(rollout, "application/x-ndjson", "/v1/threads/import", key);
+    await upload(rollout, "application/x-ndjson", "/v1/threads/import", key);
+    await upload(rollout, "application/x-ndjson", "/v1/threads/import?id=imp2", key);
+    const names = fake.calls.map((c) => c.name);
+    expect(names[0]).toMatch(/^A:thr_[0-9a-f]{40}$/);
+    expect(names.slice(1)).toEqual([names[0], "A:imp2"]);
+    const keys = fake.calls.map(
+      (c) => (c.args[0] as { idempotency?: { key: string; fingerprint: string } }).idempotency,
+    );
+    expect(keys.map((k) => k?.key)).toEqual(["imp-k", "imp-k", "imp-k"]);
+    // The query is part of the request; the body's digest is added by the DO.
+    expect(keys[1]?.fingerprint).toBe(keys[0]?.fingerprint);
+    expect(keys[2]?.fingerprint).not.toBe(keys[0]?.fingerprint);
+  });
+
   it("accepts the JSONL media types and text/plain, with parameters, in any case", async () => {
     for (const type of [
       "application/x-ndjson",

@@ -108,11 +108,23 @@ export async function post(path: string, body?: unknown, key: string | null = DE
   return api("POST", path, body, key);
 }
 
-/** `POST /v1/threads/import?id=` with a JSONL body, as the local development tenant. */
-export async function importRollout(id: string, body: string): Promise<Response> {
-  return exports.default.fetch(`${BASE}/v1/threads/import?id=${id}`, {
+/**
+ * `POST /v1/threads/import?id=` with a JSONL body, as the local development tenant (no `id`: the
+ * service names the thread), with `extra` headers.
+ */
+export async function importRollout(
+  id: string | undefined,
+  body: string,
+  extra: Record<string, string> = {},
+): Promise<Response> {
+  const query = id === undefined ? "" : `?id=${id}`;
+  return exports.default.fetch(`${BASE}/v1/threads/import${query}`, {
     method: "POST",
-    headers: { authorization: `Bearer ${DEV_KEY}`, "content-type": "application/x-ndjson" },
+    headers: {
+      ...extra,
+      authorization: `Bearer ${DEV_KEY}`,
+      "content-type": "application/x-ndjson",
+    },
     body,
   });
 }
