@@ -959,9 +959,10 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
 
   async createFromRollout(req: CreateFromRolloutRequest): Promise<RpcResult<ThreadResource>> {
     // A keyed import's fingerprint lacks its body, which only this object reads: it is
-    // completed once the body is read, and only then compared.
+    // completed once the body is read, and only then compared. Without a record of its key there
+    // is nothing to compare, and an existing thread is answered at once, as for any request.
     const keyedImport = req.source === "import" ? req.idempotency : undefined;
-    if (!keyedImport) {
+    if (!keyedImport || this.#idempotency.find(keyedImport.key) === undefined) {
       const existing = await this.#existingThread(req);
       if (existing) {
         await req.lines.cancel().catch(() => undefined);

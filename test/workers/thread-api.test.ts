@@ -760,6 +760,9 @@ describe("Idempotency-Key", () => {
     expect(await json(await importRollout(named, exported), 409)).toMatchObject({
       code: "thread_exists",
     });
+    // A key that did not create the thread is no retry of what did.
+    const other = await importRollout(named, exported, { "idempotency-key": "not-this-one" });
+    expect(await json(other, 409)).toMatchObject({ code: "thread_exists" });
   });
 
   it("a key that is not 1-255 visible ASCII characters is a 400 naming the header", async () => {
