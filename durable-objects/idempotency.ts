@@ -7,9 +7,12 @@ export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60_000;
 /** What a request sent with an `Idempotency-Key` did, kept so a retry answers with it. */
 export interface IdempotencyRecord {
   key: string;
-  /** The request it was first used with (route and body), as the worker hashed it. */
+  /**
+   * The request it was first used with (route, parameters and body), as the worker hashed it; an
+   * import's with its uploaded lines, hashed here (see `importFingerprint`).
+   */
   fingerprint: string;
-  /** The turn the request started, joined or queued; null for an inject. */
+  /** The turn the request started, joined or queued (a compaction's included); null for the rest. */
   turnId: string | null;
   /** The newest event when the request was admitted: a streamed retry replays from there. */
   eventSeq: number;

@@ -387,9 +387,21 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     turnId: string,
   ): Promise<RpcResult<RunningTask>> {
     this.#abandonPausedTurn(live, "replaced");
-    const { task, started } = this.#startTask(live, turnId, (signal) =>
+    return this.#startedTask(live, turnId, (signal) =>
       live.session.runTurn({ content: contentOf(req.input) }, req.overrides, signal, { turnId }),
     );
+  }
+
+  /**
+   * Starts a task and resolves once it has started, or with the 4xx result of a start that
+   * failed before the task's first line (an unknown model, a context that cannot fit, …).
+   */
+  async #startedTask(
+    live: LiveThread,
+    turnId: string,
+    start: (signal: AbortSignal) => TaskGenerator,
+  ): Promise<RpcResult<RunningTask>> {
+    const { task, started } = this.#startTask(live, turnId, start);
     try {
       await started;
     } catch (err) {
@@ -869,19 +881,11 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     if (earlier.value?.turnId) return this.#awaitedTurn(earlier.value.turnId);
     if (this.#task) return fail("thread_busy", `Turn ${this.#task.currentId} is running.`);
     const turnId = newTurnId();
-    const admitted = await this.#keyed(req.idempotency, turnId, async () => {
-      const { task, started } = this.#startTask(live, turnId, (signal) =>
+    const admitted = await this.#keyed(req.idempotency, turnId, () =>
+      this.#startedTask(live, turnId, (signal) =>
         live.session.compact("manual", signal, { turnId }),
-      );
-      try {
-        await started;
-      } catch (err) {
-        const failure = failureOf(err);
-        if (failure) return failure;
-        throw err;
-      }
-      return ok(task);
-    });
+      ),
+    );
     if (!admitted.ok) return admitted;
     return ok(await admitted.value.done);
   }
