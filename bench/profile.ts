@@ -249,40 +249,37 @@ async function main(): Promise<void> {
     }
     const seedSeconds = (performance.now() - seedStart) / 1000;
 
-    inspector = await Inspector.connect(inspectorPort);
-    await inspector.send("Profiler.enable");
-    await inspector.send("Profiler.setSamplingInterval", { interval: SAMPLING_US });
+    const cdp = await Inspector.connect(inspectorPort);
+    inspector = cdp;
+    await cdp.send("Profiler.enable");
+    await cdp.send("Profiler.setSamplingInterval", { interval: SAMPLING_US });
     mkdirSync(OUT, { recursive: true });
-    const profiled = async (kind: string, i: number, run: () => Promise<number>) => {
-      await inspector?.send("Profiler.start");
-      const wall = await run();
-      const { profile } = (await inspector?.send<{ profile: CpuProfile }>("Profiler.stop")) ?? {};
-      if (!profile) throw new Error("no profile");
-      writeFileSync(join(OUT, `${kind}-${TURNS}-${i + 1}.cpuprofile`), JSON.stringify(profile));
-      return { wall, profile };
+    /** `count` profiled turns, each after `before`; the profiles are also written to OUT. */
+    const sample = async (kind: "cold" | "warm", count: number, before: () => Promise<void>) => {
+      const walls: number[] = [];
+      const profiles: CpuProfile[] = [];
+      for (let i = 0; i < count; i++) {
+        await before();
+        await cdp.send("Profiler.start");
+        walls.push((await turn(THREAD)).ms);
+        const { profile } = await cdp.send<{ profile: CpuProfile }>("Profiler.stop");
+        writeFileSync(join(OUT, `${kind}-${TURNS}-${i + 1}.cpuprofile`), JSON.stringify(profile));
+        profiles.push(profile);
+      }
+      return { walls, profiles };
     };
-
-    const cold = { walls: [] as number[], profiles: [] as CpuProfile[] };
-    for (let i = 0; i < COLD; i++) {
+    const cold = await sample("cold", COLD, async () => {
       await sleep(SETTLE_MS);
       await evict(THREAD);
-      const { wall, profile } = await profiled("cold", i, async () => (await turn(THREAD)).ms);
-      cold.walls.push(wall);
-      cold.profiles.push(profile);
-    }
+    });
     await sleep(SETTLE_MS);
-    const warm = { walls: [] as number[], profiles: [] as CpuProfile[] };
-    for (let i = 0; i < WARM; i++) {
-      const { wall, profile } = await profiled("warm", i, async () => (await turn(THREAD)).ms);
-      warm.walls.push(wall);
-      warm.profiles.push(profile);
-    }
+    const warm = await sample("warm", WARM, async () => {});
 
     type HeapUsage = { usedSize: number; totalSize: number };
     const mib = (n: number) => `${(n / 2 ** 20).toFixed(1)} MiB`;
-    const before = await inspector.send<HeapUsage>("Runtime.getHeapUsage");
-    await inspector.send("HeapProfiler.collectGarbage");
-    const after = await inspector.send<HeapUsage>("Runtime.getHeapUsage");
+    const before = await cdp.send<HeapUsage>("Runtime.getHeapUsage");
+    await cdp.send("HeapProfiler.collectGarbage");
+    const after = await cdp.send<HeapUsage>("Runtime.getHeapUsage");
 
     console.log(
       `# Where a turn's time goes in workerd (local run, ${new Date().toISOString()})\n\n` +
