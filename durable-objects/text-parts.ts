@@ -56,7 +56,12 @@ export class TextParts {
 
   /** Stores all but the first part of `text` for `key` (replacing any) and returns the first. */
   split(key: string | number, text: string): string {
-    const [first = "", ...rest] = splitText(text);
+    return this.store(key, splitText(text));
+  }
+
+  /** `split` for text its owner already split (`splitText`), to write its first part first. */
+  store(key: string | number, parts: readonly string[]): string {
+    const [first = "", ...rest] = parts;
     const id = String(key);
     this.remove(id);
     rest.forEach((part, i) => {

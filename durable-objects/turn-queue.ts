@@ -36,11 +36,11 @@ export class TurnQueue {
 
   push(turn: QueuedTurn): void {
     const size = this.#count();
-    const text = JSON.stringify(turn);
+    const parts = splitText(JSON.stringify(turn));
     const { position } = this.#sql<{ position: number }>`
-      INSERT INTO spindle_queue (body) VALUES (${splitText(text)[0] ?? ""}) RETURNING position`.one();
-    // The rest, when the turn is longer than one part.
-    this.#parts.split(position, text);
+      INSERT INTO spindle_queue (body) VALUES (${parts[0] ?? ""}) RETURNING position`.one();
+    // The rest, when the turn is longer than one part: its key is the position just assigned.
+    this.#parts.store(position, parts);
     this.#size = size + 1;
   }
 
