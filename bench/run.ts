@@ -173,6 +173,8 @@ interface SizeResult {
   shape: Shape;
   coldPrior: [number, number];
   cold: number[];
+  /** First `GET` of the thread after an eviction. */
+  coldRead: number[];
   warmPrior: [number, number];
   warm: number[];
   storage: Storage;
@@ -362,11 +364,20 @@ class ThreadDriver {
 
   /** First turn after the DO instance is evicted (storage kept), `repeats` times. */
   async coldTurns(repeats: number): Promise<number[]> {
+    return this.#cold(repeats, () => this.turn());
+  }
+
+  /** First `GET /v1/threads/{id}` after the DO instance is evicted, `repeats` times. */
+  async coldReads(repeats: number): Promise<number[]> {
+    return this.#cold(repeats, async () => (await this.#call("GET", `/v1/threads/${this.id}`)).ms);
+  }
+
+  async #cold(repeats: number, request: () => Promise<number>): Promise<number[]> {
     const samples: number[] = [];
     for (let i = 0; i < repeats; i++) {
-      await this.settle(); // no alarm may wake the object between eviction and the timed turn
+      await this.settle(); // no alarm may wake the object between eviction and the timed request
       await this.evict();
-      samples.push(await this.turn());
+      samples.push(await request());
     }
     await this.settle();
     return samples;
@@ -463,6 +474,7 @@ async function runBench(): Promise<SpindleResult> {
       const bareCold = await bare.cold();
       const coldFrom = thread.turns;
       const cold = await thread.coldTurns(COLD_REPEATS);
+      const coldRead = await thread.coldReads(COLD_REPEATS);
       log(`${count(at)} turns: warm turns…`);
       const bareWarm = await bare.warm();
       const warmFrom = thread.turns + WARMUP_TURNS;
@@ -478,6 +490,7 @@ async function runBench(): Promise<SpindleResult> {
         },
         coldPrior: [coldFrom, coldFrom + COLD_REPEATS - 1],
         cold,
+        coldRead,
         warmPrior: [warmFrom, warmFrom + TIMED_TURNS - 1],
         warm,
         storage,
@@ -486,7 +499,7 @@ async function runBench(): Promise<SpindleResult> {
         bare: { warm: bareWarm, cold: bareCold, memory: bareMemory },
       });
       log(
-        `${count(at)} turns: warm p50 ${ms(median(warm))} (bare ${ms(median(bareWarm))}), cold median ${ms(median(cold))} (bare ${ms(median(bareCold))}), RSS ${bytes(memory.rssBytes)} (bare ${bytes(bareMemory.rssBytes)})`,
+        `${count(at)} turns: warm p50 ${ms(median(warm))} (bare ${ms(median(bareWarm))}), cold median ${ms(median(cold))} (bare ${ms(median(bareCold))}), cold GET ${ms(median(coldRead))}, RSS ${bytes(memory.rssBytes)} (bare ${bytes(bareMemory.rssBytes)})`,
       );
       if (!reached) break;
     }
@@ -592,6 +605,8 @@ function report(
       "bare: median",
       "÷ bare",
       firstLabel,
+      "first GET: median",
+      "GET ÷ bare",
     ],
     sizes.map((s) => [
       `${count(s.size)} turns`,
@@ -601,6 +616,8 @@ function report(
       ms(median(s.bare.cold)),
       ratio(median(s.cold), median(s.bare.cold)),
       ratio(median(s.cold), firstCold),
+      ms(median(s.coldRead)),
+      ratio(median(s.coldRead), median(s.bare.cold)),
     ]),
   );
 
@@ -711,7 +728,7 @@ function report(
     "",
     cold,
     "",
-    `Median of ${COLD_REPEATS} evictions per size; before each, the bench waited for the flush alarm and any due checkpoint (see the notes when that wait ran out).`,
+    `Median of ${COLD_REPEATS} evictions per size; before each, the bench waited for the flush alarm and any due checkpoint (see the notes when that wait ran out). "First GET" is \`GET /v1/threads/{id}\` as the first request after an eviction (${COLD_REPEATS} more evictions), which needs the thread's state but not its history.`,
     "",
     "## Storage in the DO's SQLite (after waiting for the flush alarm and checkpoint; a turn = 2 messages)",
     "",

@@ -1,4 +1,9 @@
-import { estimateItemBytes } from "../shared/context-manager/index.ts";
+import {
+  estimateItemBytes,
+  SealedItems,
+  type StoredItems,
+  sealedItemCount,
+} from "../shared/context-manager/index.ts";
 import type { ResponseItem } from "../shared/protocol/index.ts";
 import { type Checkpoint, restoreCheckpoint } from "../shared/rollout/index.ts";
 import { gunzip, gzip } from "./gzip.ts";
@@ -92,11 +97,37 @@ export function keptItemGroups(
 }
 
 /** The checkpoint minus its history, which is stored in item groups. */
-type CheckpointHeader = Omit<Checkpoint, "items" | "itemBytes"> & { itemCount: number };
+type CheckpointHeader = Omit<Checkpoint, "sealed" | "items" | "itemBytes"> & { itemCount: number };
 
-interface StoredGroup {
-  items: ResponseItem[];
-  bytes: number[];
+/** A history as the stored groups hold it: runs not read yet, then items. */
+interface StoredHistory {
+  sealed: readonly SealedItems[];
+  items: readonly ResponseItem[];
+}
+
+/**
+ * How many stored groups the next checkpoint keeps: the closed groups of the same item objects
+ * (`keptItemGroups`), where a run counts as the same when it is the very run this store read.
+ * A history that has read its runs since (a rollback) holds their items, which count as usual.
+ */
+function keptGroups(
+  stored: readonly ItemGroup[],
+  before: StoredHistory,
+  next: StoredHistory,
+  nextBytes: readonly number[],
+  limits: ItemGroupLimits,
+): number {
+  if (next.sealed.length === 0 && before.sealed.every((run) => run.parsed)) {
+    const items = [...before.sealed.flatMap((run) => run.items), ...before.items];
+    return keptItemGroups(stored, items, next.items, nextBytes, limits);
+  }
+  let runs = 0;
+  while (runs < before.sealed.length && next.sealed[runs] === before.sealed[runs]) runs += 1;
+  if (runs < before.sealed.length || runs < next.sealed.length) return runs;
+  // Past the runs both hold, items line up at the same offset.
+  const offset = sealedItemCount(next.sealed);
+  const rebased = stored.slice(runs).map((g) => ({ first: g.first - offset, count: g.count }));
+  return runs + keptItemGroups(rebased, before.items, next.items, nextBytes, limits);
 }
 
 /**
@@ -108,13 +139,16 @@ interface StoredGroup {
  * with the last one: a save rewrites the header, the open last group and new groups, not the
  * whole history (which would re-serialize megabytes every checkpoint on a long thread, and leave
  * as much garbage on the heap).
+ *
+ * A load inflates every group (a damaged one fails the load, and the thread is rebuilt from its
+ * rollout) but parses only the last: the others become `SealedItems`, read when history is.
  */
 export class CheckpointStore {
   readonly #sql: Sql;
   readonly #storage: DurableObjectStorage;
   readonly #limits: ItemGroupLimits;
-  /** The items the stored groups hold, as saved or loaded by this store. */
-  #storedItems: readonly ResponseItem[] | undefined;
+  /** The history the stored groups hold, as saved or loaded by this store. */
+  #stored: StoredHistory | undefined;
 
   constructor(sql: Sql, storage: DurableObjectStorage, limits = DEFAULT_ITEM_GROUP_LIMITS) {
     this.#sql = sql;
@@ -127,21 +161,32 @@ export class CheckpointStore {
    * one this store saved or loaded last.
    */
   save(checkpoint: Checkpoint): void {
-    const { items, itemBytes, ...rest } = checkpoint;
+    const { sealed = [], items, itemBytes, ...rest } = checkpoint;
+    const next: StoredHistory = { sealed, items };
     const bytes = itemBytes?.length === items.length ? itemBytes : items.map(estimateItemBytes);
-    const header: CheckpointHeader = { ...rest, itemCount: items.length };
-    const stored = this.#storedItems === undefined ? [] : this.#groups();
-    const kept = keptItemGroups(stored, this.#storedItems ?? [], items, bytes, this.#limits);
-    const from = kept === 0 ? 0 : (stored[kept - 1]?.first ?? 0) + (stored[kept - 1]?.count ?? 0);
-    const groups = planItemGroups(bytes, from, this.#limits).map((group) => {
+    const offset = sealedItemCount(sealed);
+    const header: CheckpointHeader = { ...rest, itemCount: offset + items.length };
+    const stored = this.#stored === undefined ? [] : this.#groups();
+    const kept =
+      this.#stored === undefined ? 0 : keptGroups(stored, this.#stored, next, bytes, this.#limits);
+    const last = stored[kept - 1];
+    const from = kept === 0 || last === undefined ? 0 : last.first + last.count;
+    // What follows the kept groups is written again: items only, after every run, unless runs
+    // were not kept (another store read them), which are then read and written too.
+    const rewritesRuns = from < offset;
+    const source = rewritesRuns ? [...sealed.flatMap((run) => run.items), ...items] : items;
+    const sourceBytes = rewritesRuns ? source.map(estimateItemBytes) : bytes;
+    /** Index in history of `source[0]`. */
+    const base = rewritesRuns ? 0 : offset;
+    const groups = planItemGroups(sourceBytes, from - base, this.#limits).map((group) => {
       const end = group.first + group.count;
       const data = gzip(
         JSON.stringify({
-          items: items.slice(group.first, end),
-          bytes: bytes.slice(group.first, end),
+          items: source.slice(group.first, end),
+          bytes: sourceBytes.slice(group.first, end),
         }),
       );
-      return { ...group, data };
+      return { first: base + group.first, count: group.count, data };
     });
     const headerData = gzip(JSON.stringify(header));
     this.#storage.transactionSync(() => {
@@ -157,7 +202,7 @@ export class CheckpointStore {
         });
       });
     });
-    this.#storedItems = items;
+    this.#stored = next;
   }
 
   /**
@@ -172,25 +217,31 @@ export class CheckpointStore {
     const header = JSON.parse(gunzip(joinParts(headerRows))) as CheckpointHeader | Checkpoint;
     // Written before history moved to item groups: the whole checkpoint in one blob.
     if ("items" in header) return restoreCheckpoint(header);
-    const items: ResponseItem[] = [];
-    const itemBytes: number[] = [];
-    for (const group of this.#readGroups()) {
-      for (const item of group.items) items.push(item);
-      for (const b of group.bytes) itemBytes.push(b);
+    const groups = [...this.#readGroups()];
+    const count = groups.reduce((n, g) => n + g.count, 0);
+    if (count !== header.itemCount) {
+      throw new Error(`checkpoint holds ${count} of its ${header.itemCount} items`);
     }
-    if (items.length !== header.itemCount || itemBytes.length !== items.length) {
-      throw new Error(`checkpoint holds ${items.length} of its ${header.itemCount} items`);
-    }
+    const open = groups.pop();
+    const sealed = groups.map((g) => new SealedItems(g.count, () => JSON.parse(g.text)));
+    const last = open === undefined ? { items: [], bytes: [] } : parseGroup(open);
     const { itemCount: _count, ...rest } = header;
-    const checkpoint = restoreCheckpoint({ ...rest, items, itemBytes });
-    this.#storedItems = checkpoint.items;
+    const checkpoint = restoreCheckpoint({
+      ...rest,
+      ...(sealed.length > 0 ? { sealed } : {}),
+      items: last.items,
+      itemBytes: last.bytes as number[],
+    });
+    // As frozen (saved counts that did not fit the items were recomputed).
+    checkpoint.itemBytes = checkpoint.items.map(estimateItemBytes);
+    this.#stored = { sealed, items: checkpoint.items };
     return checkpoint;
   }
 
   clear(): void {
     this.#sql`DELETE FROM spindle_checkpoint`;
     this.#sql`DELETE FROM spindle_checkpoint_items`;
-    this.#storedItems = undefined;
+    this.#stored = undefined;
   }
 
   #groups(): ItemGroup[] {
@@ -200,8 +251,8 @@ export class CheckpointStore {
     }>`SELECT first, count FROM spindle_checkpoint_items WHERE part = 0 ORDER BY grp`.toArray();
   }
 
-  /** Every group, oldest first. Throws unless they are contiguous from item 0 and hold `count`. */
-  *#readGroups(): Generator<StoredGroup> {
+  /** Every group inflated, oldest first. Throws unless they are contiguous from item 0. */
+  *#readGroups(): Generator<InflatedGroup> {
     const rows = this.#sql<{
       grp: number;
       first: number;
@@ -213,13 +264,13 @@ export class CheckpointStore {
       const head = rows[i] as (typeof rows)[number];
       let end = i + 1;
       while (rows[end]?.grp === head.grp) end++;
-      const group = JSON.parse(gunzip(joinParts(rows.slice(i, end)))) as StoredGroup;
-      if (head.first !== next || group.items.length !== head.count) {
+      if (head.first !== next) {
         throw new Error(`checkpoint item group ${head.grp} does not continue at item ${next}`);
       }
       next += head.count;
+      const text = gunzip(joinParts(rows.slice(i, end)));
       i = end;
-      yield group;
+      yield { grp: head.grp, count: head.count, text };
     }
   }
 
@@ -229,6 +280,21 @@ export class CheckpointStore {
       insert(part, chunk.slice().buffer);
     });
   }
+}
+
+/** A stored group's text, inflated (gzip checked it) but not parsed. */
+interface InflatedGroup {
+  grp: number;
+  count: number;
+  text: string;
+}
+
+function parseGroup(group: InflatedGroup): StoredItems {
+  const stored = JSON.parse(group.text) as StoredItems;
+  if (!Array.isArray(stored.items) || stored.items.length !== group.count) {
+    throw new Error(`checkpoint item group ${group.grp} does not hold its ${group.count} items`);
+  }
+  return stored;
 }
 
 function joinParts(rows: readonly { data: ArrayBuffer }[]): Uint8Array {

@@ -1055,7 +1055,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     let start = 0;
     if (req.cursor !== undefined) {
       const parsed = parseCursor(req.cursor);
-      if (!parsed || parsed.v !== live.rewrites || parsed.i > history.items.length) {
+      if (!parsed || parsed.v !== live.rewrites || parsed.i > history.length) {
         return fail(
           "invalid_request",
           "The cursor is invalid or the history was rewritten since.",
@@ -1064,11 +1064,12 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       }
       start = parsed.i;
     }
-    const end = Math.min(start + req.limit, history.items.length);
+    // A page reads only the stored runs of history it falls in (a cold start reads none).
+    const end = Math.min(start + req.limit, history.length);
     return ok({
       object: "list",
-      data: history.items.slice(start, end),
-      next_cursor: end < history.items.length ? makeCursor(live.rewrites, end) : null,
+      data: history.slice(start, end),
+      next_cursor: end < history.length ? makeCursor(live.rewrites, end) : null,
     });
   }
 
@@ -1163,8 +1164,12 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     const live = await this.#thread();
     if (!live) return undefined;
     const { config, history, previousTurnSettings } = live.session.state;
+    const historyRead = !history.toState().sealed;
+    // Tests compare plain states; the flag says whether this instance had read its history yet.
+    history.readSealed();
     return {
       config,
+      historyRead,
       history: history.toState(),
       previousTurnSettings,
       lastSeq: live.log.lastSeq,

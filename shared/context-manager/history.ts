@@ -24,6 +24,7 @@ import {
 } from "./estimate.ts";
 import { frozenCopy } from "./immutable.ts";
 import { counterpartIndex, normalizeForPrompt } from "./normalize.ts";
+import { type SealedItems, sealedItemCount } from "./sealed.ts";
 import { historyOutputPolicy, truncateToolOutput } from "./truncate.ts";
 import type { ContextManagerState, InputModality, TruncationPolicy } from "./types.ts";
 
@@ -36,6 +37,8 @@ function isApiItem(item: ResponseItem): item is KnownResponseItem {
   if (item.type === "message") return item.role !== "system";
   return true;
 }
+
+const NO_RUNS: readonly SealedItems[] = Object.freeze([]);
 
 function optionalFrozen<T>(value: T | undefined): T | undefined {
   return value === undefined ? undefined : frozenCopy(value);
@@ -50,8 +53,14 @@ function optionalFrozen<T>(value: T | undefined): T | undefined {
  * counts for estimates; `frozenCopy` otherwise); values read from it must be copied
  * before being changed. `clone()` is O(1): clones share one items array until either writes,
  * and the writer copies it first.
+ *
+ * A history restored from a checkpoint may begin with runs of items still as stored
+ * (`SealedItems`): appending and everything but the items themselves works without reading them;
+ * the first read of items (a prompt, an estimate, a rewrite) reads them all.
  */
 export class ContextManager {
+  /** Runs of history items not read yet, oldest first; they come before `#items`. */
+  #sealed: readonly SealedItems[] = NO_RUNS;
   #items: ResponseItem[];
   /** True while another manager may hold the same array: the next write must copy it. */
   #itemsShared = false;
@@ -66,6 +75,9 @@ export class ContextManager {
    * the first write, like a clone's, so a restored history is not copied item by item.
    */
   constructor(state: Partial<ContextManagerState> = {}) {
+    if (state.sealed !== undefined && state.sealed.length > 0) {
+      this.#sealed = Object.freeze([...state.sealed]);
+    }
     const items = state.items ?? [];
     if (isFrozenHistory(items)) {
       this.#items = items as ResponseItem[];
@@ -84,7 +96,48 @@ export class ContextManager {
    * (copy it to keep a snapshot). Item objects are frozen.
    */
   get items(): readonly ResponseItem[] {
+    this.#readSealed();
     return this.#items;
+  }
+
+  /** How many items history holds, read or not. */
+  get length(): number {
+    return sealedItemCount(this.#sealed) + this.#items.length;
+  }
+
+  /** Items `[start, end)` of history (indexes ≥ 0), reading only the runs they fall in. */
+  slice(start: number, end: number): ResponseItem[] {
+    const out: ResponseItem[] = [];
+    const take = (items: () => readonly ResponseItem[], first: number, count: number) => {
+      const from = Math.max(start, first);
+      const to = Math.min(end, first + count);
+      if (from >= to) return;
+      const source = items();
+      for (let i = from; i < to; i++) out.push(source[i - first] as ResponseItem);
+    };
+    let first = 0;
+    for (const run of this.#sealed) {
+      take(() => run.items, first, run.count);
+      first += run.count;
+    }
+    take(() => this.#items, first, this.#items.length);
+    return out;
+  }
+
+  /** Reads the stored runs now, so that `toState()` holds plain items only. */
+  readSealed(): void {
+    this.#readSealed();
+  }
+
+  #readSealed(): void {
+    if (this.#sealed.length === 0) return;
+    const all = new Array<ResponseItem>(this.length);
+    let n = 0;
+    for (const run of this.#sealed) for (const item of run.items) all[n++] = item;
+    for (const item of this.#items) all[n++] = item;
+    this.#items = all;
+    this.#itemsShared = false;
+    this.#sealed = NO_RUNS;
   }
 
   /** Bumped whenever history is rewritten rather than appended to. */
@@ -119,6 +172,7 @@ export class ContextManager {
   /** An O(1) copy. Both managers share the items array until one of them writes. */
   clone(): ContextManager {
     const copy = new ContextManager();
+    copy.#sealed = this.#sealed;
     copy.#items = this.#items;
     copy.#itemsShared = true;
     this.#itemsShared = true;
@@ -131,14 +185,16 @@ export class ContextManager {
   }
 
   /**
-   * The state as plain JSON for a checkpoint; undefined fields are omitted. Values are frozen,
-   * the items array too: a manager built from it shares that array instead of re-checking items.
+   * The state for a checkpoint; undefined fields are omitted. Values are frozen, the items array
+   * too: a manager built from it shares that array instead of re-checking items. Runs not read
+   * yet stay as they are (`sealed`); call `readSealed()` first for plain JSON.
    */
   toState(): ContextManagerState {
     const state: ContextManagerState = {
       items: frozenHistoryCopy(this.#items),
       historyVersion: this.#historyVersion,
     };
+    if (this.#sealed.length > 0) state.sealed = this.#sealed;
     if (this.#tokenInfo !== undefined) state.tokenInfo = this.#tokenInfo;
     if (this.#referenceContextItem !== undefined) {
       state.referenceContextItem = this.#referenceContextItem;
@@ -159,10 +215,12 @@ export class ContextManager {
   /**
    * Appends the API items of `items` (reference §4.1), dropping system messages and `other`.
    * Tool outputs are truncated to `policy × 1.2`. Stores copies: the caller's objects are never
-   * changed. Does not bump `historyVersion`. Amortized O(items added) unless the array is shared.
+   * changed, and the copies are returned. Does not bump `historyVersion`. Amortized O(items
+   * added) unless the array is shared; runs not read yet stay unread.
    */
-  recordItems(items: readonly ResponseItem[], policy: TruncationPolicy): void {
+  recordItems(items: readonly ResponseItem[], policy: TruncationPolicy): ResponseItem[] {
     const outputPolicy = historyOutputPolicy(policy);
+    const recorded: ResponseItem[] = [];
     let target: ResponseItem[] | undefined;
     for (const item of items) {
       if (!isApiItem(item)) continue;
@@ -171,8 +229,11 @@ export class ContextManager {
           ? { ...item, output: truncateToolOutput(item.output, outputPolicy) }
           : item;
       target ??= this.#writableItems();
-      target.push(frozenItem(stored));
+      const frozen = frozenItem(stored);
+      target.push(frozen);
+      recorded.push(frozen);
     }
+    return recorded;
   }
 
   /**
@@ -183,7 +244,7 @@ export class ContextManager {
    * deterministic (design §10 invariant 4). Returned items may be shared with history (frozen).
    */
   forPrompt(modalities: readonly InputModality[]): KnownResponseItem[] {
-    return normalizeForPrompt(this.#items, modalities);
+    return normalizeForPrompt(this.items, modalities);
   }
 
   /** Replaces history (compaction, rollback): `historyVersion + 1`, world-state baseline cleared. */
@@ -193,6 +254,7 @@ export class ContextManager {
 
   /** `replace` for arrays this manager built from its own (already frozen) items. */
   #replaceWith(items: ResponseItem[]): void {
+    this.#sealed = NO_RUNS;
     this.#items = items;
     this.#itemsShared = false;
     this.#historyVersion += 1;
@@ -204,6 +266,7 @@ export class ContextManager {
    * world-state baseline: the removed items may have carried retained fragments.
    */
   removeFirstItem(): void {
+    this.#readSealed();
     if (this.#items.length === 0) return;
     const items = this.#writableItems();
     const removed = items.shift();
@@ -212,6 +275,7 @@ export class ContextManager {
 
   /** Removes the newest item and its call/output counterpart, like `removeFirstItem`. */
   removeLastItem(): void {
+    this.#readSealed();
     if (this.#items.length === 0) return;
     const items = this.#writableItems();
     const removed = items.pop();
@@ -237,7 +301,7 @@ export class ContextManager {
   dropLastNUserTurns(n: number): void {
     if (!(n >= 1)) return;
     const turns = Math.floor(n);
-    const items = this.#items;
+    const items = this.items;
     const boundaries: number[] = [];
     items.forEach((item, index) => {
       if (isUserTurnBoundary(item)) boundaries.push(index);
@@ -270,6 +334,7 @@ export class ContextManager {
    * true only if something was replaced.
    */
   replaceLastTurnImages(placeholder: string): boolean {
+    this.#readSealed();
     const index = this.#items.findLastIndex(
       (item) => item.type === "function_call_output" || isUserTurnBoundary(item),
     );
@@ -292,7 +357,7 @@ export class ContextManager {
 
   /** Estimated tokens of the base instructions plus every item (reference §4.6). */
   estimateTokenCount(baseInstructions: string): number {
-    return estimateTextTokenCount(baseInstructions) + estimateItemsTokenCount(this.#items);
+    return estimateTextTokenCount(baseInstructions) + estimateItemsTokenCount(this.items);
   }
 
   /**
@@ -302,8 +367,9 @@ export class ContextManager {
    */
   getTotalTokenUsage(serverReasoningIncluded: boolean): number {
     const lastTotal = this.#tokenInfo?.last_token_usage.total_tokens ?? 0;
-    const added = tokensAfterLastModelGeneratedItem(this.#items);
+    const items = this.items;
+    const added = tokensAfterLastModelGeneratedItem(items);
     if (serverReasoningIncluded) return lastTotal + added;
-    return lastTotal + added + tokensOfReasoningBeforeLastUserTurn(this.#items);
+    return lastTotal + added + tokensOfReasoningBeforeLastUserTurn(items);
   }
 }

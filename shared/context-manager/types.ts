@@ -4,6 +4,7 @@ import type {
   TurnContextItem,
   WorldStateSnapshot,
 } from "../protocol/index.ts";
+import type { SealedItems } from "./sealed.ts";
 
 /**
  * How much of a tool output history keeps (reference §4.2). `tokens` budgets are converted to
@@ -15,11 +16,16 @@ export type TruncationPolicy = { mode: "tokens" | "bytes"; limit: number };
 export type InputModality = "text" | "image";
 
 /**
- * The whole ContextManager as plain JSON, used for checkpoints (design §6). Optional fields are
+ * The whole ContextManager, used for checkpoints (design §6). Optional fields are
  * omitted when absent, and absence has a meaning of its own.
  */
 export interface ContextManagerState {
-  /** History, oldest first. */
+  /**
+   * Runs of history items not read yet (a restored checkpoint's item groups), before `items`.
+   * In memory only, never JSON: a state meant for storage holds plain items (`readSealed()`).
+   */
+  sealed?: readonly SealedItems[];
+  /** History, oldest first (after `sealed`). */
   items: ResponseItem[];
   /** Bumped whenever history is rewritten (replace, rollback, image replacement), not on append. */
   historyVersion: number;

@@ -2,6 +2,7 @@ import {
   ContextManager,
   estimateItemBytes,
   freezeItemsInPlace,
+  type SealedItems,
   type TruncationPolicy,
 } from "../context-manager/index.ts";
 import type { ResponseItem, RolloutLine, TokenUsageInfo } from "../protocol/index.ts";
@@ -74,10 +75,16 @@ export interface Checkpoint {
   truncation: TruncationPolicy;
   /** Rollbacks of up to this many user turns after the checkpoint are resolved from it. */
   maxRollbackTurns: number;
-  /** History after re-recording every covered line, oldest first. */
+  /**
+   * The first runs of `items` as a store read them, not parsed yet (`CheckpointStore.load`). In
+   * memory only: never part of the stored JSON, and absent from checkpoints built here unless the
+   * one they extend had them.
+   */
+  sealed?: readonly SealedItems[];
+  /** History after re-recording every covered line, oldest first (after `sealed`). */
   items: ResponseItem[];
   /**
-   * The model-visible bytes of each item, which token estimates derive from (a cache: a restored
+   * The model-visible bytes of each of `items`, which token estimates derive from (a cache: a restored
    * history's first prompt needs them all). Optional, and ignored when it does not fit `items`.
    */
   itemBytes?: number[];
@@ -189,7 +196,10 @@ function buildCheckpoint(
       older = summary;
     }
   }
-  const history = new ContextManager({ items: previous?.items ?? [] });
+  const history = new ContextManager({
+    ...(previous?.sealed === undefined ? {} : { sealed: previous.sealed }),
+    items: previous?.items ?? [],
+  });
   materialize(history, lines, 0, opts.truncation);
   // Detach from the caller's line objects: a checkpoint is data to be stored. History items are
   // deep-frozen already, so they are shared rather than cloned.
@@ -207,7 +217,9 @@ function buildCheckpoint(
     ...(counters.tokenInfo === undefined ? {} : { tokenInfo: counters.tokenInfo }),
     ...(older === undefined ? {} : { older }),
   });
-  checkpoint.items = history.items.slice();
+  const { sealed, items } = history.toState();
+  if (sealed !== undefined) checkpoint.sealed = sealed;
+  checkpoint.items = items.slice();
   checkpoint.itemBytes = checkpoint.items.map(estimateItemBytes);
   return checkpoint;
 }
@@ -298,7 +310,11 @@ export function reconstructFromCheckpoint(
     const historyVersion =
       base === undefined ? checkpoint.rewrites : 1 + checkpoint.rewrites - base.rewritesThrough;
     const legacyBefore = checkpoint.legacyCompactions > (base?.legacyThrough ?? 0);
-    history = new ContextManager({ items: checkpoint.items, historyVersion });
+    history = new ContextManager({
+      ...(checkpoint.sealed === undefined ? {} : { sealed: checkpoint.sealed }),
+      items: checkpoint.items,
+      historyVersion,
+    });
     sawLegacyCompaction = materialize(history, laterLines, 0, opts.truncation) || legacyBefore;
   }
   return assembleState(history, scan, sawLegacyCompaction, counters);

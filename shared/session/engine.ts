@@ -257,10 +257,8 @@ export class ThreadSession {
     const withId = this.#withId(item);
     const stamped = turn === undefined ? withId : withTurnId(withId, turn.turnId);
     const policy = turn?.truncationPolicy ?? truncationPolicyOf(this.state.config);
-    const before = this.history.items.length;
-    this.history.recordItems([stamped], policy);
+    const [stored] = this.history.recordItems([stamped], policy);
     this.#deps.sink.append({ type: "response_item", payload: stamped });
-    const stored = this.history.items[before];
     const isOutput =
       stamped.type === "function_call_output" || stamped.type === "custom_tool_call_output";
     return isOutput && stored !== undefined ? stored : stamped;

@@ -355,6 +355,18 @@ describe("checkpoint item groups", () => {
     )[0]?.data;
   // The suite's groups close at 8 items (SPINDLE_CHECKPOINT_GROUP_ITEMS), 2-3 turns.
   const big = (i: number) => `question ${i}`;
+  /** Re-encodes the closed first group (same items, other gzip bytes): a rewrite would undo it. */
+  const reencodeFirstGroup = (id: string) =>
+    runInDurableObject(threadStub(id), (_i, state) => {
+      const sql = state.storage.sql;
+      const row = sql
+        .exec<{ data: ArrayBuffer }>(
+          "SELECT data FROM spindle_checkpoint_items WHERE grp = 0 AND part = 0",
+        )
+        .one();
+      const again = gzipSync(gunzipSync(new Uint8Array(row.data)), { level: 1 });
+      sql.exec("UPDATE spindle_checkpoint_items SET data = ? WHERE grp = 0 AND part = 0", again);
+    });
   /** Runs alarms until a checkpoint newer than `after` is taken; returns its seq. */
   async function checkpointAfter(id: string, after = 0): Promise<number> {
     for (let i = 0; i < 10; i++) {
@@ -373,17 +385,7 @@ describe("checkpoint item groups", () => {
     const first = await groups(id);
     expect(first.length).toBeGreaterThanOrEqual(2);
     expect(first[0]?.count).toBe(8);
-    // Re-encode the closed first group (same items, other gzip bytes): a rewrite would undo it.
-    await runInDurableObject(threadStub(id), (_i, state) => {
-      const sql = state.storage.sql;
-      const row = sql
-        .exec<{ data: ArrayBuffer }>(
-          "SELECT data FROM spindle_checkpoint_items WHERE grp = 0 AND part = 0",
-        )
-        .one();
-      const again = gzipSync(gunzipSync(new Uint8Array(row.data)), { level: 1 });
-      sql.exec("UPDATE spindle_checkpoint_items SET data = ? WHERE grp = 0 AND part = 0", again);
-    });
+    await reencodeFirstGroup(id);
     const marked = await groupData(id);
     for (let i = 6; i < 12; i++) await turn(id, big(i));
     await checkpointAfter(id, seq);
@@ -393,6 +395,44 @@ describe("checkpoint item groups", () => {
       expect(g.grp).toBe(i);
       expect(g.first).toBe(i === 0 ? 0 : (second[i - 1]?.first ?? 0) + (second[i - 1]?.count ?? 0));
     });
+    expect(await groupData(id)).toBe(marked);
+    await expectSameAfterEviction(id);
+  });
+
+  it("a cold start reads no history for a read, a page or an alarm; a checkpoint after it keeps the groups", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    for (let i = 0; i < 6; i++) await turn(id, big(i));
+    const seq = await checkpointAfter(id);
+    // The first group is loaded as a stored run (only the last is parsed on load).
+    expect((await groups(id)).length).toBeGreaterThanOrEqual(2);
+    await reencodeFirstGroup(id);
+    const marked = await groupData(id);
+    const page = await json(await api("GET", `/v1/threads/${id}/history?limit=3`));
+    await evictDurableObject(threadStub(id));
+    expect((await api("GET", `/v1/threads/${id}`)).status).toBe(200);
+    expect(await json(await api("GET", `/v1/threads/${id}/history?limit=3`))).toEqual(page);
+    await runDurableObjectAlarm(threadStub(id));
+    expect((await inspect(id))?.historyRead).toBe(false);
+    // The turns read the live history; the checkpoint extends its own, whose runs stay unread.
+    await evictDurableObject(threadStub(id));
+    for (let i = 6; i < 12; i++) await turn(id, big(i));
+    await checkpointAfter(id, seq);
+    expect(await groupData(id)).toBe(marked);
+    await expectSameAfterEviction(id);
+  });
+
+  it("a rollback after a cold start reads the stored groups and keeps those it leaves whole", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    for (let i = 0; i < 12; i++) await turn(id, big(i));
+    const seq = await checkpointAfter(id);
+    await reencodeFirstGroup(id);
+    const marked = await groupData(id);
+    await evictDurableObject(threadStub(id));
+    await json(await api("POST", `/v1/threads/${id}/rollback`, { turns: 1 }));
+    for (let i = 0; i < 8; i++) await turn(id, `after ${i}`);
+    await checkpointAfter(id, seq);
     expect(await groupData(id)).toBe(marked);
     await expectSameAfterEviction(id);
   });

@@ -3,6 +3,7 @@ import {
   ContextManager,
   estimateItemBytes,
   estimateItemTokenCount,
+  SealedItems,
 } from "../../../shared/context-manager/index.ts";
 import type { RolloutLine } from "../../../shared/protocol/index.ts";
 import {
@@ -10,6 +11,7 @@ import {
   createCheckpoint,
   DEFAULT_MAX_ROLLBACK_TURNS,
   extendCheckpoint,
+  type ReconstructedState,
   reconstructFromCheckpoint,
   reconstructRollout,
   restoreCheckpoint,
@@ -289,5 +291,69 @@ describe("extendCheckpoint", () => {
     expect(reconstructFromCheckpoint(rebuilt, [], opts)).toEqual(
       reconstructRollout([...TWO_TURNS, ...later], opts),
     );
+  });
+});
+
+describe("a checkpoint whose first items are stored runs (a store loads them unread)", () => {
+  const lines = [...TWO_TURNS, ...turn({ id: "t3", input: "U3", reply: "A3", model: "m3" })];
+
+  /** The checkpoint with its first `split` items moved into a stored run that counts its reads. */
+  function withRun(checkpoint: Checkpoint, split: number) {
+    const stored = json(checkpoint);
+    const text = JSON.stringify({ items: stored.items.slice(0, split) });
+    const reads = { count: 0 };
+    const run = new SealedItems(split, () => {
+      reads.count += 1;
+      return JSON.parse(text);
+    });
+    const sealed: Checkpoint = {
+      ...stored,
+      sealed: [run],
+      items: stored.items.slice(split),
+      itemBytes: stored.itemBytes?.slice(split) ?? [],
+    };
+    return { checkpoint: restoreCheckpoint(sealed), run, reads };
+  }
+
+  /** The state with its runs read into plain items. */
+  function plain(state: ReconstructedState): ReconstructedState {
+    const history = new ContextManager(state.history);
+    history.readSealed();
+    return { ...state, history: history.toState() };
+  }
+
+  it("reconstructs the same state, and later lines that only append leave the run unread", () => {
+    const base = createCheckpoint(TWO_TURNS, opts);
+    const later = lines.slice(TWO_TURNS.length);
+    const { checkpoint, run, reads } = withRun(base, 3);
+    const state = reconstructFromCheckpoint(checkpoint, later, opts);
+    if ("needsFullReplay" in state) throw new Error(state.reason);
+    expect(reads.count).toBe(0);
+    expect(state.history.sealed?.[0]).toBe(run);
+    expect(plain(state)).toEqual(reconstructRollout(lines, opts));
+  });
+
+  it("extends into a checkpoint holding the very same run, still unread", () => {
+    const base = createCheckpoint(TWO_TURNS, opts);
+    const { checkpoint, run, reads } = withRun(base, 3);
+    const next = extendCheckpoint(checkpoint, lines.slice(TWO_TURNS.length), opts);
+    if ("needsFullReplay" in next) throw new Error(next.reason);
+    expect(next.sealed).toEqual([run]);
+    expect(next.sealed?.[0]).toBe(run);
+    expect(reads.count).toBe(0);
+    const whole = createCheckpoint(lines, opts);
+    expect(next.items).toEqual(whole.items.slice(3));
+    expect(next.itemBytes).toEqual(whole.itemBytes?.slice(3));
+  });
+
+  it("a rollback in the later lines reads the run, and the next checkpoint holds plain items", () => {
+    const base = createCheckpoint(lines, opts);
+    const later = [rollback(1), ...turn({ id: "t4", input: "U4" })];
+    const { checkpoint, reads } = withRun(base, 4);
+    const next = extendCheckpoint(checkpoint, later, opts);
+    if ("needsFullReplay" in next) throw new Error(next.reason);
+    expect(reads.count).toBe(1);
+    expect(next.sealed).toBeUndefined();
+    expect(next).toEqual(createCheckpoint([...lines, ...later], opts));
   });
 });
