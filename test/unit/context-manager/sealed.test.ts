@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   ContextManager,
@@ -5,6 +6,7 @@ import {
   SealedItems,
 } from "../../../shared/context-manager/index.ts";
 import type { ResponseItem } from "../../../shared/protocol/index.ts";
+import { historyArb, modalitiesArb } from "./arbitraries.ts";
 import {
   assistant,
   DEFAULT_POLICY,
@@ -140,5 +142,94 @@ describe("a history that starts with stored runs", () => {
     expect(cm.length).toBe(2);
     expect(cm.slice(1, 2)).toEqual([assistant("b")]);
     expect(cm.toState().sealed).toBeUndefined();
+  });
+});
+
+type HistoryOp =
+  | { kind: "record"; items: ResponseItem[] }
+  | { kind: "removeFirst" | "removeLast" | "images" }
+  | { kind: "rollback"; turns: number }
+  | { kind: "replace"; keep: number }
+  | { kind: "slice"; start: number; length: number }
+  | { kind: "prompt"; modalities: ("text" | "image")[] }
+  | { kind: "tokens"; serverReasoning: boolean }
+  | { kind: "clone" };
+
+const historyOpArb: fc.Arbitrary<HistoryOp> = fc.oneof(
+  historyArb.map((items) => ({ kind: "record" as const, items })),
+  fc.constantFrom(
+    { kind: "removeFirst" as const },
+    { kind: "removeLast" as const },
+    { kind: "images" as const },
+    { kind: "clone" as const },
+  ),
+  fc.nat({ max: 3 }).map((turns) => ({ kind: "rollback" as const, turns })),
+  fc.nat({ max: 4 }).map((keep) => ({ kind: "replace" as const, keep })),
+  fc
+    .record({ start: fc.nat({ max: 40 }), length: fc.nat({ max: 40 }) })
+    .map((r) => ({ kind: "slice" as const, ...r })),
+  modalitiesArb.map((modalities) => ({ kind: "prompt" as const, modalities })),
+  fc.boolean().map((serverReasoning) => ({ kind: "tokens" as const, serverReasoning })),
+);
+
+/** What an operation answers, for comparing two histories. */
+function apply(cm: ContextManager, op: HistoryOp): unknown {
+  switch (op.kind) {
+    case "record":
+      return cm.recordItems(op.items, DEFAULT_POLICY);
+    case "removeFirst":
+      return cm.removeFirstItem();
+    case "removeLast":
+      return cm.removeLastItem();
+    case "images":
+      return cm.replaceLastTurnImages("[image removed]");
+    case "rollback":
+      return cm.dropLastNUserTurns(op.turns);
+    case "replace":
+      return cm.replace(cm.slice(0, op.keep));
+    case "slice":
+      return cm.slice(op.start, op.start + op.length);
+    case "prompt":
+      return cm.forPrompt(op.modalities);
+    case "tokens":
+      return [cm.getTotalTokenUsage(op.serverReasoning), cm.estimateTokenCount("base"), cm.length];
+    case "clone": {
+      // A clone writes on its own: the original must not see it.
+      const copy = cm.clone();
+      copy.recordItems([user("in the clone")], DEFAULT_POLICY);
+      return copy.items;
+    }
+  }
+}
+
+describe("a history with stored runs, under any operations", () => {
+  it("answers and ends exactly like the same history held as plain items", () => {
+    fc.assert(
+      fc.property(
+        historyArb,
+        fc.array(fc.nat({ max: 40 }), { maxLength: 4 }),
+        fc.array(historyOpArb, { maxLength: 12 }),
+        (history, cuts, ops) => {
+          // Cut history into runs (as a store's groups) and a tail of plain items.
+          const bounds = [...new Set(cuts.map((c) => Math.min(c, history.length)))].sort(
+            (a, b) => a - b,
+          );
+          let from = 0;
+          const sealed = bounds.map((to) => {
+            const run = storedRun(history.slice(from, to)).run;
+            from = to;
+            return run;
+          });
+          const restored = new ContextManager({ sealed, items: history.slice(from) });
+          const plain = new ContextManager({ items: history });
+          for (const op of ops) {
+            expect(apply(restored, op)).toEqual(apply(plain, op));
+            expect(restored.length).toBe(plain.length);
+          }
+          restored.readSealed();
+          expect(restored.toState()).toEqual(plain.toState());
+        },
+      ),
+    );
   });
 });
