@@ -1,8 +1,10 @@
 import {
   estimateItemBytes,
+  type RunSummary,
   SealedItems,
   type StoredItems,
   sealedItemCount,
+  summarizeRun,
 } from "../shared/context-manager/index.ts";
 import type { ResponseItem } from "../shared/protocol/index.ts";
 import { type Checkpoint, restoreCheckpoint } from "../shared/rollout/index.ts";
@@ -180,11 +182,9 @@ export class CheckpointStore {
     const base = rewritesRuns ? 0 : offset;
     const groups = planItemGroups(sourceBytes, from - base, this.#limits).map((group) => {
       const end = group.first + group.count;
+      const items = source.slice(group.first, end);
       const data = gzip(
-        JSON.stringify({
-          items: source.slice(group.first, end),
-          bytes: sourceBytes.slice(group.first, end),
-        }),
+        encodeGroup(summarizeRun(items), { items, bytes: sourceBytes.slice(group.first, end) }),
       );
       return { first: base + group.first, count: group.count, data };
     });
@@ -223,7 +223,10 @@ export class CheckpointStore {
       throw new Error(`checkpoint holds ${count} of its ${header.itemCount} items`);
     }
     const open = groups.pop();
-    const sealed = groups.map((g) => new SealedItems(g.count, () => JSON.parse(g.text)));
+    const sealed = groups.map((g) => {
+      const { summary, items } = splitGroup(g.text);
+      return new SealedItems(g.count, () => JSON.parse(items) as StoredItems, summary);
+    });
     const last = open === undefined ? { items: [], bytes: [] } : parseGroup(open);
     const { itemCount: _count, ...rest } = header;
     const checkpoint = restoreCheckpoint({
@@ -289,8 +292,24 @@ interface InflatedGroup {
   text: string;
 }
 
+/**
+ * A group's text: its run summary on the first line, then its items and their byte counts
+ * (`StoredItems`). JSON never holds a raw newline, so the first one ends the summary. Groups
+ * written before summaries existed are the items alone.
+ */
+function encodeGroup(summary: RunSummary, stored: StoredItems): string {
+  return `${JSON.stringify({ summary })}\n${JSON.stringify(stored)}`;
+}
+
+function splitGroup(text: string): { summary: RunSummary | undefined; items: string } {
+  if (!text.startsWith('{"summary":')) return { summary: undefined, items: text };
+  const newline = text.indexOf("\n");
+  const head = JSON.parse(text.slice(0, newline)) as { summary: RunSummary };
+  return { summary: head.summary, items: text.slice(newline + 1) };
+}
+
 function parseGroup(group: InflatedGroup): StoredItems {
-  const stored = JSON.parse(group.text) as StoredItems;
+  const stored = JSON.parse(splitGroup(group.text).items) as StoredItems;
   if (!Array.isArray(stored.items) || stored.items.length !== group.count) {
     throw new Error(`checkpoint item group ${group.grp} does not hold its ${group.count} items`);
   }

@@ -1160,16 +1160,21 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   }
 
   /** @internal For tests only: the live engine state that a cold start must reproduce exactly. */
+  /** Stored runs at the front of the live history, and how many of them were never read. */
+  async storedRunsForTesting(): Promise<{ runs: number; unread: number } | undefined> {
+    const live = await this.#thread();
+    const runs = live?.session.state.history.toState().sealed ?? [];
+    return live && { runs: runs.length, unread: runs.filter((run) => !run.parsed).length };
+  }
+
   async inspectForTesting() {
     const live = await this.#thread();
     if (!live) return undefined;
     const { config, history, previousTurnSettings } = live.session.state;
-    const historyRead = !history.toState().sealed;
-    // Tests compare plain states; the flag says whether this instance had read its history yet.
+    // Tests compare plain states: stored runs of history are read into items first.
     history.readSealed();
     return {
       config,
-      historyRead,
       history: history.toState(),
       previousTurnSettings,
       lastSeq: live.log.lastSeq,

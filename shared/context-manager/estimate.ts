@@ -226,7 +226,7 @@ export function estimateSentItemTokenCount(item: ResponseItem): number {
 }
 
 /** Items the model produced; usage reported by the provider already covers them. */
-function isModelGeneratedItem(item: ResponseItem): boolean {
+export function isModelGeneratedItem(item: ResponseItem): boolean {
   switch (item.type) {
     case "message":
       return item.role === "assistant";

@@ -3,6 +3,8 @@ import {
   isContextualDevMessageContent,
   isContextualUserMessageContent,
   isUserTurnBoundary,
+  type RetainedTextMatcher,
+  someRetainedText,
 } from "../context/index.ts";
 import {
   appendTokenUsage,
@@ -19,11 +21,13 @@ import {
   frozenHistoryCopy,
   frozenItem,
   isFrozenHistory,
+  isModelGeneratedItem,
   tokensAfterLastModelGeneratedItem,
   tokensOfReasoningBeforeLastUserTurn,
 } from "./estimate.ts";
 import { frozenCopy } from "./immutable.ts";
 import { counterpartIndex, normalizeForPrompt } from "./normalize.ts";
+import type { PromptInput } from "./prompt-input.ts";
 import { type SealedItems, sealedItemCount } from "./sealed.ts";
 import { historyOutputPolicy, truncateToolOutput } from "./truncate.ts";
 import type { ContextManagerState, InputModality, TruncationPolicy } from "./types.ts";
@@ -244,7 +248,33 @@ export class ContextManager {
    * deterministic (design §10 invariant 4). Returned items may be shared with history (frozen).
    */
   forPrompt(modalities: readonly InputModality[]): KnownResponseItem[] {
-    return normalizeForPrompt(this.items, modalities);
+    return this.promptInput(modalities).toArray();
+  }
+
+  /**
+   * `forPrompt` as a model request's input: stored runs that normalization leaves unchanged stay
+   * unread (see `PromptInput`).
+   */
+  promptInput(modalities: readonly InputModality[]): PromptInput {
+    return normalizeForPrompt(this.#sealed, this.#items, modalities);
+  }
+
+  /**
+   * True when some user or developer `input_text` part satisfies `accepts` (the world-state
+   * diff's search, `RetainedHistory`). Stored runs answer from their summaries' contextual
+   * fragments, which hold every text a world-state section looks for.
+   */
+  someRetainedText(accepts: RetainedTextMatcher): boolean {
+    for (const run of this.#sealed) {
+      if (run.summary === undefined) {
+        if (someRetainedText(run.items, accepts)) return true;
+        continue;
+      }
+      for (const fragment of run.summary.fragments) {
+        if (accepts(fragment.role, fragment.text)) return true;
+      }
+    }
+    return someRetainedText(this.#items, accepts);
   }
 
   /** Replaces history (compaction, rollback): `historyVersion + 1`, world-state baseline cleared. */
@@ -357,7 +387,11 @@ export class ContextManager {
 
   /** Estimated tokens of the base instructions plus every item (reference §4.6). */
   estimateTokenCount(baseInstructions: string): number {
-    return estimateTextTokenCount(baseInstructions) + estimateItemsTokenCount(this.items);
+    let total = estimateTextTokenCount(baseInstructions) + estimateItemsTokenCount(this.#items);
+    for (const run of this.#sealed) {
+      total += run.summary?.tokens ?? estimateItemsTokenCount(run.items);
+    }
+    return total;
   }
 
   /**
@@ -366,10 +400,24 @@ export class ContextManager {
    * reasoning itself — the encrypted reasoning before the last user turn.
    */
   getTotalTokenUsage(serverReasoningIncluded: boolean): number {
+    if (!this.#tailAnswersUsage(serverReasoningIncluded)) this.#readSealed();
     const lastTotal = this.#tokenInfo?.last_token_usage.total_tokens ?? 0;
-    const items = this.items;
-    const added = tokensAfterLastModelGeneratedItem(items);
+    const added = tokensAfterLastModelGeneratedItem(this.#items);
     if (serverReasoningIncluded) return lastTotal + added;
-    return lastTotal + added + tokensOfReasoningBeforeLastUserTurn(items);
+    let reasoning = tokensOfReasoningBeforeLastUserTurn(this.#items);
+    for (const run of this.#sealed) reasoning += run.summary?.reasoningTokens ?? 0;
+    return lastTotal + added + reasoning;
+  }
+
+  /**
+   * True when the items after the stored runs hold the last model-generated item (and, unless
+   * the server counts reasoning, the last user turn boundary), and every run has a summary: the
+   * runs then count for `getTotalTokenUsage` only through their summaries' reasoning tokens.
+   */
+  #tailAnswersUsage(serverReasoningIncluded: boolean): boolean {
+    if (this.#sealed.length === 0) return true;
+    if (this.#sealed.some((run) => run.summary === undefined)) return false;
+    if (!this.#items.some(isModelGeneratedItem)) return false;
+    return serverReasoningIncluded || this.#items.some(isUserTurnBoundary);
   }
 }

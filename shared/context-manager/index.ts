@@ -6,6 +6,13 @@ export {
 } from "./estimate.ts";
 export { ContextManager } from "./history.ts";
 export { SYNTHETIC_OUTPUT_NAMESPACE } from "./normalize.ts";
-export { SealedItems, type StoredItems, sealedItemCount } from "./sealed.ts";
+export { PromptInput } from "./prompt-input.ts";
+export {
+  type RunSummary,
+  SealedItems,
+  type StoredItems,
+  sealedItemCount,
+  summarizeRun,
+} from "./sealed.ts";
 export { approxTokensFromByteCount, truncateToolOutput } from "./truncate.ts";
 export type { ContextManagerState, InputModality, TruncationPolicy } from "./types.ts";

@@ -7,6 +7,8 @@ import type {
   ResponseItem,
   ToolOutput,
 } from "../protocol/index.ts";
+import { PromptInput } from "./prompt-input.ts";
+import type { RunSummary, SealedItems } from "./sealed.ts";
 import type { InputModality } from "./types.ts";
 
 /**
@@ -79,55 +81,76 @@ function withoutImages(item: KnownResponseItem): KnownResponseItem {
   return item;
 }
 
-/**
- * The prompt view of history (reference §4.3), in one pass:
- * 1. every call without an output gets a synthetic `aborted` output right after it
- *    (`function_call` and `local_shell_call` with a call id → `function_call_output`,
- *    `custom_tool_call` → `custom_tool_call_output` without a name);
- * 2. outputs whose call is not in history are dropped (a `function_call_output` may answer a
- *    `function_call` or a `local_shell_call`; a `custom_tool_call_output` only a `custom_tool_call`);
- * 3. without the image modality, images in messages and tool outputs become placeholder text.
- * `other` items are never sent and are skipped.
- *
- * Returns a new array and never changes `items` or any item object (design §10 invariant 4).
- * Unchanged items are shared with the input; changed ones are new objects. The result depends
- * only on `items` and `modalities`.
- */
-export function normalizeForPrompt(
-  items: readonly ResponseItem[],
-  modalities: readonly InputModality[],
-): KnownResponseItem[] {
-  const functionOutputIds = new Set<string>();
-  const customOutputIds = new Set<string>();
-  const functionCallIds = new Set<string>(); // function calls and local shell calls
-  const customCallIds = new Set<string>();
+/** The call ids a history holds, by family: what decides which calls and outputs pair up. */
+interface CallIds {
+  functionOutputs: Set<string>;
+  customOutputs: Set<string>;
+  /** Function calls and local shell calls. */
+  functionCalls: Set<string>;
+  customCalls: Set<string>;
+}
+
+function emptyCallIds(): CallIds {
+  return {
+    functionOutputs: new Set(),
+    customOutputs: new Set(),
+    functionCalls: new Set(),
+    customCalls: new Set(),
+  };
+}
+
+function addCallIds(items: readonly ResponseItem[], ids: CallIds): void {
   // Indexed loops: this runs over the whole history every turn (see `someRetainedText`).
   for (let i = 0; i < items.length; i++) {
     const item = items[i] as ResponseItem;
     switch (item.type) {
       case "function_call_output":
-        functionOutputIds.add(item.call_id);
+        ids.functionOutputs.add(item.call_id);
         break;
       case "custom_tool_call_output":
-        customOutputIds.add(item.call_id);
+        ids.customOutputs.add(item.call_id);
         break;
       case "function_call":
-        functionCallIds.add(item.call_id);
+        ids.functionCalls.add(item.call_id);
         break;
       case "local_shell_call":
-        if (item.call_id !== null) functionCallIds.add(item.call_id);
+        if (item.call_id !== null) ids.functionCalls.add(item.call_id);
         break;
       case "custom_tool_call":
-        customCallIds.add(item.call_id);
+        ids.customCalls.add(item.call_id);
         break;
     }
   }
+}
 
-  const stripImages = !modalities.includes("image");
-  // Sized up front (every item, plus a synthetic output per call id; a repeated call id just grows
-  // it), then trimmed: a long history's array grown by `push` was copied several times a turn.
+function addSummaryIds(summary: RunSummary, ids: CallIds): void {
+  for (const id of summary.calls) ids.functionCalls.add(id);
+  for (const id of summary.customCalls) ids.customCalls.add(id);
+  for (const id of summary.outputs) ids.functionOutputs.add(id);
+  for (const id of summary.customOutputs) ids.customOutputs.add(id);
+}
+
+/** True when normalizing the run would change nothing: it can be sent as stored. */
+function passesUnchanged(summary: RunSummary, ids: CallIds, stripImages: boolean): boolean {
+  if (summary.other || (stripImages && summary.images)) return false;
+  return (
+    summary.calls.every((id) => ids.functionOutputs.has(id)) &&
+    summary.customCalls.every((id) => ids.customOutputs.has(id)) &&
+    summary.outputs.every((id) => ids.functionCalls.has(id)) &&
+    summary.customOutputs.every((id) => ids.customCalls.has(id))
+  );
+}
+
+/** `items` normalized against the call ids of the whole history (see `normalizeForPrompt`). */
+function normalizeItems(
+  items: readonly ResponseItem[],
+  ids: CallIds,
+  stripImages: boolean,
+): KnownResponseItem[] {
+  // Sized up front (every item, plus a synthetic output per call id of the history), then
+  // trimmed: a long history's array grown by `push` was copied several times a turn.
   const out = new Array<KnownResponseItem>(
-    items.length + functionCallIds.size + customCallIds.size,
+    items.length + ids.functionCalls.size + ids.customCalls.size,
   );
   let n = 0;
   for (let i = 0; i < items.length; i++) {
@@ -136,26 +159,26 @@ export function normalizeForPrompt(
       case "other":
         continue;
       case "function_call_output":
-        if (!functionCallIds.has(item.call_id)) continue;
+        if (!ids.functionCalls.has(item.call_id)) continue;
         break;
       case "custom_tool_call_output":
-        if (!customCallIds.has(item.call_id)) continue;
+        if (!ids.customCalls.has(item.call_id)) continue;
         break;
     }
     out[n++] = stripImages ? withoutImages(item) : item;
     switch (item.type) {
       case "function_call":
-        if (!functionOutputIds.has(item.call_id)) {
+        if (!ids.functionOutputs.has(item.call_id)) {
           out[n++] = abortedFunctionOutput(item.call_id, item.id);
         }
         break;
       case "local_shell_call":
-        if (item.call_id !== null && !functionOutputIds.has(item.call_id)) {
+        if (item.call_id !== null && !ids.functionOutputs.has(item.call_id)) {
           out[n++] = abortedFunctionOutput(item.call_id, item.id);
         }
         break;
       case "custom_tool_call":
-        if (!customOutputIds.has(item.call_id)) {
+        if (!ids.customOutputs.has(item.call_id)) {
           out[n++] = abortedCustomOutput(item.call_id, item.id);
         }
         break;
@@ -163,6 +186,44 @@ export function normalizeForPrompt(
   }
   out.length = n;
   return out;
+}
+
+/**
+ * The prompt view of history (reference §4.3):
+ * 1. every call without an output gets a synthetic `aborted` output right after it
+ *    (`function_call` and `local_shell_call` with a call id → `function_call_output`,
+ *    `custom_tool_call` → `custom_tool_call_output` without a name);
+ * 2. outputs whose call is not in history are dropped (a `function_call_output` may answer a
+ *    `function_call` or a `local_shell_call`; a `custom_tool_call_output` only a `custom_tool_call`);
+ * 3. without the image modality, images in messages and tool outputs become placeholder text.
+ * `other` items are never sent and are skipped.
+ *
+ * History is `runs` (stored, possibly unread) followed by `items`. A run whose summary shows
+ * that none of this would change it stays in the result unread; any other is read and
+ * normalized like `items`.
+ *
+ * Never changes history or any item object (design §10 invariant 4). Unchanged items are shared
+ * with history; changed ones are new objects. The result depends only on the items and
+ * `modalities`, not on how they are split into runs.
+ */
+export function normalizeForPrompt(
+  runs: readonly SealedItems[],
+  items: readonly ResponseItem[],
+  modalities: readonly InputModality[],
+): PromptInput {
+  const ids = emptyCallIds();
+  for (const run of runs) {
+    if (run.summary === undefined) addCallIds(run.items, ids);
+    else addSummaryIds(run.summary, ids);
+  }
+  addCallIds(items, ids);
+  const stripImages = !modalities.includes("image");
+  const segments = runs.map((run) =>
+    run.summary !== undefined && passesUnchanged(run.summary, ids, stripImages)
+      ? run
+      : normalizeItems(run.items, ids, stripImages),
+  );
+  return new PromptInput([...segments, normalizeItems(items, ids, stripImages)]);
 }
 
 /**

@@ -1,11 +1,114 @@
+import {
+  type FragmentRole,
+  isContextualDevFragment,
+  isContextualUserFragment,
+} from "../context/index.ts";
 import type { ResponseItem } from "../protocol/index.ts";
-import { freezeItemsInPlace } from "./estimate.ts";
+import {
+  estimateItemTokenCount,
+  estimateSentItemTokenCount,
+  freezeItemsInPlace,
+} from "./estimate.ts";
 
 /** What a stored run of items reads back as: the items, and their byte counts if saved. */
 export interface StoredItems {
   items: ResponseItem[];
   /** Model-visible bytes per item (see `freezeItemsInPlace`); recomputed when they do not fit. */
   bytes?: readonly unknown[];
+}
+
+/**
+ * What a turn needs to know about a run of history items without reading them: enough to
+ * normalize the prompt around it, estimate its tokens and search it for world-state fragments.
+ * Saved with the run (`summarizeRun`, when its items are at hand) and read back beside it.
+ */
+export interface RunSummary {
+  /** Call ids of its function and local shell calls (answered by `function_call_output`). */
+  calls: string[];
+  /** Call ids of its custom tool calls. */
+  customCalls: string[];
+  /** Call ids of its `function_call_output` items. */
+  outputs: string[];
+  /** Call ids of its `custom_tool_call_output` items. */
+  customOutputs: string[];
+  /** Some message or tool output holds an image (a text-only prompt replaces it). */
+  images: boolean;
+  /** It holds an item of a type this build does not know (never sent to a model). */
+  other: boolean;
+  /** Σ `estimateItemTokenCount`. */
+  tokens: number;
+  /** Σ `estimateSentItemTokenCount` (what the local model reports as input). */
+  sentTokens: number;
+  /** Σ `estimateItemTokenCount` of its reasoning items with encrypted content. */
+  reasoningTokens: number;
+  /**
+   * Its user and developer `input_text` parts that are contextual fragments, in order: every
+   * text a world-state section looks for in retained history is one (their markers make it so).
+   */
+  fragments: { role: FragmentRole; text: string }[];
+}
+
+function hasImage(parts: readonly { type: string }[]): boolean {
+  return parts.some((part) => part.type === "input_image");
+}
+
+/** The summary of `items` (frozen history items, whose token estimates are cached). */
+export function summarizeRun(items: readonly ResponseItem[]): RunSummary {
+  const summary: RunSummary = {
+    calls: [],
+    customCalls: [],
+    outputs: [],
+    customOutputs: [],
+    images: false,
+    other: false,
+    tokens: 0,
+    sentTokens: 0,
+    reasoningTokens: 0,
+    fragments: [],
+  };
+  for (const item of items) {
+    const tokens = estimateItemTokenCount(item);
+    summary.tokens += tokens;
+    summary.sentTokens += estimateSentItemTokenCount(item);
+    switch (item.type) {
+      case "function_call":
+        summary.calls.push(item.call_id);
+        break;
+      case "local_shell_call":
+        if (item.call_id !== null) summary.calls.push(item.call_id);
+        break;
+      case "custom_tool_call":
+        summary.customCalls.push(item.call_id);
+        break;
+      case "function_call_output":
+        summary.outputs.push(item.call_id);
+        if (typeof item.output !== "string" && hasImage(item.output)) summary.images = true;
+        break;
+      case "custom_tool_call_output":
+        summary.customOutputs.push(item.call_id);
+        if (typeof item.output !== "string" && hasImage(item.output)) summary.images = true;
+        break;
+      case "reasoning":
+        if (typeof item.encrypted_content === "string") summary.reasoningTokens += tokens;
+        break;
+      case "other":
+        summary.other = true;
+        break;
+      case "message": {
+        if (hasImage(item.content)) summary.images = true;
+        const role = item.role;
+        if (role !== "user" && role !== "developer") break;
+        const contextual = role === "user" ? isContextualUserFragment : isContextualDevFragment;
+        for (const part of item.content) {
+          if (part.type === "input_text" && contextual(part)) {
+            summary.fragments.push({ role, text: part.text });
+          }
+        }
+        break;
+      }
+    }
+  }
+  return summary;
 }
 
 /** How many items `runs` hold together. */
@@ -27,11 +130,14 @@ export function sealedItemCount(runs: readonly SealedItems[]): number {
 export class SealedItems {
   /** How many items the run holds; `items` throws when the stored run holds another number. */
   readonly count: number;
+  /** Saved with the run; undefined for runs stored without one, which are read when needed. */
+  readonly summary: RunSummary | undefined;
   #read: (() => StoredItems) | undefined;
   #items: readonly ResponseItem[] | undefined;
 
-  constructor(count: number, read: () => StoredItems) {
+  constructor(count: number, read: () => StoredItems, summary?: RunSummary) {
     this.count = count;
+    this.summary = summary;
     this.#read = read;
   }
 

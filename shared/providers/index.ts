@@ -1,5 +1,10 @@
 export { LocalModelClient } from "./local.ts";
-export { type ModelClient, type ModelEvent, ProviderError } from "./model-client.ts";
+export {
+  type ModelClient,
+  type ModelEvent,
+  type ModelPrompt,
+  ProviderError,
+} from "./model-client.ts";
 export {
   createOpenAIClientFromEnv,
   type FetchFn,

@@ -1,17 +1,16 @@
 import { sha1 } from "@noble/hashes/legacy.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import { isUserTurnBoundary } from "../context/index.ts";
-import { estimateSentItemTokenCount } from "../context-manager/index.ts";
+import { estimateSentItemTokenCount, type PromptInput } from "../context-manager/index.ts";
 import type {
   FunctionCallItem,
   KnownResponseItem,
   MessageItem,
-  Prompt,
   TokenUsage,
   ToolOutput,
 } from "../protocol/index.ts";
 import { SUMMARIZATION_REQUEST, SUMMARY_PREFIX } from "../session/index.ts";
-import type { ModelClient, ModelEvent } from "./model-client.ts";
+import type { ModelClient, ModelEvent, ModelPrompt } from "./model-client.ts";
 
 /** `/call NAME {json arguments}`: asks the local model to call a declared tool. */
 const CALL_COMMAND = /^\/call\s+([A-Za-z0-9_-]+)(?:\s+([\s\S]*))?$/;
@@ -52,10 +51,17 @@ function outputText(output: ToolOutput): string {
   return output.map((p) => (p.type === "input_text" ? p.text : `[${p.type}]`)).join("");
 }
 
-/** The text of the newest real user message (a turn boundary), or "". */
-function lastUserText(prompt: Prompt): string {
-  const last = prompt.input.findLast(isUserTurnBoundary);
-  return last?.type === "message" ? userText(last).trim() : "";
+/** The newest real user message (a turn boundary) and where it is, if any. */
+function lastUserMessage(input: PromptInput): { index: number; item?: MessageItem } {
+  const index = input.findLastIndex(isUserTurnBoundary);
+  const item = index >= 0 ? input.slice(index, index + 1)[0] : undefined;
+  return item?.type === "message" ? { index, item } : { index };
+}
+
+/** The text of the newest real user message, or "". */
+function lastUserText(prompt: ModelPrompt): string {
+  const { item } = lastUserMessage(prompt.input);
+  return item ? userText(item).trim() : "";
 }
 
 function approxTokens(text: string): number {
@@ -84,7 +90,7 @@ export class LocalModelClient implements ModelClient {
     this.#sleep = options.sleep ?? timerSleep;
   }
 
-  async *stream(prompt: Prompt, signal?: AbortSignal): AsyncIterable<ModelEvent> {
+  async *stream(prompt: ModelPrompt, signal?: AbortSignal): AsyncIterable<ModelEvent> {
     signal?.throwIfAborted();
     const item = this.respond(prompt);
     const delayMs = Number(SLOW_COMMAND.exec(lastUserText(prompt))?.[1] ?? 0);
@@ -102,17 +108,9 @@ export class LocalModelClient implements ModelClient {
     yield { type: "completed", usage: this.usage(prompt, item) };
   }
 
-  respond(prompt: Prompt): KnownResponseItem {
+  respond(prompt: ModelPrompt): KnownResponseItem {
     const input = prompt.input;
-    let lastUser = -1;
-    for (let i = input.length - 1; i >= 0; i--) {
-      const it = input[i];
-      if (it && isUserTurnBoundary(it)) {
-        lastUser = i;
-        break;
-      }
-    }
-    const last = lastUser >= 0 ? (input[lastUser] as MessageItem) : undefined;
+    const { index: lastUser, item: last } = lastUserMessage(input);
     const text = last ? userText(last).trim() : "";
     const after = input.slice(lastUser + 1);
     const outputs = after.filter(
@@ -152,10 +150,8 @@ export class LocalModelClient implements ModelClient {
     );
   }
 
-  usage(prompt: Prompt, output: KnownResponseItem): TokenUsage {
-    const input =
-      approxTokens(prompt.instructions) +
-      prompt.input.reduce((sum, item) => sum + estimateSentItemTokenCount(item), 0);
+  usage(prompt: ModelPrompt, output: KnownResponseItem): TokenUsage {
+    const input = approxTokens(prompt.instructions) + prompt.input.sentTokens();
     const out = estimateSentItemTokenCount(output);
     return {
       input_tokens: input,

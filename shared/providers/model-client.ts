@@ -1,4 +1,11 @@
+import type { PromptInput } from "../context-manager/index.ts";
 import type { KnownResponseItem, Prompt, TokenUsage } from "../protocol/index.ts";
+
+/**
+ * A model request: a `Prompt` (the wire shape of `GET …/prompt`) whose input is history as
+ * `PromptInput`, stored runs possibly unread. `input.toArray()` gives the plain items.
+ */
+export type ModelPrompt = Omit<Prompt, "input"> & { input: PromptInput };
 
 /** What a provider streams back for one sampling request (design §9). */
 export type ModelEvent =
@@ -14,7 +21,7 @@ export type ModelEvent =
  * must not yield an output item they have not finished (no half a tool call).
  */
 export interface ModelClient {
-  stream(prompt: Prompt, signal?: AbortSignal): AsyncIterable<ModelEvent>;
+  stream(prompt: ModelPrompt, signal?: AbortSignal): AsyncIterable<ModelEvent>;
 }
 
 /** A provider failed in a way the caller should report (HTTP 502 `provider_error`). */

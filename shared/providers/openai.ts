@@ -1,6 +1,10 @@
 import type { Clock } from "../ports/index.ts";
-import type { Prompt } from "../protocol/index.ts";
-import { type ModelClient, type ModelEvent, ProviderError } from "./model-client.ts";
+import {
+  type ModelClient,
+  type ModelEvent,
+  type ModelPrompt,
+  ProviderError,
+} from "./model-client.ts";
 import { backoffDelayMs, retryAfterMs } from "./openai/retry.ts";
 import { SseParser } from "./openai/sse.ts";
 import { buildRequestBody, interpretEvent, type OpenAIReasoningOptions } from "./openai/wire.ts";
@@ -233,7 +237,7 @@ export class OpenAIResponsesClient implements ModelClient {
   }
 
   /** The JSON body `stream` posts for `prompt` (exposed for `GET …/prompt`-style inspection). */
-  requestBody(prompt: Prompt): Record<string, unknown> {
+  requestBody(prompt: ModelPrompt): Record<string, unknown> {
     return buildRequestBody(prompt, {
       model: this.model,
       ...(this.#threadId !== undefined ? { promptCacheKey: this.#threadId } : {}),
@@ -241,7 +245,7 @@ export class OpenAIResponsesClient implements ModelClient {
     });
   }
 
-  async *stream(prompt: Prompt, signal?: AbortSignal): AsyncGenerator<ModelEvent> {
+  async *stream(prompt: ModelPrompt, signal?: AbortSignal): AsyncGenerator<ModelEvent> {
     signal?.throwIfAborted();
     const body = JSON.stringify(this.requestBody(prompt));
     for (let attempt = 1; attempt <= this.#maxAttempts; attempt++) {

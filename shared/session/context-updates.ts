@@ -134,10 +134,7 @@ function diffAgainstBaseline(
   snapshot: WorldStateSnapshot,
 ): { items: MessageItem[]; worldStateItem: WorldStateItem | undefined } {
   const baseline = history.worldStateBaseline;
-  const items = buildSettingsUpdateItems(
-    turn,
-    worldState.renderHistoryDiff(baseline, history.items),
-  );
+  const items = buildSettingsUpdateItems(turn, worldState.renderHistoryDiff(baseline, history));
   if (baseline === undefined) return { items, worldStateItem: { full: true, state: snapshot } };
   const patch = mergePatchFrom(baseline, snapshot);
   return { items, worldStateItem: patch === undefined ? undefined : { full: false, state: patch } };

@@ -15,7 +15,7 @@ import type {
   TokenUsageInfo,
   ToolOutput,
 } from "../protocol/index.ts";
-import type { ModelClient, ModelEvent } from "../providers/index.ts";
+import type { ModelClient, ModelEvent, ModelPrompt } from "../providers/index.ts";
 import {
   buildCompactedHistory,
   type CompactionTrigger,
@@ -745,7 +745,7 @@ export class ThreadSession {
    */
   async *#stream(
     client: ModelClient,
-    prompt: Prompt,
+    prompt: ModelPrompt,
     turn: TurnContext,
     signal: AbortSignal | undefined,
   ): AsyncGenerator<TurnEvent, StepResult> {
@@ -841,7 +841,7 @@ export class ThreadSession {
  */
 async function streamModel(
   client: ModelClient,
-  prompt: Prompt,
+  prompt: ModelPrompt,
   signal: AbortSignal | undefined,
   onEvent: (event: ModelEvent) => void,
 ): Promise<boolean> {

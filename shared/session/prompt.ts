@@ -1,5 +1,6 @@
 import type { ContextManager } from "../context-manager/index.ts";
 import type { KnownResponseItem, Prompt } from "../protocol/index.ts";
+import type { ModelPrompt } from "../providers/index.ts";
 import { summarizationRequestMessage } from "./notices.ts";
 import type { StepContext, TurnContext } from "./turn-context.ts";
 
@@ -14,20 +15,24 @@ function modelVisibleItem(item: KnownResponseItem): KnownResponseItem {
  * A prompt as the model sees it (`GET …/prompt`): bookkeeping fields removed. Providers do the
  * same at their wire boundary (the OpenAI client drops every local-only field).
  */
-export function modelVisiblePrompt(prompt: Prompt): Prompt {
-  return { ...prompt, input: prompt.input.map(modelVisibleItem) };
+export function modelVisiblePrompt(prompt: ModelPrompt): Prompt {
+  return { ...prompt, input: prompt.input.toArray().map(modelVisibleItem) };
 }
 
 /**
  * The exact request for one sampling step (design §5): base instructions, the normalized history
- * (`forPrompt`, a copy: invariant 4) and the tools of the same StepContext capture. The items are
+ * (`promptInput`, a copy: invariant 4) and the tools of the same StepContext capture. The items are
  * history's own frozen objects, bookkeeping included: a long thread's prompt copies no item, and
  * per-item caches (token estimates) keep working across prompts and reloads.
  */
-export function buildPrompt(history: ContextManager, turn: TurnContext, step: StepContext): Prompt {
+export function buildPrompt(
+  history: ContextManager,
+  turn: TurnContext,
+  step: StepContext,
+): ModelPrompt {
   return {
     instructions: turn.baseInstructions,
-    input: history.forPrompt(turn.model.inputModalities),
+    input: history.promptInput(turn.model.inputModalities),
     tools: step.tools.map((t) => ({ ...t })),
     parallel_tool_calls: turn.model.supportsParallelToolCalls,
   };
@@ -38,10 +43,10 @@ export function buildPrompt(history: ContextManager, turn: TurnContext, step: St
  * history and one extra user message asking for a summary. That message exists only in this
  * request; it is never recorded. No tools are offered, so the model can only answer in text.
  */
-export function buildCompactionPrompt(history: ContextManager, turn: TurnContext): Prompt {
+export function buildCompactionPrompt(history: ContextManager, turn: TurnContext): ModelPrompt {
   return {
     instructions: turn.baseInstructions,
-    input: [...history.forPrompt(turn.model.inputModalities), summarizationRequestMessage()],
+    input: history.promptInput(turn.model.inputModalities).concat([summarizationRequestMessage()]),
     tools: [],
     parallel_tool_calls: turn.model.supportsParallelToolCalls,
   };

@@ -1,7 +1,7 @@
 import type { Fragment, FragmentRole } from "../context/index.ts";
+import { type RetainedHistory, retainedItems } from "../context/index.ts";
 import type { JsonValue, ResponseItem, WorldStateSnapshot } from "../protocol/index.ts";
 import { getMember, setMember, sortedEntries } from "./internal/json.ts";
-import { someRetainedText } from "./internal/retained.ts";
 import { removeNullObjectFields } from "./merge-patch.ts";
 
 /**
@@ -36,7 +36,7 @@ export interface WorldStateSection<S extends JsonValue = JsonValue> {
    * `retained` is the history being diffed against, given only by `renderHistoryDiff`; without
    * it, the fragments a Known snapshot describes are taken to still be in history.
    */
-  render(previous: PreviousSectionState<S>, retained?: readonly ResponseItem[]): Fragment[];
+  render(previous: PreviousSectionState<S>, retained?: RetainedHistory): Fragment[];
   /** Recognizes this section's text in history written before snapshots existed. */
   matchesLegacyFragment?(role: FragmentRole, text: string): boolean;
   /**
@@ -109,21 +109,22 @@ export class WorldState {
    */
   renderHistoryDiff(
     previous: WorldStateSnapshot | undefined,
-    retained: readonly ResponseItem[],
+    history: RetainedHistory | readonly ResponseItem[],
   ): Fragment[] {
+    const retained = Array.isArray(history) ? retainedItems(history) : (history as RetainedHistory);
     return [...this.#sections.values()].flatMap((section) => {
       const stored = previous === undefined ? undefined : getMember(previous, section.id);
       let state: PreviousSectionState<JsonValue>;
       if (stored !== undefined) {
         const retainedMatcher = section.matchesRetainedFragment?.bind(section);
         state =
-          retainedMatcher !== undefined && !someRetainedText(retained, retainedMatcher)
+          retainedMatcher !== undefined && !retained.someRetainedText(retainedMatcher)
             ? { kind: "absent" }
             : known(section, stored);
       } else {
         const legacyMatcher = section.matchesLegacyFragment?.bind(section);
         state =
-          legacyMatcher !== undefined && someRetainedText(retained, legacyMatcher)
+          legacyMatcher !== undefined && retained.someRetainedText(legacyMatcher)
             ? { kind: "unknown" }
             : { kind: "absent" };
       }

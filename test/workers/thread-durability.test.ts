@@ -399,7 +399,7 @@ describe("checkpoint item groups", () => {
     await expectSameAfterEviction(id);
   });
 
-  it("a cold start reads no history for a read, a page or an alarm; a checkpoint after it keeps the groups", async () => {
+  it("a cold start reads no history for a read, an alarm or a turn, a page reads its runs, and a checkpoint after it keeps the groups", async () => {
     const id = newThreadId();
     await createThread(id);
     for (let i = 0; i < 6; i++) await turn(id, big(i));
@@ -409,14 +409,21 @@ describe("checkpoint item groups", () => {
     await reencodeFirstGroup(id);
     const marked = await groupData(id);
     const page = await json(await api("GET", `/v1/threads/${id}/history?limit=3`));
+    const last = await json(await api("GET", `/v1/threads/${id}/history?limit=100`));
     await evictDurableObject(threadStub(id));
     expect((await api("GET", `/v1/threads/${id}`)).status).toBe(200);
-    expect(await json(await api("GET", `/v1/threads/${id}/history?limit=3`))).toEqual(page);
     await runDurableObjectAlarm(threadStub(id));
-    expect((await inspect(id))?.historyRead).toBe(false);
-    // The turns read the live history; the checkpoint extends its own, whose runs stay unread.
+    const loaded = await threadStub(id).storedRunsForTesting();
+    expect(loaded?.runs).toBeGreaterThan(0);
+    expect(loaded?.unread).toBe(loaded?.runs);
+    // A page reads the runs it falls in: the first 3 items are in the first run only.
+    expect(await json(await api("GET", `/v1/threads/${id}/history?limit=3`))).toEqual(page);
+    expect((await threadStub(id).storedRunsForTesting())?.unread).toBe((loaded?.runs ?? 0) - 1);
+    expect(await json(await api("GET", `/v1/threads/${id}/history?limit=100`))).toEqual(last);
+    // Turns read no run (their prompts pass the runs on unread), nor does the checkpoint after.
     await evictDurableObject(threadStub(id));
     for (let i = 6; i < 12; i++) await turn(id, big(i));
+    expect(await threadStub(id).storedRunsForTesting()).toEqual(loaded);
     await checkpointAfter(id, seq);
     expect(await groupData(id)).toBe(marked);
     await expectSameAfterEviction(id);
@@ -453,6 +460,35 @@ describe("checkpoint item groups", () => {
     await expectSameAfterEviction(id);
   });
 
+  it("item groups stored without run summaries, as before them, still load and answer alike", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    for (let i = 0; i < 12; i++) await turn(id, big(i));
+    await checkpointAfter(id);
+    await expectSameAfterEviction(id, () =>
+      runInDurableObject(threadStub(id), (_i, durable) => {
+        const sql = durable.storage.sql;
+        const rows = sql
+          .exec<{ grp: number; data: ArrayBuffer }>(
+            "SELECT grp, data FROM spindle_checkpoint_items WHERE part = 0",
+          )
+          .toArray();
+        for (const row of rows) {
+          const text = gunzipSync(new Uint8Array(row.data)).toString();
+          const items = text.slice(text.indexOf("\n") + 1);
+          sql.exec(
+            "UPDATE spindle_checkpoint_items SET data = ? WHERE grp = ? AND part = 0",
+            gzipSync(items),
+            row.grp,
+          );
+        }
+      }),
+    );
+    await turn(id, "after");
+    const thread = await json<{ warnings: unknown[] }>(await api("GET", `/v1/threads/${id}`));
+    expect(thread.warnings).toEqual([]);
+  });
+
   it("a checkpoint stored whole, as before item groups, still loads (no rebuild, no warning)", async () => {
     const id = newThreadId();
     await createThread(id);
@@ -468,7 +504,12 @@ describe("checkpoint item groups", () => {
             .map((r) => JSON.parse(gunzipSync(new Uint8Array(r.data)).toString()));
         // One row each here: the header and every group are far below the row limit.
         const [header] = blob("spindle_checkpoint");
-        const groups = blob("spindle_checkpoint_items") as { items: unknown[]; bytes: number[] }[];
+        // A group is its run summary, then its items on the second line.
+        const groups = sql
+          .exec<{ data: ArrayBuffer }>("SELECT data FROM spindle_checkpoint_items ORDER BY rowid")
+          .toArray()
+          .map((r) => gunzipSync(new Uint8Array(r.data)).toString().split("\n")[1] ?? "")
+          .map((text) => JSON.parse(text) as { items: unknown[]; bytes: number[] });
         const { itemCount: _n, ...rest } = header;
         const whole = {
           ...rest,

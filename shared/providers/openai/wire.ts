@@ -7,10 +7,9 @@ import {
   type FunctionTool,
   type KnownResponseItem,
   KnownResponseItemSchema,
-  type Prompt,
   type TokenUsage,
 } from "../../protocol/index.ts";
-import { type ModelEvent, ProviderError } from "../model-client.ts";
+import { type ModelEvent, type ModelPrompt, ProviderError } from "../model-client.ts";
 import type { SseEvent } from "./sse.ts";
 
 /** Reasoning settings passed through as the request's `reasoning` object. */
@@ -55,13 +54,14 @@ function toWireTool(tool: FunctionTool): Record<string, unknown> {
 
 /** The `POST /responses` body for one sampling request (design §9). */
 export function buildRequestBody(
-  prompt: Prompt,
+  prompt: ModelPrompt,
   options: RequestBodyOptions,
 ): Record<string, unknown> {
   const body: Record<string, unknown> = {
     model: options.model,
     instructions: prompt.instructions,
-    input: prompt.input.map(toWireItem),
+    // A request holds every item: stored runs of history are read here.
+    input: prompt.input.toArray().map(toWireItem),
     tools: prompt.tools.map(toWireTool),
     parallel_tool_calls: prompt.parallel_tool_calls,
   };

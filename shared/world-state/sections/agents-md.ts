@@ -4,11 +4,11 @@ import {
   fragment,
   MARKERS,
   matchesMarkers,
+  type RetainedHistory,
   renderFragment,
 } from "../../context/index.ts";
-import type { AgentsMdConfig, JsonValue, ResponseItem } from "../../protocol/index.ts";
+import type { AgentsMdConfig, JsonValue } from "../../protocol/index.ts";
 import { getMember, isJsonObject } from "../internal/json.ts";
-import { someRetainedText } from "../internal/retained.ts";
 import { fingerprint, hasText } from "../internal/text.ts";
 import { SECTION_IDS } from "../section-ids.ts";
 import type { PreviousSectionState, WorldStateSection } from "../world-state.ts";
@@ -56,7 +56,7 @@ export function agentsMdSection(
     readSnapshot: readAgentsMdSnapshot,
     render(
       previous: PreviousSectionState<AgentsMdSnapshot>,
-      retained?: readonly ResponseItem[],
+      retained?: RetainedHistory,
     ): Fragment[] {
       if (current === undefined) {
         return previous.kind === "known"
@@ -112,9 +112,9 @@ function isRemovalNotice(text: string): boolean {
   return text.trimEnd().endsWith(`<INSTRUCTIONS>\n${AGENTS_MD_REMOVAL_NOTICE}\n</INSTRUCTIONS>`);
 }
 
-function holdsAny(retained: readonly ResponseItem[], fragments: readonly Fragment[]): boolean {
+function holdsAny(retained: RetainedHistory, fragments: readonly Fragment[]): boolean {
   const texts = new Set(fragments.map((f) => renderFragment(f).trim()));
-  return someRetainedText(retained, (role, text) => role === "user" && texts.has(text.trim()));
+  return retained.someRetainedText((role, text) => role === "user" && texts.has(text.trim()));
 }
 
 function readAgentsMdSnapshot(stored: JsonValue): AgentsMdSnapshot | undefined {

@@ -4,16 +4,11 @@ import {
   fragment,
   MARKERS,
   matchesMarkers,
+  type RetainedHistory,
   renderFragment,
 } from "../../context/index.ts";
-import type {
-  ContextSectionConfig,
-  JsonObject,
-  JsonValue,
-  ResponseItem,
-} from "../../protocol/index.ts";
+import type { ContextSectionConfig, JsonObject, JsonValue } from "../../protocol/index.ts";
 import { compareCodePoints, getMember, isJsonObject, setMember } from "../internal/json.ts";
-import { someRetainedText } from "../internal/retained.ts";
 import { escapeXml, fingerprint, hasText } from "../internal/text.ts";
 import { SECTION_IDS } from "../section-ids.ts";
 import type { PreviousSectionState, WorldStateSection } from "../world-state.ts";
@@ -65,7 +60,7 @@ export function contextSectionsSection(
     readSnapshot: readContextSectionsSnapshot,
     render(
       previous: PreviousSectionState<ContextSectionsSnapshot>,
-      retained?: readonly ResponseItem[],
+      retained?: RetainedHistory,
     ): Fragment[] {
       if (previous.kind !== "known") return current.map((entry) => entry.fragment);
       const before = readEntries(previous.snapshot) ?? new Map<string, Entry>();
@@ -105,9 +100,9 @@ function isExtensionFragment(_role: FragmentRole, text: string): boolean {
   return matchesMarkers(MARKERS.extensionContext.start, MARKERS.extensionContext.end, text);
 }
 
-function holds(retained: readonly ResponseItem[], expected: Fragment): boolean {
+function holds(retained: RetainedHistory, expected: Fragment): boolean {
   const text = renderFragment(expected).trim();
-  return someRetainedText(retained, (role, part) => role === expected.role && part.trim() === text);
+  return retained.someRetainedText((role, part) => role === expected.role && part.trim() === text);
 }
 
 function readEntries(snapshot: ContextSectionsSnapshot): Map<string, Entry> | undefined {

@@ -4,27 +4,43 @@ import {
   ContextManager,
   estimateItemBytes,
   SealedItems,
+  summarizeRun,
 } from "../../../shared/context-manager/index.ts";
 import type { ResponseItem } from "../../../shared/protocol/index.ts";
+import { LocalModelClient } from "../../../shared/providers/index.ts";
 import { historyArb, modalitiesArb } from "./arbitraries.ts";
 import {
   assistant,
   DEFAULT_POLICY,
+  developer,
+  ENV_CONTEXT,
   functionCall,
   functionOutput,
   historyWith,
+  PERMISSIONS,
   user,
 } from "./builders.ts";
 
 /** A run as a checkpoint store makes one: JSON text, parsed by `read`, which counts its calls. */
-function storedRun(items: ResponseItem[], bytes?: number[]) {
+function storedRun(items: ResponseItem[], { bytes, summarized = false }: RunOptions = {}) {
   const text = JSON.stringify({ items, ...(bytes ? { bytes } : {}) });
   const reads = { count: 0 };
-  const run = new SealedItems(items.length, () => {
-    reads.count += 1;
-    return JSON.parse(text);
-  });
+  const summary = summarized ? summarizeRun(items) : undefined;
+  const run = new SealedItems(
+    items.length,
+    () => {
+      reads.count += 1;
+      return JSON.parse(text);
+    },
+    summary,
+  );
   return { run, reads };
+}
+
+interface RunOptions {
+  bytes?: number[];
+  /** Saved with a summary, as a checkpoint store writes runs now. */
+  summarized?: boolean;
 }
 
 const first = [user("q1"), assistant("a1"), functionCall("c1")];
@@ -42,7 +58,7 @@ function restored() {
 
 describe("SealedItems", () => {
   it("reads its items once, frozen, with their byte counts as saved", () => {
-    const { run, reads } = storedRun([user("a"), assistant("b")], [1000, 2000]);
+    const { run, reads } = storedRun([user("a"), assistant("b")], { bytes: [1000, 2000] });
     expect(run.parsed).toBe(false);
     expect(reads.count).toBe(0);
     const items = run.items;
@@ -131,6 +147,40 @@ describe("a history that starts with stored runs", () => {
     expect(rolled.cm.historyVersion).toBe(rolled.plain.historyVersion);
   });
 
+  it("with summaries, what a turn asks of history reads no run", () => {
+    const runA = [developer(PERMISSIONS), user(ENV_CONTEXT), ...first];
+    const a = storedRun(runA, { summarized: true });
+    const b = storedRun(second, { summarized: true });
+    const tailItems = [user("q3"), assistant("a3")];
+    const cm = new ContextManager({ sealed: [a.run, b.run], items: tailItems });
+    const plain = new ContextManager({ items: [...runA, ...second, ...tailItems] });
+    const model = new LocalModelClient();
+    const prompt = (h: ContextManager) => ({
+      instructions: "",
+      input: h.promptInput(["text"]),
+      tools: [],
+      parallel_tool_calls: false,
+    });
+    expect(model.respond(prompt(cm))).toEqual(model.respond(prompt(plain)));
+    expect(model.usage(prompt(cm), assistant("x"))).toEqual(
+      model.usage(prompt(plain), assistant("x")),
+    );
+    expect(cm.someRetainedText((_r, text) => text === PERMISSIONS)).toBe(true);
+    expect(
+      cm.someRetainedText(
+        (_r, text) => text === "<environment_context>other</environment_context>",
+      ),
+    ).toBe(false);
+    expect(cm.estimateTokenCount("base")).toBe(plain.estimateTokenCount("base"));
+    expect(cm.getTotalTokenUsage(false)).toBe(plain.getTotalTokenUsage(false));
+    expect([a.run.parsed, b.run.parsed]).toEqual([false, false]);
+    // A run that needs a synthetic output is read, and only that one.
+    const open = storedRun([functionCall("lost")], { summarized: true });
+    const clean = storedRun([user("x"), assistant("y")], { summarized: true });
+    new ContextManager({ sealed: [open.run, clean.run], items: [user("q")] }).promptInput(["text"]);
+    expect([open.run.parsed, clean.run.parsed]).toEqual([true, false]);
+  });
+
   it("estimates tokens as a plain history does", () => {
     const { cm, plain } = restored();
     expect(cm.estimateTokenCount("base")).toBe(plain.estimateTokenCount("base"));
@@ -153,6 +203,8 @@ type HistoryOp =
   | { kind: "slice"; start: number; length: number }
   | { kind: "prompt"; modalities: ("text" | "image")[] }
   | { kind: "tokens"; serverReasoning: boolean }
+  | { kind: "retained" }
+  | { kind: "local"; modalities: ("text" | "image")[] }
   | { kind: "clone" };
 
 const historyOpArb: fc.Arbitrary<HistoryOp> = fc.oneof(
@@ -162,7 +214,13 @@ const historyOpArb: fc.Arbitrary<HistoryOp> = fc.oneof(
     { kind: "removeLast" as const },
     { kind: "images" as const },
     { kind: "clone" as const },
+    { kind: "retained" as const },
   ),
+  fc.constantFrom(user(ENV_CONTEXT), developer(PERMISSIONS)).map((item) => ({
+    kind: "record" as const,
+    items: [item],
+  })),
+  modalitiesArb.map((modalities) => ({ kind: "local" as const, modalities })),
   fc.nat({ max: 3 }).map((turns) => ({ kind: "rollback" as const, turns })),
   fc.nat({ max: 4 }).map((keep) => ({ kind: "replace" as const, keep })),
   fc
@@ -193,6 +251,22 @@ function apply(cm: ContextManager, op: HistoryOp): unknown {
       return cm.forPrompt(op.modalities);
     case "tokens":
       return [cm.getTotalTokenUsage(op.serverReasoning), cm.estimateTokenCount("base"), cm.length];
+    case "retained":
+      // The world-state sections' kind of matcher: a fragment's markers.
+      return [ENV_CONTEXT, PERMISSIONS].map((fragment) =>
+        cm.someRetainedText((_role, text) => text === fragment),
+      );
+    case "local": {
+      // The local model reads the input's length, last user message and token estimate.
+      const model = new LocalModelClient();
+      const prompt = {
+        instructions: "",
+        input: cm.promptInput(op.modalities),
+        tools: [],
+        parallel_tool_calls: false,
+      };
+      return [model.respond(prompt), model.usage(prompt, assistant("answer")), prompt.input.length];
+    }
     case "clone": {
       // A clone writes on its own: the original must not see it.
       const copy = cm.clone();
@@ -207,19 +281,25 @@ describe("a history with stored runs, under any operations", () => {
     fc.assert(
       fc.property(
         historyArb,
-        fc.array(fc.nat({ max: 40 }), { maxLength: 4 }),
+        fc.subarray([user(ENV_CONTEXT), developer(PERMISSIONS)]),
+        fc.nat({ max: 40 }),
+        fc.array(fc.record({ at: fc.nat({ max: 40 }), summarized: fc.boolean() }), {
+          maxLength: 4,
+        }),
         fc.array(historyOpArb, { maxLength: 12 }),
-        (history, cuts, ops) => {
+        (generated, fragments, at, cuts, ops) => {
+          const history = [...generated];
+          history.splice(Math.min(at, history.length), 0, ...fragments);
           // Cut history into runs (as a store's groups) and a tail of plain items.
-          const bounds = [...new Set(cuts.map((c) => Math.min(c, history.length)))].sort(
-            (a, b) => a - b,
-          );
+          const bounds = new Map(cuts.map((c) => [Math.min(c.at, history.length), c.summarized]));
           let from = 0;
-          const sealed = bounds.map((to) => {
-            const run = storedRun(history.slice(from, to)).run;
-            from = to;
-            return run;
-          });
+          const sealed = [...bounds.keys()]
+            .sort((a, b) => a - b)
+            .map((to) => {
+              const items = history.slice(from, to);
+              from = to;
+              return storedRun(items, { summarized: bounds.get(to) ?? false }).run;
+            });
           const restored = new ContextManager({ sealed, items: history.slice(from) });
           const plain = new ContextManager({ items: history });
           for (const op of ops) {
@@ -230,6 +310,7 @@ describe("a history with stored runs, under any operations", () => {
           expect(restored.toState()).toEqual(plain.toState());
         },
       ),
+      { numRuns: 500 },
     );
   });
 });

@@ -11,6 +11,7 @@ import {
   LocalModelClient,
   type ModelClient,
   type ModelEvent,
+  type ModelPrompt,
 } from "../../../shared/providers/index.ts";
 import {
   type EngineDeps,
@@ -28,15 +29,16 @@ export const T0 = Date.UTC(2026, 2, 1, 12, 0, 0);
 /** A model (the local one by default) that remembers every prompt it was sent. */
 export class RecordingClient implements ModelClient {
   readonly prompts: Prompt[] = [];
-  /** The same prompts uncopied, for identity checks. */
+  /** The same prompts with history's own item objects, for identity checks. */
   readonly received: Prompt[] = [];
   readonly #inner: ModelClient;
   constructor(inner: ModelClient = new LocalModelClient()) {
     this.#inner = inner;
   }
-  stream(prompt: Prompt, signal?: AbortSignal) {
-    this.prompts.push(structuredClone(prompt));
-    this.received.push(prompt);
+  stream(prompt: ModelPrompt, signal?: AbortSignal) {
+    const plain = { ...prompt, input: prompt.input.toArray() };
+    this.prompts.push(structuredClone(plain));
+    this.received.push(plain);
     return this.#inner.stream(prompt, signal);
   }
 }
@@ -124,7 +126,7 @@ export async function resume(
 /** A model that streams one delta and then waits until the signal aborts (then throws, as a provider does). */
 export class StallingClient implements ModelClient {
   started = 0;
-  async *stream(_prompt: Prompt, signal?: AbortSignal): AsyncIterable<ModelEvent> {
+  async *stream(_prompt: ModelPrompt, signal?: AbortSignal): AsyncIterable<ModelEvent> {
     this.started += 1;
     yield { type: "output_text_delta", delta: "Partial ans" };
     await new Promise<void>((_, reject) => {

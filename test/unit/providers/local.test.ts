@@ -1,10 +1,20 @@
 import { describe, expect, it } from "vitest";
+import { PromptInput } from "../../../shared/context-manager/index.ts";
 import type { KnownResponseItem, Prompt } from "../../../shared/protocol/index.ts";
-import { LocalModelClient, type ModelEvent } from "../../../shared/providers/index.ts";
+import {
+  LocalModelClient,
+  type ModelEvent,
+  type ModelPrompt,
+} from "../../../shared/providers/index.ts";
 import { SUMMARIZATION_REQUEST, summaryMessage } from "../../../shared/session/index.ts";
 
-function prompt(input: KnownResponseItem[], tools: Prompt["tools"] = []): Prompt {
-  return { instructions: "be local", input, tools, parallel_tool_calls: true };
+function prompt(input: KnownResponseItem[], tools: Prompt["tools"] = []): ModelPrompt {
+  return {
+    instructions: "be local",
+    input: PromptInput.of(input),
+    tools,
+    parallel_tool_calls: true,
+  };
 }
 const user = (t: string): KnownResponseItem => ({
   type: "message",
@@ -13,7 +23,7 @@ const user = (t: string): KnownResponseItem => ({
 });
 const tool = { type: "function" as const, name: "lookup", description: "", parameters: {} };
 
-async function collect(p: Prompt): Promise<ModelEvent[]> {
+async function collect(p: ModelPrompt): Promise<ModelEvent[]> {
   const out: ModelEvent[] = [];
   for await (const e of new LocalModelClient().stream(p)) out.push(e);
   return out;

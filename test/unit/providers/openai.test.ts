@@ -1,10 +1,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { KnownResponseItem, Prompt } from "../../../shared/protocol/index.ts";
+import { PromptInput } from "../../../shared/context-manager/index.ts";
+import type { KnownResponseItem } from "../../../shared/protocol/index.ts";
 import {
   createOpenAIClientFromEnv,
   type ModelEvent,
+  type ModelPrompt,
   OpenAIResponsesClient,
   type OpenAIResponsesClientConfig,
   ProviderError,
@@ -142,8 +144,13 @@ const user = (text: string): KnownResponseItem => ({
   content: [{ type: "input_text", text }],
 });
 
-function prompt(input: KnownResponseItem[] = [user("hi")]): Prompt {
-  return { instructions: "be helpful", input, tools: [], parallel_tool_calls: true };
+function prompt(input: KnownResponseItem[] = [user("hi")]): ModelPrompt {
+  return {
+    instructions: "be helpful",
+    input: PromptInput.of(input),
+    tools: [],
+    parallel_tool_calls: true,
+  };
 }
 
 interface Harness {
@@ -172,7 +179,7 @@ function harness(overrides: Partial<OpenAIResponsesClientConfig> = {}): Harness 
 /** Drains the stream; returns what was yielded and what it threw (if anything). */
 async function drain(
   client: OpenAIResponsesClient,
-  p: Prompt = prompt(),
+  p: ModelPrompt = prompt(),
   signal?: AbortSignal,
   onEvent?: (e: ModelEvent) => void,
 ): Promise<{ events: ModelEvent[]; error: unknown }> {
@@ -351,9 +358,9 @@ describe("OpenAIResponsesClient request", () => {
       },
       { type: "function_call_output", call_id: "call_1", output: "sunny" },
     ];
-    const p: Prompt = {
+    const p: ModelPrompt = {
       instructions: "You are a careful assistant.",
-      input,
+      input: PromptInput.of(input),
       tools: [
         {
           type: "function",

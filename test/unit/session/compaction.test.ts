@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { isContextualUserMessageContent } from "../../../shared/context/index.ts";
+import { PromptInput } from "../../../shared/context-manager/index.ts";
 import { SPINDLE_LOCAL, SPINDLE_LOCAL_LITE } from "../../../shared/models/index.ts";
 import type { MessageItem, Prompt, ResponseItem } from "../../../shared/protocol/index.ts";
 import type { ModelClient, ModelEvent } from "../../../shared/providers/index.ts";
@@ -116,7 +117,8 @@ describe("manual compaction (reference §5.6)", () => {
     const prompt = h.client.prompts.at(-1) as Prompt;
     expect(prompt.instructions).toBe(SPINDLE_LOCAL.instructions);
     expect(prompt.tools).toEqual([]);
-    expect(modelVisiblePrompt(prompt).input.slice(0, -1)).toEqual(before.input);
+    const sent = modelVisiblePrompt({ ...prompt, input: PromptInput.of(prompt.input) });
+    expect(sent.input.slice(0, -1)).toEqual(before.input);
     expect(prompt.input.at(-1)).toEqual(user(SUMMARIZATION_REQUEST));
     const recorded = JSON.stringify([h.sink.items, h.session.history.items]);
     expect(recorded).not.toContain(SUMMARIZATION_REQUEST.slice(0, 40));

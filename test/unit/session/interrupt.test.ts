@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { isUserTurnBoundary, MARKERS } from "../../../shared/context/index.ts";
-import type { KnownResponseItem, Prompt } from "../../../shared/protocol/index.ts";
+import type { KnownResponseItem } from "../../../shared/protocol/index.ts";
 import {
   LocalModelClient,
   type ModelClient,
   type ModelEvent,
+  type ModelPrompt,
 } from "../../../shared/providers/index.ts";
 import { TURN_ABORTED_GUIDANCE, type TurnEvent } from "../../../shared/session/index.ts";
 import {
@@ -20,7 +21,7 @@ import {
 class StallOnce implements ModelClient {
   readonly #stall = new StallingClient();
   readonly #local = new LocalModelClient();
-  stream(prompt: Prompt, signal?: AbortSignal): AsyncIterable<ModelEvent> {
+  stream(prompt: ModelPrompt, signal?: AbortSignal): AsyncIterable<ModelEvent> {
     return this.#stall.started === 0
       ? this.#stall.stream(prompt, signal)
       : this.#local.stream(prompt, signal);
@@ -30,7 +31,7 @@ class StallOnce implements ModelClient {
 /** Streams `items` as finished output items, then waits for the abort. */
 class ItemsThenStall implements ModelClient {
   constructor(readonly items: KnownResponseItem[]) {}
-  async *stream(_prompt: Prompt, signal?: AbortSignal): AsyncIterable<ModelEvent> {
+  async *stream(_prompt: ModelPrompt, signal?: AbortSignal): AsyncIterable<ModelEvent> {
     for (const item of this.items) yield { type: "output_item_done", item };
     await new Promise<void>((_, reject) => {
       if (signal?.aborted) reject(new Error("aborted"));

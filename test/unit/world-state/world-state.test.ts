@@ -1,6 +1,12 @@
 import { describe, expect, test } from "vitest";
-import { type Fragment, type FragmentRole, fragment } from "../../../shared/context/index.ts";
-import type { JsonValue, ResponseItem } from "../../../shared/protocol/index.ts";
+import {
+  type Fragment,
+  type FragmentRole,
+  fragment,
+  type RetainedHistory,
+  retainedItems,
+} from "../../../shared/context/index.ts";
+import type { JsonValue } from "../../../shared/protocol/index.ts";
 import {
   applyMergePatch,
   mergePatchFrom,
@@ -26,8 +32,8 @@ function probe(
   id: string,
   value: string,
   hooks: Partial<Pick<WorldStateSection, "matchesLegacyFragment" | "matchesRetainedFragment">> = {},
-): WorldStateSection<ValueSnapshot> & { retainedSeen: (readonly ResponseItem[] | undefined)[] } {
-  const retainedSeen: (readonly ResponseItem[] | undefined)[] = [];
+): WorldStateSection<ValueSnapshot> & { retainedSeen: (RetainedHistory | undefined)[] } {
+  const retainedSeen: (RetainedHistory | undefined)[] = [];
   return {
     id,
     retainedSeen,
@@ -257,11 +263,12 @@ describe("WorldState.renderHistoryDiff (reference §3.5)", () => {
     const first = probe("zz", "1");
     const second = probe("aa", "2");
     const state = new WorldState().addSection(first).addSection(second);
-    const retained = [user("hi")];
+    const retained = retainedItems([user("hi")]);
     expect(state.renderHistoryDiff(undefined, retained).map((f) => f.startMarker)).toEqual([
       "<zz>",
       "<aa>",
     ]);
-    expect(first.retainedSeen).toEqual([retained]);
+    expect(first.retainedSeen).toHaveLength(1);
+    expect(first.retainedSeen[0]).toBe(retained);
   });
 });

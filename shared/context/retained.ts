@@ -1,5 +1,23 @@
-import type { FragmentRole } from "../../context/index.ts";
-import type { ResponseItem } from "../../protocol/index.ts";
+import type { ResponseItem } from "../protocol/index.ts";
+import type { FragmentRole } from "./fragment.ts";
+
+/** What a text a world-state section looks for in history is accepted by. */
+export type RetainedTextMatcher = (role: FragmentRole, text: string) => boolean;
+
+/**
+ * History as the world-state diff searches it for the fragments sections injected earlier.
+ * Sections look only for contextual fragments (text framed by their markers), so a history that
+ * keeps runs unread may answer from those runs' contextual parts alone (`ContextManager`).
+ */
+export interface RetainedHistory {
+  /** True when some `input_text` part of a user or developer message satisfies `accepts`. */
+  someRetainedText(accepts: RetainedTextMatcher): boolean;
+}
+
+/** `items` as `RetainedHistory`, searched whole. */
+export function retainedItems(items: readonly ResponseItem[]): RetainedHistory {
+  return { someRetainedText: (accepts) => someRetainedText(items, accepts) };
+}
 
 /**
  * True when some `input_text` part of a user or developer message in `items` satisfies
@@ -11,7 +29,7 @@ import type { ResponseItem } from "../../protocol/index.ts";
  */
 export function someRetainedText(
   items: readonly ResponseItem[],
-  accepts: (role: FragmentRole, text: string) => boolean,
+  accepts: RetainedTextMatcher,
 ): boolean {
   for (let i = 0; i < items.length; i++) {
     const item = items[i] as ResponseItem;
