@@ -59,8 +59,9 @@ function optionalFrozen<T>(value: T | undefined): T | undefined {
  * and the writer copies it first.
  *
  * A history restored from a checkpoint may begin with runs of items still as stored
- * (`SealedItems`): appending and everything but the items themselves works without reading them;
- * the first read of items (a prompt, an estimate, a rewrite) reads them all.
+ * (`SealedItems`). What a turn asks (appends, `promptInput`, estimates, the world-state diff's
+ * search) is answered from the runs' summaries, reading only a run whose prompt form differs from
+ * what is stored; the first read of `items` (a rewrite, an HTTP provider's request) reads them all.
  */
 export class ContextManager {
   /** Runs of history items not read yet, oldest first; they come before `#items`. */
