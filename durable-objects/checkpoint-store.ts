@@ -8,7 +8,7 @@ import {
 } from "../shared/context-manager/index.ts";
 import type { ResponseItem } from "../shared/protocol/index.ts";
 import { type Checkpoint, restoreCheckpoint } from "../shared/rollout/index.ts";
-import { gunzip, gzip } from "./gzip.ts";
+import { gunzip, gzip, sha256HexSync } from "./gzip.ts";
 import type { Sql } from "./sql.ts";
 
 /** Headroom below the 2 MB per-value limit of Durable Object SQLite (see `text-parts.ts`). */
@@ -142,8 +142,10 @@ function keptGroups(
  * whole history (which would re-serialize megabytes every checkpoint on a long thread, and leave
  * as much garbage on the heap).
  *
- * A load inflates every group (a damaged one fails the load, and the thread is rebuilt from its
- * rollout) but parses only the last: the others become `SealedItems`, read when history is.
+ * A load reads every group but inflates and parses only the last: the others become
+ * `SealedItems` carrying their run summaries (`spindle_checkpoint_runs`), read only when history
+ * needs their items. Each is checked against its stored SHA-256 instead, so a damaged group still
+ * fails the load (and the thread is rebuilt from its rollout).
  */
 export class CheckpointStore {
   readonly #sql: Sql;
@@ -183,10 +185,14 @@ export class CheckpointStore {
     const groups = planItemGroups(sourceBytes, from - base, this.#limits).map((group) => {
       const end = group.first + group.count;
       const items = source.slice(group.first, end);
-      const data = gzip(
-        encodeGroup(summarizeRun(items), { items, bytes: sourceBytes.slice(group.first, end) }),
-      );
-      return { first: base + group.first, count: group.count, data };
+      const data = gzip(JSON.stringify({ items, bytes: sourceBytes.slice(group.first, end) }));
+      const run: StoredRun = { summary: summarizeRun(items), sha256: sha256HexSync(data) };
+      return {
+        first: base + group.first,
+        count: group.count,
+        data,
+        run: gzip(JSON.stringify(run)),
+      };
     });
     const headerData = gzip(JSON.stringify(header));
     this.#storage.transactionSync(() => {
@@ -195,10 +201,15 @@ export class CheckpointStore {
         this.#sql`INSERT INTO spindle_checkpoint (chunk, data) VALUES (${part}, ${data})`;
       });
       this.#sql`DELETE FROM spindle_checkpoint_items WHERE grp >= ${kept}`;
+      this.#sql`DELETE FROM spindle_checkpoint_runs WHERE grp >= ${kept}`;
       groups.forEach((group, i) => {
         this.#insertParts(group.data, (part, data) => {
           this.#sql`INSERT INTO spindle_checkpoint_items (grp, part, first, count, data)
             VALUES (${kept + i}, ${part}, ${group.first}, ${group.count}, ${data})`;
+        });
+        this.#insertParts(group.run, (part, data) => {
+          this.#sql`INSERT INTO spindle_checkpoint_runs (grp, part, data)
+            VALUES (${kept + i}, ${part}, ${data})`;
         });
       });
     });
@@ -223,10 +234,8 @@ export class CheckpointStore {
       throw new Error(`checkpoint holds ${count} of its ${header.itemCount} items`);
     }
     const open = groups.pop();
-    const sealed = groups.map((g) => {
-      const { summary, items } = splitGroup(g.text);
-      return new SealedItems(g.count, () => JSON.parse(items) as StoredItems, summary);
-    });
+    const runs = this.#readRuns();
+    const sealed = groups.map((group) => sealedGroup(group, runs.get(group.grp)));
     const last = open === undefined ? { items: [], bytes: [] } : parseGroup(open);
     const { itemCount: _count, ...rest } = header;
     const checkpoint = restoreCheckpoint({
@@ -244,7 +253,25 @@ export class CheckpointStore {
   clear(): void {
     this.#sql`DELETE FROM spindle_checkpoint`;
     this.#sql`DELETE FROM spindle_checkpoint_items`;
+    this.#sql`DELETE FROM spindle_checkpoint_runs`;
     this.#stored = undefined;
+  }
+
+  /** The run record of each group that has one (groups saved before runs had none). */
+  #readRuns(): Map<number, StoredRun> {
+    const rows = this.#sql<{
+      grp: number;
+      data: ArrayBuffer;
+    }>`SELECT grp, data FROM spindle_checkpoint_runs ORDER BY grp, part`.toArray();
+    const runs = new Map<number, StoredRun>();
+    for (let i = 0; i < rows.length; ) {
+      const grp = (rows[i] as (typeof rows)[number]).grp;
+      let end = i + 1;
+      while (rows[end]?.grp === grp) end++;
+      runs.set(grp, JSON.parse(gunzip(joinParts(rows.slice(i, end)))) as StoredRun);
+      i = end;
+    }
+    return runs;
   }
 
   #groups(): ItemGroup[] {
@@ -254,8 +281,8 @@ export class CheckpointStore {
     }>`SELECT first, count FROM spindle_checkpoint_items WHERE part = 0 ORDER BY grp`.toArray();
   }
 
-  /** Every group inflated, oldest first. Throws unless they are contiguous from item 0. */
-  *#readGroups(): Generator<InflatedGroup> {
+  /** Every group as stored (compressed), oldest first. Throws unless they are contiguous from item 0. */
+  *#readGroups(): Generator<StoredGroup> {
     const rows = this.#sql<{
       grp: number;
       first: number;
@@ -271,9 +298,9 @@ export class CheckpointStore {
         throw new Error(`checkpoint item group ${head.grp} does not continue at item ${next}`);
       }
       next += head.count;
-      const text = gunzip(joinParts(rows.slice(i, end)));
+      const data = joinParts(rows.slice(i, end));
       i = end;
-      yield { grp: head.grp, count: head.count, text };
+      yield { grp: head.grp, count: head.count, data };
     }
   }
 
@@ -285,31 +312,44 @@ export class CheckpointStore {
   }
 }
 
-/** A stored group's text, inflated (gzip checked it) but not parsed. */
-interface InflatedGroup {
+/** A stored group: its items and their byte counts (`StoredItems`), as gzip-compressed JSON. */
+interface StoredGroup {
   grp: number;
   count: number;
-  text: string;
+  data: Uint8Array;
 }
 
 /**
- * A group's text: its run summary on the first line, then its items and their byte counts
- * (`StoredItems`). JSON never holds a raw newline, so the first one ends the summary. Groups
- * written before summaries existed are the items alone.
+ * What `spindle_checkpoint_runs` keeps per group (gzip JSON): the run's summary, which a turn
+ * works from without reading the group, and the SHA-256 of the group's compressed bytes, which a
+ * load checks instead of inflating them (a damaged group still fails the load at once).
  */
-function encodeGroup(summary: RunSummary, stored: StoredItems): string {
-  return `${JSON.stringify({ summary })}\n${JSON.stringify(stored)}`;
+interface StoredRun {
+  summary: RunSummary;
+  sha256: string;
 }
 
-function splitGroup(text: string): { summary: RunSummary | undefined; items: string } {
-  if (!text.startsWith('{"summary":')) return { summary: undefined, items: text };
-  const newline = text.indexOf("\n");
-  const head = JSON.parse(text.slice(0, newline)) as { summary: RunSummary };
-  return { summary: head.summary, items: text.slice(newline + 1) };
+/**
+ * A group as a run read on first need. One without a run record (saved before they existed) is
+ * inflated now, so gzip's own check still runs at load, and has no summary.
+ */
+function sealedGroup(group: StoredGroup, run: StoredRun | undefined): SealedItems {
+  if (run === undefined) {
+    const text = gunzip(group.data);
+    return new SealedItems(group.count, () => JSON.parse(text) as StoredItems);
+  }
+  if (sha256HexSync(group.data) !== run.sha256) {
+    throw new Error(`checkpoint item group ${group.grp} does not match its checksum`);
+  }
+  return new SealedItems(
+    group.count,
+    () => JSON.parse(gunzip(group.data)) as StoredItems,
+    run.summary,
+  );
 }
 
-function parseGroup(group: InflatedGroup): StoredItems {
-  const stored = JSON.parse(splitGroup(group.text).items) as StoredItems;
+function parseGroup(group: StoredGroup): StoredItems {
+  const stored = JSON.parse(gunzip(group.data)) as StoredItems;
   if (!Array.isArray(stored.items) || stored.items.length !== group.count) {
     throw new Error(`checkpoint item group ${group.grp} does not hold its ${group.count} items`);
   }

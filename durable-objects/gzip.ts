@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { gunzipSync, gzipSync } from "node:zlib";
 
 /*
@@ -18,4 +19,9 @@ export async function sha256Hex(data: Uint8Array | string): Promise<string> {
   const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
   const digest = await crypto.subtle.digest("SHA-256", bytes);
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** SHA-256 in hex, synchronously (node:crypto under nodejs_compat): for checks inside a load. */
+export function sha256HexSync(data: Uint8Array): string {
+  return createHash("sha256").update(data).digest("hex");
 }

@@ -9,6 +9,8 @@ import { sqlOf } from "./sql.ts";
  *   chunks under the 2 MB value limit.
  * - spindle_checkpoint_items: that checkpoint's history in groups of consecutive items (`first`,
  *   `count`), each gzip-compressed and split into parts the same way.
+ * - spindle_checkpoint_runs: per item group, its run summary and the SHA-256 of its compressed
+ *   bytes (gzip JSON, in parts), so that a load need not inflate the group (see checkpoint-store).
  * - spindle_segments: the manifest of R2 segment objects (contiguous, immutable seq ranges).
  * - spindle_turns: one row per turn for `GET …/turns/{turn}`.
  * - spindle_events: recent thread events, for `Last-Event-ID` replay (bounded by count and age;
@@ -42,6 +44,8 @@ const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS spindle_idempotency (
      key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, turn_id TEXT, event_seq INTEGER NOT NULL,
      at INTEGER NOT NULL);`,
+  `CREATE TABLE IF NOT EXISTS spindle_checkpoint_runs (
+     grp INTEGER NOT NULL, part INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (grp, part));`,
 ];
 
 /**
@@ -53,6 +57,7 @@ const MIGRATIONS: readonly string[] = [
 export function clearRolloutState(storage: SqlStorage): void {
   storage.exec(`DELETE FROM spindle_meta; DELETE FROM spindle_rollout;
     DELETE FROM spindle_checkpoint; DELETE FROM spindle_checkpoint_items;
+    DELETE FROM spindle_checkpoint_runs;
     DELETE FROM spindle_segments; DELETE FROM spindle_turns;
     DELETE FROM spindle_parts WHERE kind IN ('meta', 'turn');`);
 }

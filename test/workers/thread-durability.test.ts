@@ -1,5 +1,6 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { createHash } from "node:crypto";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Thread } from "../../durable-objects/thread.ts";
@@ -355,7 +356,10 @@ describe("checkpoint item groups", () => {
     )[0]?.data;
   // The suite's groups close at 8 items (SPINDLE_CHECKPOINT_GROUP_ITEMS), 2-3 turns.
   const big = (i: number) => `question ${i}`;
-  /** Re-encodes the closed first group (same items, other gzip bytes): a rewrite would undo it. */
+  /**
+   * Re-encodes the closed first group (same items, other gzip bytes, its checksum updated to
+   * match): a rewrite would undo it.
+   */
   const reencodeFirstGroup = (id: string) =>
     runInDurableObject(threadStub(id), (_i, state) => {
       const sql = state.storage.sql;
@@ -366,6 +370,15 @@ describe("checkpoint item groups", () => {
         .one();
       const again = gzipSync(gunzipSync(new Uint8Array(row.data)), { level: 1 });
       sql.exec("UPDATE spindle_checkpoint_items SET data = ? WHERE grp = 0 AND part = 0", again);
+      const run = sql
+        .exec<{ data: ArrayBuffer }>("SELECT data FROM spindle_checkpoint_runs WHERE grp = 0")
+        .one();
+      const record = JSON.parse(gunzipSync(new Uint8Array(run.data)).toString());
+      record.sha256 = createHash("sha256").update(again).digest("hex");
+      sql.exec(
+        "UPDATE spindle_checkpoint_runs SET data = ? WHERE grp = 0",
+        gzipSync(JSON.stringify(record)),
+      );
     });
   /** Runs alarms until a checkpoint newer than `after` is taken; returns its seq. */
   async function checkpointAfter(id: string, after = 0): Promise<number> {
@@ -467,21 +480,7 @@ describe("checkpoint item groups", () => {
     await checkpointAfter(id);
     await expectSameAfterEviction(id, () =>
       runInDurableObject(threadStub(id), (_i, durable) => {
-        const sql = durable.storage.sql;
-        const rows = sql
-          .exec<{ grp: number; data: ArrayBuffer }>(
-            "SELECT grp, data FROM spindle_checkpoint_items WHERE part = 0",
-          )
-          .toArray();
-        for (const row of rows) {
-          const text = gunzipSync(new Uint8Array(row.data)).toString();
-          const items = text.slice(text.indexOf("\n") + 1);
-          sql.exec(
-            "UPDATE spindle_checkpoint_items SET data = ? WHERE grp = ? AND part = 0",
-            gzipSync(items),
-            row.grp,
-          );
-        }
+        durable.storage.sql.exec("DELETE FROM spindle_checkpoint_runs");
       }),
     );
     await turn(id, "after");
@@ -504,12 +503,7 @@ describe("checkpoint item groups", () => {
             .map((r) => JSON.parse(gunzipSync(new Uint8Array(r.data)).toString()));
         // One row each here: the header and every group are far below the row limit.
         const [header] = blob("spindle_checkpoint");
-        // A group is its run summary, then its items on the second line.
-        const groups = sql
-          .exec<{ data: ArrayBuffer }>("SELECT data FROM spindle_checkpoint_items ORDER BY rowid")
-          .toArray()
-          .map((r) => gunzipSync(new Uint8Array(r.data)).toString().split("\n")[1] ?? "")
-          .map((text) => JSON.parse(text) as { items: unknown[]; bytes: number[] });
+        const groups = blob("spindle_checkpoint_items") as { items: unknown[]; bytes: number[] }[];
         const { itemCount: _n, ...rest } = header;
         const whole = {
           ...rest,
@@ -517,6 +511,7 @@ describe("checkpoint item groups", () => {
           itemBytes: groups.flatMap((g) => g.bytes),
         };
         sql.exec("DELETE FROM spindle_checkpoint_items");
+        sql.exec("DELETE FROM spindle_checkpoint_runs");
         sql.exec("UPDATE spindle_checkpoint SET data = ?", gzipSync(JSON.stringify(whole)));
       }),
     );
@@ -529,6 +524,10 @@ describe("checkpoint item groups", () => {
     [
       "a group holding fewer items than recorded",
       "UPDATE spindle_checkpoint_items SET count = count + 1 WHERE grp = 0",
+    ],
+    [
+      "a group whose bytes fail their checksum",
+      "UPDATE spindle_checkpoint_items SET data = zeroblob(16) WHERE grp = 0 AND part = 0",
     ],
   ])(
     "%s makes the checkpoint unreadable: the thread is rebuilt from the rollout",
