@@ -259,7 +259,8 @@ class ThreadDriver {
         (SELECT COALESCE(MAX(last_seq), 0) FROM spindle_segments WHERE state = 'done') AS flushed,
         (SELECT COUNT(*) FROM spindle_segments WHERE state = 'pending') AS pending,
         (SELECT COALESCE(SUM(length(data)), 0) FROM spindle_checkpoint)
-          + (SELECT COALESCE(SUM(length(data)), 0) FROM spindle_checkpoint_items) AS checkpoint`);
+          + (SELECT COALESCE(SUM(length(data)), 0) FROM spindle_checkpoint_items)
+          + (SELECT COALESCE(SUM(length(data)), 0) FROM spindle_checkpoint_runs) AS checkpoint`);
       const r = row as Record<string, number>;
       const flushed = (r.flushed ?? 0) >= (r.tail ?? 0) && r.pending === 0;
       // Lines leave SQLite only at a checkpoint, so `head - 1` is the newest checkpoint's seq.
@@ -279,9 +280,11 @@ class ThreadDriver {
       (SELECT COUNT(*) FROM spindle_rollout) AS tail_lines,
       (SELECT COALESCE(SUM(length(CAST(line AS BLOB))), 0) FROM spindle_rollout) AS tail_bytes,
       (SELECT COUNT(*) FROM spindle_checkpoint)
-        + (SELECT COUNT(*) FROM spindle_checkpoint_items) AS checkpoint_chunks,
+        + (SELECT COUNT(*) FROM spindle_checkpoint_items)
+        + (SELECT COUNT(*) FROM spindle_checkpoint_runs) AS checkpoint_chunks,
       (SELECT COALESCE(SUM(length(data)), 0) FROM spindle_checkpoint)
-        + (SELECT COALESCE(SUM(length(data)), 0) FROM spindle_checkpoint_items) AS checkpoint_bytes,
+        + (SELECT COALESCE(SUM(length(data)), 0) FROM spindle_checkpoint_items)
+        + (SELECT COALESCE(SUM(length(data)), 0) FROM spindle_checkpoint_runs) AS checkpoint_bytes,
       (SELECT COALESCE(SUM(length(turn_id) + length(CAST(body AS BLOB)) + 8), 0) FROM spindle_turns) AS turn_bytes,
       (SELECT COALESCE(SUM(length(key) + length(CAST(value AS BLOB))), 0) FROM spindle_meta) AS meta_bytes,
       (SELECT COALESCE(SUM(length(r2_key) + length(sha256) + 32), 0) FROM spindle_segments) AS manifest_bytes`);
