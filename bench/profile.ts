@@ -45,6 +45,19 @@ function log(message: string): void {
   process.stderr.write(`[profile] ${message}\n`);
 }
 
+/** The isolate's heap before and after a forced garbage collection, as a sentence. */
+async function heapUsage(cdp: Inspector): Promise<string> {
+  type HeapUsage = { usedSize: number; totalSize: number };
+  const mib = (n: number) => `${(n / 2 ** 20).toFixed(1)} MiB`;
+  const before = await cdp.send<HeapUsage>("Runtime.getHeapUsage");
+  await cdp.send("HeapProfiler.collectGarbage");
+  const after = await cdp.send<HeapUsage>("Runtime.getHeapUsage");
+  return (
+    `${mib(before.usedSize)} used of ${mib(before.totalSize)} committed; after a forced ` +
+    `garbage collection ${mib(after.usedSize)} of ${mib(after.totalSize)}`
+  );
+}
+
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
@@ -251,6 +264,7 @@ async function main(): Promise<void> {
 
     const cdp = await Inspector.connect(inspectorPort);
     inspector = cdp;
+    const seeded = await heapUsage(cdp);
     await cdp.send("Profiler.enable");
     await cdp.send("Profiler.setSamplingInterval", { interval: SAMPLING_US });
     mkdirSync(OUT, { recursive: true });
@@ -275,11 +289,7 @@ async function main(): Promise<void> {
     await sleep(SETTLE_MS);
     const warm = await sample("warm", WARM, async () => {});
 
-    type HeapUsage = { usedSize: number; totalSize: number };
-    const mib = (n: number) => `${(n / 2 ** 20).toFixed(1)} MiB`;
-    const before = await cdp.send<HeapUsage>("Runtime.getHeapUsage");
-    await cdp.send("HeapProfiler.collectGarbage");
-    const after = await cdp.send<HeapUsage>("Runtime.getHeapUsage");
+    const loaded = await heapUsage(cdp);
 
     console.log(
       `# Where a turn's time goes in workerd (local run, ${new Date().toISOString()})\n\n` +
@@ -290,8 +300,8 @@ async function main(): Promise<void> {
     report("Cold start (first turn after an eviction)", cold.walls, cold.profiles);
     report("Warm turn", warm.walls, warm.profiles);
     console.log(
-      `\nIsolate heap with the thread loaded: ${mib(before.usedSize)} used of ${mib(before.totalSize)} ` +
-        `committed; after a forced garbage collection ${mib(after.usedSize)} of ${mib(after.totalSize)}.`,
+      `\nIsolate heap right after seeding (the thread never evicted): ${seeded}.\n` +
+        `Isolate heap after the profiled turns: ${loaded}.`,
     );
   } finally {
     inspector?.close();
