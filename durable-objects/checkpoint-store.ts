@@ -3,7 +3,7 @@ import {
   type RunSummary,
   SealedItems,
   type StoredItems,
-  sealedItemCount,
+  segmentsLength,
   summarizeRun,
 } from "../shared/context-manager/index.ts";
 import type { ResponseItem } from "../shared/protocol/index.ts";
@@ -127,7 +127,7 @@ function keptGroups(
   while (runs < before.sealed.length && next.sealed[runs] === before.sealed[runs]) runs += 1;
   if (runs < before.sealed.length || runs < next.sealed.length) return runs;
   // Past the runs both hold, items line up at the same offset.
-  const offset = sealedItemCount(next.sealed);
+  const offset = segmentsLength(next.sealed);
   const rebased = stored.slice(runs).map((g) => ({ first: g.first - offset, count: g.count }));
   return runs + keptItemGroups(rebased, before.items, next.items, nextBytes, limits);
 }
@@ -168,7 +168,7 @@ export class CheckpointStore {
     const { sealed = [], items, itemBytes, ...rest } = checkpoint;
     const next: StoredHistory = { sealed, items };
     const bytes = itemBytes?.length === items.length ? itemBytes : items.map(estimateItemBytes);
-    const offset = sealedItemCount(sealed);
+    const offset = segmentsLength(sealed);
     const header: CheckpointHeader = { ...rest, itemCount: offset + items.length };
     const stored = this.#stored === undefined ? [] : this.#groups();
     const kept =

@@ -28,7 +28,7 @@ import {
 import { frozenCopy } from "./immutable.ts";
 import { counterpartIndex, normalizeForPrompt } from "./normalize.ts";
 import type { PromptInput } from "./prompt-input.ts";
-import { type SealedItems, sealedItemCount } from "./sealed.ts";
+import { type SealedItems, segmentsLength, sliceSegments } from "./sealed.ts";
 import { historyOutputPolicy, truncateToolOutput } from "./truncate.ts";
 import type { ContextManagerState, InputModality, TruncationPolicy } from "./types.ts";
 
@@ -107,26 +107,12 @@ export class ContextManager {
 
   /** How many items history holds, read or not. */
   get length(): number {
-    return sealedItemCount(this.#sealed) + this.#items.length;
+    return segmentsLength(this.#sealed) + this.#items.length;
   }
 
   /** Items `[start, end)` of history (indexes ≥ 0), reading only the runs they fall in. */
   slice(start: number, end: number): ResponseItem[] {
-    const out: ResponseItem[] = [];
-    const take = (items: () => readonly ResponseItem[], first: number, count: number) => {
-      const from = Math.max(start, first);
-      const to = Math.min(end, first + count);
-      if (from >= to) return;
-      const source = items();
-      for (let i = from; i < to; i++) out.push(source[i - first] as ResponseItem);
-    };
-    let first = 0;
-    for (const run of this.#sealed) {
-      take(() => run.items, first, run.count);
-      first += run.count;
-    }
-    take(() => this.#items, first, this.#items.length);
-    return out;
+    return sliceSegments<ResponseItem>([...this.#sealed, this.#items], start, end);
   }
 
   /** Reads the stored runs now, so that `toState()` holds plain items only. */

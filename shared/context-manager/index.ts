@@ -11,7 +11,7 @@ export {
   type RunSummary,
   SealedItems,
   type StoredItems,
-  sealedItemCount,
+  segmentsLength,
   summarizeRun,
 } from "./sealed.ts";
 export { approxTokensFromByteCount, truncateToolOutput } from "./truncate.ts";

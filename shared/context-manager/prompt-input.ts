@@ -1,20 +1,13 @@
 import type { KnownResponseItem } from "../protocol/index.ts";
 import { estimateSentItemTokenCount } from "./estimate.ts";
-import type { SealedItems } from "./sealed.ts";
-
-/** A stretch of prompt input: a stored run passed through unread, or items. */
-type Segment = SealedItems | readonly KnownResponseItem[];
-
-function segmentLength(segment: Segment): number {
-  return Array.isArray(segment) ? segment.length : (segment as SealedItems).count;
-}
-
-/** A run's items; a run is passed through only when it holds known items alone. */
-function segmentItems(segment: Segment): readonly KnownResponseItem[] {
-  return Array.isArray(segment)
-    ? (segment as readonly KnownResponseItem[])
-    : ((segment as SealedItems).items as readonly KnownResponseItem[]);
-}
+import {
+  type SealedItems,
+  type Segments,
+  segmentItems,
+  segmentLength,
+  segmentsLength,
+  sliceSegments,
+} from "./sealed.ts";
 
 /**
  * The input of one model request: the history normalized for the prompt (`forPrompt`), kept as
@@ -24,12 +17,12 @@ function segmentItems(segment: Segment): readonly KnownResponseItem[] {
  * `GET …/prompt` take it whole (`toArray`).
  */
 export class PromptInput {
-  readonly #segments: readonly Segment[];
+  readonly #segments: Segments<KnownResponseItem>;
   readonly length: number;
 
-  constructor(segments: readonly Segment[]) {
+  constructor(segments: Segments<KnownResponseItem>) {
     this.#segments = segments.filter((segment) => segmentLength(segment) > 0);
-    this.length = this.#segments.reduce((n, segment) => n + segmentLength(segment), 0);
+    this.length = segmentsLength(this.#segments);
   }
 
   static of(items: readonly KnownResponseItem[]): PromptInput {
@@ -55,7 +48,7 @@ export class PromptInput {
   findLastIndex(predicate: (item: KnownResponseItem) => boolean): number {
     let end = this.length;
     for (let s = this.#segments.length - 1; s >= 0; s--) {
-      const segment = this.#segments[s] as Segment;
+      const segment = this.#segments[s] as Segments<KnownResponseItem>[number];
       const start = end - segmentLength(segment);
       const index = segmentItems(segment).findLastIndex(predicate);
       if (index >= 0) return start + index;
@@ -66,19 +59,7 @@ export class PromptInput {
 
   /** Items `[start, end)` (indexes ≥ 0), reading only the runs they fall in. */
   slice(start: number, end = this.length): KnownResponseItem[] {
-    const out: KnownResponseItem[] = [];
-    let first = 0;
-    for (const segment of this.#segments) {
-      const count = segmentLength(segment);
-      const from = Math.max(start, first);
-      const to = Math.min(end, first + count);
-      if (from < to) {
-        const items = segmentItems(segment);
-        for (let i = from; i < to; i++) out.push(items[i - first] as KnownResponseItem);
-      }
-      first += count;
-    }
-    return out;
+    return sliceSegments(this.#segments, start, end);
   }
 
   /** Σ `estimateSentItemTokenCount` over the input, from run summaries where they have it. */

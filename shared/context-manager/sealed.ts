@@ -111,11 +111,43 @@ export function summarizeRun(items: readonly ResponseItem[]): RunSummary {
   return summary;
 }
 
-/** How many items `runs` hold together. */
-export function sealedItemCount(runs: readonly SealedItems[]): number {
+/** Stored runs and arrays of items, one after the other (a history, a prompt's input). */
+export type Segments<T> = readonly (SealedItems | readonly T[])[];
+
+/** How many items a segment holds, a run unread. */
+export function segmentLength<T>(segment: SealedItems | readonly T[]): number {
+  return Array.isArray(segment) ? segment.length : (segment as SealedItems).count;
+}
+
+/** A segment's items (a run's read if it was not yet). */
+export function segmentItems<T>(segment: SealedItems | readonly T[]): readonly T[] {
+  return Array.isArray(segment)
+    ? (segment as readonly T[])
+    : ((segment as SealedItems).items as readonly T[]);
+}
+
+/** How many items `segments` hold together, runs unread. */
+export function segmentsLength<T>(segments: Segments<T>): number {
   let n = 0;
-  for (const run of runs) n += run.count;
+  for (const segment of segments) n += segmentLength(segment);
   return n;
+}
+
+/** Items `[start, end)` (indexes ≥ 0) of `segments`, reading only the runs they fall in. */
+export function sliceSegments<T>(segments: Segments<T>, start: number, end: number): T[] {
+  const out: T[] = [];
+  let first = 0;
+  for (const segment of segments) {
+    const count = segmentLength(segment);
+    const from = Math.max(start, first);
+    const to = Math.min(end, first + count);
+    if (from < to) {
+      const items = segmentItems(segment);
+      for (let i = from; i < to; i++) out.push(items[i - first] as T);
+    }
+    first += count;
+  }
+  return out;
 }
 
 /**
@@ -123,9 +155,9 @@ export function sealedItemCount(runs: readonly SealedItems[]): number {
  * group), read and frozen the first time something needs them.
  *
  * Parsing and freezing a long history was most of a cold start (10,000 items: about 15 ms of CPU
- * and 10 MiB of objects, README Performance), yet a thread woken to answer a read (its info, a
- * turn, its events, a page of history) or to run its flush alarm needs none of it. History keeps
- * such runs ahead of its own items and reads them only when asked for items (`ContextManager`).
+ * and 10 MiB of objects, README Benchmarks). A restored history keeps such runs ahead of its own
+ * items (`ContextManager`): a turn works from their summaries, and only what needs the items
+ * themselves (an HTTP provider's request, a rewrite, a page of history) reads them.
  */
 export class SealedItems {
   /** How many items the run holds; `items` throws when the stored run holds another number. */
