@@ -101,7 +101,7 @@ export class ContextManager {
    * (copy it to keep a snapshot). Item objects are frozen.
    */
   get items(): readonly ResponseItem[] {
-    this.#readSealed();
+    this.readSealed();
     return this.#items;
   }
 
@@ -117,10 +117,6 @@ export class ContextManager {
 
   /** Reads the stored runs now, so that `toState()` holds plain items only. */
   readSealed(): void {
-    this.#readSealed();
-  }
-
-  #readSealed(): void {
     if (this.#sealed.length === 0) return;
     const all = new Array<ResponseItem>(this.length);
     let n = 0;
@@ -283,7 +279,7 @@ export class ContextManager {
    * world-state baseline: the removed items may have carried retained fragments.
    */
   removeFirstItem(): void {
-    this.#readSealed();
+    this.readSealed();
     if (this.#items.length === 0) return;
     const items = this.#writableItems();
     const removed = items.shift();
@@ -292,7 +288,7 @@ export class ContextManager {
 
   /** Removes the newest item and its call/output counterpart, like `removeFirstItem`. */
   removeLastItem(): void {
-    this.#readSealed();
+    this.readSealed();
     if (this.#items.length === 0) return;
     const items = this.#writableItems();
     const removed = items.pop();
@@ -351,7 +347,7 @@ export class ContextManager {
    * true only if something was replaced.
    */
   replaceLastTurnImages(placeholder: string): boolean {
-    this.#readSealed();
+    this.readSealed();
     const index = this.#items.findLastIndex(
       (item) => item.type === "function_call_output" || isUserTurnBoundary(item),
     );
@@ -387,7 +383,7 @@ export class ContextManager {
    * reasoning itself — the encrypted reasoning before the last user turn.
    */
   getTotalTokenUsage(serverReasoningIncluded: boolean): number {
-    if (!this.#tailAnswersUsage(serverReasoningIncluded)) this.#readSealed();
+    if (!this.#tailAnswersUsage(serverReasoningIncluded)) this.readSealed();
     const lastTotal = this.#tokenInfo?.last_token_usage.total_tokens ?? 0;
     const added = tokensAfterLastModelGeneratedItem(this.#items);
     if (serverReasoningIncluded) return lastTotal + added;

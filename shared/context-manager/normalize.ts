@@ -8,7 +8,7 @@ import type {
   ToolOutput,
 } from "../protocol/index.ts";
 import { PromptInput } from "./prompt-input.ts";
-import type { RunSummary, SealedItems } from "./sealed.ts";
+import { type CallIdKind, callIdKind, type RunSummary, type SealedItems } from "./sealed.ts";
 import type { InputModality } from "./types.ts";
 
 /**
@@ -81,62 +81,35 @@ function withoutImages(item: KnownResponseItem): KnownResponseItem {
   return item;
 }
 
-/** The call ids a history holds, by family: what decides which calls and outputs pair up. */
-interface CallIds {
-  functionOutputs: Set<string>;
-  customOutputs: Set<string>;
-  /** Function calls and local shell calls. */
-  functionCalls: Set<string>;
-  customCalls: Set<string>;
-}
+/** The call ids a history holds, by kind (`callIdKind`): what decides which pair up. */
+type CallIds = Record<CallIdKind, Set<string>>;
 
 function emptyCallIds(): CallIds {
-  return {
-    functionOutputs: new Set(),
-    customOutputs: new Set(),
-    functionCalls: new Set(),
-    customCalls: new Set(),
-  };
+  return { calls: new Set(), customCalls: new Set(), outputs: new Set(), customOutputs: new Set() };
 }
+
+const CALL_ID_KINDS: readonly CallIdKind[] = ["calls", "customCalls", "outputs", "customOutputs"];
 
 function addCallIds(items: readonly ResponseItem[], ids: CallIds): void {
   // Indexed loops: this runs over the whole history every turn (see `someRetainedText`).
   for (let i = 0; i < items.length; i++) {
     const item = items[i] as ResponseItem;
-    switch (item.type) {
-      case "function_call_output":
-        ids.functionOutputs.add(item.call_id);
-        break;
-      case "custom_tool_call_output":
-        ids.customOutputs.add(item.call_id);
-        break;
-      case "function_call":
-        ids.functionCalls.add(item.call_id);
-        break;
-      case "local_shell_call":
-        if (item.call_id !== null) ids.functionCalls.add(item.call_id);
-        break;
-      case "custom_tool_call":
-        ids.customCalls.add(item.call_id);
-        break;
-    }
+    const kind = callIdKind(item);
+    if (kind !== undefined) ids[kind].add((item as { call_id: string }).call_id);
   }
 }
 
 function addSummaryIds(summary: RunSummary, ids: CallIds): void {
-  for (const id of summary.calls) ids.functionCalls.add(id);
-  for (const id of summary.customCalls) ids.customCalls.add(id);
-  for (const id of summary.outputs) ids.functionOutputs.add(id);
-  for (const id of summary.customOutputs) ids.customOutputs.add(id);
+  for (const kind of CALL_ID_KINDS) for (const id of summary[kind]) ids[kind].add(id);
 }
 
 /** True when normalizing the run would change nothing: it can be sent as stored. */
 function passesUnchanged(summary: RunSummary, ids: CallIds, stripImages: boolean): boolean {
   if (summary.other || (stripImages && summary.images)) return false;
   return (
-    summary.calls.every((id) => ids.functionOutputs.has(id)) &&
+    summary.calls.every((id) => ids.outputs.has(id)) &&
     summary.customCalls.every((id) => ids.customOutputs.has(id)) &&
-    summary.outputs.every((id) => ids.functionCalls.has(id)) &&
+    summary.outputs.every((id) => ids.calls.has(id)) &&
     summary.customOutputs.every((id) => ids.customCalls.has(id))
   );
 }
@@ -149,9 +122,7 @@ function normalizeItems(
 ): KnownResponseItem[] {
   // Sized up front (every item, plus a synthetic output per call id of the history), then
   // trimmed: a long history's array grown by `push` was copied several times a turn.
-  const out = new Array<KnownResponseItem>(
-    items.length + ids.functionCalls.size + ids.customCalls.size,
-  );
+  const out = new Array<KnownResponseItem>(items.length + ids.calls.size + ids.customCalls.size);
   let n = 0;
   for (let i = 0; i < items.length; i++) {
     const item = items[i] as ResponseItem;
@@ -159,7 +130,7 @@ function normalizeItems(
       case "other":
         continue;
       case "function_call_output":
-        if (!ids.functionCalls.has(item.call_id)) continue;
+        if (!ids.calls.has(item.call_id)) continue;
         break;
       case "custom_tool_call_output":
         if (!ids.customCalls.has(item.call_id)) continue;
@@ -168,12 +139,12 @@ function normalizeItems(
     out[n++] = stripImages ? withoutImages(item) : item;
     switch (item.type) {
       case "function_call":
-        if (!ids.functionOutputs.has(item.call_id)) {
+        if (!ids.outputs.has(item.call_id)) {
           out[n++] = abortedFunctionOutput(item.call_id, item.id);
         }
         break;
       case "local_shell_call":
-        if (item.call_id !== null && !ids.functionOutputs.has(item.call_id)) {
+        if (item.call_id !== null && !ids.outputs.has(item.call_id)) {
           out[n++] = abortedFunctionOutput(item.call_id, item.id);
         }
         break;

@@ -48,6 +48,31 @@ export interface RunSummary {
   fragments: { role: FragmentRole; text: string }[];
 }
 
+/** The `RunSummary` list (and `normalizeForPrompt` set) an item's call id goes in. */
+export type CallIdKind = "calls" | "customCalls" | "outputs" | "customOutputs";
+
+/**
+ * Where `item`'s `call_id` belongs, or undefined for an item without one (a local shell call
+ * without a call id included). A function output answers a function or local shell call; a
+ * custom tool output only a custom tool call.
+ */
+export function callIdKind(item: ResponseItem): CallIdKind | undefined {
+  switch (item.type) {
+    case "function_call":
+      return "calls";
+    case "local_shell_call":
+      return item.call_id === null ? undefined : "calls";
+    case "custom_tool_call":
+      return "customCalls";
+    case "function_call_output":
+      return "outputs";
+    case "custom_tool_call_output":
+      return "customOutputs";
+    default:
+      return undefined;
+  }
+}
+
 function hasImage(parts: readonly { type: string }[]): boolean {
   return parts.some((part) => part.type === "input_image");
 }
@@ -70,22 +95,11 @@ export function summarizeRun(items: readonly ResponseItem[]): RunSummary {
     const tokens = estimateItemTokenCount(item);
     summary.tokens += tokens;
     summary.sentTokens += estimateSentItemTokenCount(item);
+    const kind = callIdKind(item);
+    if (kind !== undefined) summary[kind].push((item as { call_id: string }).call_id);
     switch (item.type) {
-      case "function_call":
-        summary.calls.push(item.call_id);
-        break;
-      case "local_shell_call":
-        if (item.call_id !== null) summary.calls.push(item.call_id);
-        break;
-      case "custom_tool_call":
-        summary.customCalls.push(item.call_id);
-        break;
       case "function_call_output":
-        summary.outputs.push(item.call_id);
-        if (typeof item.output !== "string" && hasImage(item.output)) summary.images = true;
-        break;
       case "custom_tool_call_output":
-        summary.customOutputs.push(item.call_id);
         if (typeof item.output !== "string" && hasImage(item.output)) summary.images = true;
         break;
       case "reasoning":
