@@ -228,7 +228,7 @@ export class CheckpointStore {
     const header = JSON.parse(gunzip(joinParts(headerRows))) as CheckpointHeader | Checkpoint;
     // Written before history moved to item groups: the whole checkpoint in one blob.
     if ("items" in header) return restoreCheckpoint(header);
-    const groups = [...this.#readGroups()];
+    const groups = this.#readGroups();
     const count = groups.reduce((n, g) => n + g.count, 0);
     if (count !== header.itemCount) {
       throw new Error(`checkpoint holds ${count} of its ${header.itemCount} items`);
@@ -264,12 +264,8 @@ export class CheckpointStore {
       data: ArrayBuffer;
     }>`SELECT grp, data FROM spindle_checkpoint_runs ORDER BY grp, part`.toArray();
     const runs = new Map<number, StoredRun>();
-    for (let i = 0; i < rows.length; ) {
-      const grp = (rows[i] as (typeof rows)[number]).grp;
-      let end = i + 1;
-      while (rows[end]?.grp === grp) end++;
-      runs.set(grp, JSON.parse(gunzip(joinParts(rows.slice(i, end)))) as StoredRun);
-      i = end;
+    for (const { grp, data } of byGroup(rows)) {
+      runs.set(grp, JSON.parse(gunzip(data)) as StoredRun);
     }
     return runs;
   }
@@ -282,7 +278,7 @@ export class CheckpointStore {
   }
 
   /** Every group as stored (compressed), oldest first. Throws unless they are contiguous from item 0. */
-  *#readGroups(): Generator<StoredGroup> {
+  #readGroups(): StoredGroup[] {
     const rows = this.#sql<{
       grp: number;
       first: number;
@@ -290,18 +286,13 @@ export class CheckpointStore {
       data: ArrayBuffer;
     }>`SELECT grp, first, count, data FROM spindle_checkpoint_items ORDER BY grp, part`.toArray();
     let next = 0;
-    for (let i = 0; i < rows.length; ) {
-      const head = rows[i] as (typeof rows)[number];
-      let end = i + 1;
-      while (rows[end]?.grp === head.grp) end++;
+    return byGroup(rows).map(({ grp, head, data }) => {
       if (head.first !== next) {
-        throw new Error(`checkpoint item group ${head.grp} does not continue at item ${next}`);
+        throw new Error(`checkpoint item group ${grp} does not continue at item ${next}`);
       }
       next += head.count;
-      const data = joinParts(rows.slice(i, end));
-      i = end;
-      yield { grp: head.grp, count: head.count, data };
-    }
+      return { grp, count: head.count, data };
+    });
   }
 
   #insertParts(bytes: Uint8Array, insert: (part: number, data: ArrayBuffer) => void): void {
@@ -310,6 +301,23 @@ export class CheckpointStore {
       insert(part, chunk.slice().buffer);
     });
   }
+}
+
+/**
+ * Rows ordered by group and part, one entry per group: its first row and its parts joined.
+ */
+function byGroup<R extends { grp: number; data: ArrayBuffer }>(
+  rows: readonly R[],
+): { grp: number; head: R; data: Uint8Array }[] {
+  const groups: { grp: number; head: R; data: Uint8Array }[] = [];
+  for (let i = 0; i < rows.length; ) {
+    const head = rows[i] as R;
+    let end = i + 1;
+    while (rows[end]?.grp === head.grp) end++;
+    groups.push({ grp: head.grp, head, data: joinParts(rows.slice(i, end)) });
+    i = end;
+  }
+  return groups;
 }
 
 /** A stored group: its items and their byte counts (`StoredItems`), as gzip-compressed JSON. */
