@@ -1,5 +1,9 @@
 import { v7 as uuidv7 } from "uuid";
-import { ContextManager, type TruncationPolicy } from "../shared/context-manager/index.ts";
+import {
+  ContextManager,
+  freezeItemsInPlace,
+  type TruncationPolicy,
+} from "../shared/context-manager/index.ts";
 import { DEFAULT_MODEL_SLUG, type ModelCatalog } from "../shared/models/index.ts";
 import type { Clock, IdSource } from "../shared/ports/index.ts";
 import type { RolloutLine, SessionConfiguration } from "../shared/protocol/index.ts";
@@ -153,6 +157,11 @@ export class LiveThread {
     const raw = log.rawAfter(after);
     const missing = firstMissingSeq(raw, after, lastSeq);
     const { lines: tail, warnings } = decodeTolerantly(raw);
+    // Frozen in place, the tail's items are shared by the history replayed from it and by the
+    // next checkpoint, which takes these lines from memory (`RolloutLog.remember`).
+    freezeItemsInPlace(
+      tail.flatMap((line) => (line.type === "response_item" ? [line.payload] : [])),
+    );
     let state: ReconstructedState | { needsFullReplay: true; reason: string } =
       unreadable !== undefined
         ? { needsFullReplay: true, reason: unreadable }
@@ -161,6 +170,7 @@ export class LiveThread {
           : checkpoint === undefined
             ? reconstructRollout(tail, { truncation })
             : reconstructFromCheckpoint(checkpoint, tail, { truncation });
+    if (!("needsFullReplay" in state) && warnings.length === 0) log.remember(after, tail);
     if ("needsFullReplay" in state) {
       console.warn(`[thread] full replay: ${state.reason}`);
       const whole = await readWholeRollout(parts, meta, log);
@@ -198,11 +208,18 @@ export class LiveThread {
     const after = this.checkpoint?.lastSeq ?? 0;
     const flushed = this.segments.flushedThrough();
     if (flushed - after < this.#checkpointEveryLines) return;
-    const raw = this.log.rawAfter(after, flushed - after);
-    const lines = decodeTolerantly(raw).lines;
+    // Lines this instance wrote (or read at load) are still in memory, and every one is in
+    // SQLite too (rows after the checkpoint are never deleted): no rows to read and decode.
+    let lines = this.log.linesInMemory(after, flushed);
+    let missing: number | undefined;
+    if (lines === undefined) {
+      const raw = this.log.rawAfter(after, flushed - after);
+      missing = firstMissingSeq(raw, after, flushed);
+      lines = decodeTolerantly(raw).lines;
+    }
     const opts = { truncation: this.truncation, lastSeq: flushed };
     let next: Checkpoint | { needsFullReplay: true; reason: string } =
-      firstMissingSeq(raw, after, flushed) !== undefined
+      missing !== undefined
         ? { needsFullReplay: true, reason: "lines after the checkpoint are not all in SQLite" }
         : this.checkpoint
           ? extendCheckpoint(this.checkpoint, lines, opts)

@@ -5,6 +5,12 @@ import type { RolloutSink } from "../shared/session/index.ts";
 import type { Sql } from "./sql.ts";
 import { splitText } from "./text-parts.ts";
 
+/**
+ * The most lines a log keeps in memory for the next checkpoint. Past it (a checkpoint held back,
+ * e.g. while R2 is down) the oldest half is dropped, and that checkpoint decodes its rows instead.
+ */
+const MAX_LINES_IN_MEMORY = 2_000;
+
 export interface StoredLine {
   seq: number;
   line: string;
@@ -21,11 +27,19 @@ export class RolloutLog implements RolloutSink {
   #lastSeq: number;
   /** Timestamp of the newest line this instance appended, if any. */
   #lastWrittenAt: string | undefined;
+  /**
+   * The newest lines as objects (seqs after `#memoryAfter`): the next checkpoint takes them
+   * instead of decoding their rows, and so shares their items with the live history instead of
+   * holding a second copy. Lines appended as text (imports) are not kept.
+   */
+  #memory: RolloutLine[] = [];
+  #memoryAfter: number;
 
   constructor(sql: Sql, clock: Clock, lastSeq: number) {
     this.#sql = sql;
     this.#clock = clock;
     this.#lastSeq = lastSeq;
+    this.#memoryAfter = lastSeq;
   }
 
   get lastSeq(): number {
@@ -42,15 +56,47 @@ export class RolloutLog implements RolloutSink {
 
   append(item: RolloutItem): void {
     const timestamp = new Date(this.#clock.nowMs()).toISOString();
-    this.appendText(encodeRolloutLine({ timestamp, ...item } as RolloutLine));
+    const line = { timestamp, ...item } as RolloutLine;
+    this.#insert(encodeRolloutLine(line));
     this.#lastWrittenAt = timestamp;
+    this.#memory.push(line);
+    if (this.#memory.length > MAX_LINES_IN_MEMORY) this.#forget(MAX_LINES_IN_MEMORY / 2);
   }
 
   /** Appends an already-encoded line (imports keep the original bytes). */
   appendText(text: string): void {
+    this.#insert(text);
+    this.#forget(this.#memory.length + 1);
+  }
+
+  #insert(text: string): void {
     const seq = this.#lastSeq + 1;
     RolloutLog.insert(this.#sql, seq, text);
     this.#lastSeq = seq;
+  }
+
+  /** Drops the oldest `count` lines kept in memory. */
+  #forget(count: number): void {
+    this.#memory.splice(0, count);
+    this.#memoryAfter += count;
+  }
+
+  /**
+   * Keeps `lines`, the decoded lines after `after` (a load read them for its replay), for the next
+   * checkpoint: only when they are every line after it.
+   */
+  remember(after: number, lines: readonly RolloutLine[]): void {
+    if (this.#memory.length > 0 || after + lines.length !== this.#lastSeq) return;
+    if (lines.length > MAX_LINES_IN_MEMORY) return;
+    this.#memory = lines.slice();
+    this.#memoryAfter = after;
+  }
+
+  /** The lines with seq in (after, last] as kept in memory, or undefined when some are not. */
+  linesInMemory(after: number, last: number): RolloutLine[] | undefined {
+    const end = this.#memoryAfter + this.#memory.length;
+    if (after < this.#memoryAfter || last > end || last < after) return undefined;
+    return this.#memory.slice(after - this.#memoryAfter, last - this.#memoryAfter);
   }
 
   static insert(sql: Sql, seq: number, text: string): void {
@@ -90,6 +136,8 @@ export class RolloutLog implements RolloutSink {
   /** Drops lines up to and including `seq` (only ever lines already in R2 and in a checkpoint). */
   deleteThrough(seq: number): void {
     this.#sql`DELETE FROM spindle_rollout WHERE seq <= ${seq}`;
+    const covered = Math.min(seq - this.#memoryAfter, this.#memory.length);
+    if (covered > 0) this.#forget(covered);
   }
 
   static maxStoredSeq(sql: Sql): number {

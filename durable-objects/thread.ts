@@ -10,6 +10,7 @@ import type {
   ThreadConfig,
 } from "../shared/protocol/index.ts";
 import {
+  type Checkpoint,
   createCheckpoint,
   encodeRolloutLine,
   reconstructRollout,
@@ -1165,6 +1166,31 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     const live = await this.#thread();
     const runs = live?.session.state.history.toState().sealed ?? [];
     return live && { runs: runs.length, unread: runs.filter((run) => !run.parsed).length };
+  }
+
+  /**
+   * @internal For tests only: the history and token info of the checkpoint in memory, and of a
+   * checkpoint replayed from the stored lines it covers (undefined: no checkpoint yet).
+   */
+  async checkpointReplayForTesting() {
+    const live = await this.#thread();
+    const checkpoint = live?.checkpoint;
+    if (!live || !checkpoint) return undefined;
+    const whole = await readWholeRollout(this.#parts, live.meta, live.log);
+    const covered = whole.lines.filter((l) => l.seq <= checkpoint.lastSeq).map((l) => l.line);
+    const replayed = createCheckpoint(covered, {
+      truncation: checkpoint.truncation,
+      lastSeq: checkpoint.lastSeq,
+    });
+    // Plain JSON, stored runs read: what a reload of either would restore.
+    const plain = (c: Checkpoint) =>
+      JSON.parse(
+        JSON.stringify({
+          items: [...(c.sealed ?? []).flatMap((run) => run.items), ...c.items],
+          tokenInfo: c.tokenInfo ?? null,
+        }),
+      ) as unknown;
+    return { checkpoint: plain(checkpoint), replayed: plain(replayed) };
   }
 
   async inspectForTesting() {

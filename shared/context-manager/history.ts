@@ -211,10 +211,12 @@ export class ContextManager {
     let target: ResponseItem[] | undefined;
     for (const item of items) {
       if (!isApiItem(item)) continue;
-      const stored =
-        item.type === "function_call_output" || item.type === "custom_tool_call_output"
-          ? { ...item, output: truncateToolOutput(item.output, outputPolicy) }
-          : item;
+      let stored = item;
+      if (item.type === "function_call_output" || item.type === "custom_tool_call_output") {
+        const output = truncateToolOutput(item.output, outputPolicy);
+        // An output within the policy is kept as it is (shared when frozen already).
+        if (output !== item.output) stored = { ...item, output };
+      }
       target ??= this.#writableItems();
       const frozen = frozenItem(stored);
       target.push(frozen);

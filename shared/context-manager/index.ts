@@ -3,6 +3,7 @@ export {
   estimateItemTokenCount,
   estimateSentItemTokenCount,
   freezeItemsInPlace,
+  frozenItem,
 } from "./estimate.ts";
 export { ContextManager } from "./history.ts";
 export { SYNTHETIC_OUTPUT_NAMESPACE } from "./normalize.ts";

@@ -1,5 +1,5 @@
 import { type Fragment, type FragmentRole, MARKERS, renderFragment } from "../context/index.ts";
-import type { ContextManager } from "../context-manager/index.ts";
+import { type ContextManager, frozenItem } from "../context-manager/index.ts";
 import type {
   MessageItem,
   PreviousTurnSettings,
@@ -111,15 +111,28 @@ export function recordContextUpdates(
     : diffAgainstBaseline(history, turn, worldState, snapshot);
 
   const turnContextItem = toTurnContextItem(turn);
-  if (items.length > 0) {
-    history.recordItems(items, turn.truncationPolicy);
-    for (const item of items) sink.append({ type: "response_item", payload: item });
-  }
+  const recorded = recordContextItems(history, items, turn, sink);
   sink.append({ type: "turn_context", payload: turnContextItem });
   if (worldStateItem !== undefined) sink.append({ type: "world_state", payload: worldStateItem });
   history.referenceContextItem = turnContextItem;
   history.worldStateBaseline = snapshot;
-  return { full, items, turnContextItem, worldStateItem };
+  return { full, items: recorded, turnContextItem, worldStateItem };
+}
+
+/**
+ * Records context items in history and as `response_item` lines. Each is frozen first, so history
+ * and its line share one object (a checkpoint extended from the lines shares it too).
+ */
+function recordContextItems(
+  history: ContextManager,
+  items: readonly MessageItem[],
+  turn: TurnContext,
+  sink: RolloutSink,
+): MessageItem[] {
+  const frozen = items.map((item) => frozenItem(item));
+  history.recordItems(frozen, turn.truncationPolicy);
+  for (const item of frozen) sink.append({ type: "response_item", payload: item });
+  return frozen;
 }
 
 /**
@@ -163,13 +176,10 @@ export function recordWorldStateUpdate(
   const worldState = buildWorldState(step.worldState);
   const snapshot = worldState.snapshot();
   const { items, worldStateItem } = diffAgainstBaseline(history, turn, worldState, snapshot);
-  if (items.length > 0) {
-    history.recordItems(items, turn.truncationPolicy);
-    for (const item of items) sink.append({ type: "response_item", payload: item });
-  }
+  const recorded = recordContextItems(history, items, turn, sink);
   if (worldStateItem !== undefined) sink.append({ type: "world_state", payload: worldStateItem });
   history.worldStateBaseline = snapshot;
-  return { items, worldStateItem };
+  return { items: recorded, worldStateItem };
 }
 
 /** The settings a turn leaves for the next one (reference §1.5 `PreviousTurnSettings`). */

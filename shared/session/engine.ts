@@ -1,4 +1,4 @@
-import { ContextManager } from "../context-manager/index.ts";
+import { ContextManager, frozenItem } from "../context-manager/index.ts";
 import type { ModelCatalog, ModelInfo } from "../models/index.ts";
 import type { Clock, IdSource } from "../ports/index.ts";
 import type {
@@ -255,7 +255,9 @@ export class ThreadSession {
    */
   #record(item: ResponseItem, turn: TurnContext | undefined): ResponseItem {
     const withId = this.#withId(item);
-    const stamped = turn === undefined ? withId : withTurnId(withId, turn.turnId);
+    // Frozen before it is recorded, so history and the rollout line share one object (unless
+    // truncation changes it): a checkpoint extended from the line keeps sharing it.
+    const stamped = frozenItem(turn === undefined ? withId : withTurnId(withId, turn.turnId));
     const policy = turn?.truncationPolicy ?? truncationPolicyOf(this.state.config);
     const [stored] = this.history.recordItems([stamped], policy);
     this.#deps.sink.append({ type: "response_item", payload: stamped });

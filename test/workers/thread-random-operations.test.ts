@@ -23,7 +23,8 @@ import { checkThreadRollout } from "./helpers/rollout.ts";
  * or queue behind a running one, interrupted paused turns, delete and re-create, history read in
  * pages, R2 outages, flush alarms, restores from R2, keyed turns retried), checked after every step against the
  * invariants of design §10: the stored rollout is whole, the prompt never holds a call without
- * its output, a reload is exact, and lines not yet in R2 always have an alarm that will flush them.
+ * its output, a reload is exact, the checkpoint is what its lines replay to, and lines not yet in
+ * R2 always have an alarm that will flush them.
  */
 
 afterEach(() => {
@@ -159,6 +160,12 @@ async function checkInvariants(r: Real): Promise<void> {
     }
   }
   expect([...open]).toEqual([]);
+
+  // The checkpoint in memory (extended from lines kept in memory) is what its stored lines replay to.
+  const replay = (await stub(r).checkpointReplayForTesting()) as Awaited<
+    ReturnType<Thread["checkpointReplayForTesting"]>
+  >;
+  if (replay) expect(replay.checkpoint).toEqual(replay.replayed);
 }
 
 /** A turn with a plain message, sometimes changing the working directory or the model. */
