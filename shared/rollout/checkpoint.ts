@@ -181,11 +181,15 @@ function buildCheckpoint(
   const maxRollbackTurns =
     opts.maxRollbackTurns ?? previous?.maxRollbackTurns ?? DEFAULT_MAX_ROLLBACK_TURNS;
   const counters = countersOf(previous);
-  const entries = scanEntriesOf(lines, counters).map((entry) => {
-    if (entry.type !== "compacted") return entry;
-    const { source: _source, ...stored } = entry;
-    return stored;
-  });
+  // Detached from the caller's line objects: a checkpoint is data to be stored. The previous
+  // checkpoint's entries were detached when they were added, and are shared.
+  const entries = structuredClone(
+    scanEntriesOf(lines, counters).map((entry) => {
+      if (entry.type !== "compacted") return entry;
+      const { source: _source, ...stored } = entry;
+      return stored;
+    }),
+  );
   let recent = appendEntries(previous?.recent ?? [], entries);
   let older = previous?.older;
   const start = windowStart(recent, maxRollbackTurns);
@@ -201,8 +205,8 @@ function buildCheckpoint(
     items: previous?.items ?? [],
   });
   materialize(history, lines, 0, opts.truncation);
-  // Detach from the caller's line objects: a checkpoint is data to be stored. History items are
-  // deep-frozen already, so they are shared rather than cloned.
+  // The rest is detached too (`older` may hold a new summary, `tokenInfo` a line's object);
+  // history items are deep-frozen already, so they are shared rather than cloned.
   const checkpoint: Checkpoint = structuredClone({
     version: 1,
     lastSeq: opts.lastSeq ?? (previous?.lastSeq ?? 0) + lines.length,
@@ -213,10 +217,11 @@ function buildCheckpoint(
     rewrites: counters.rewrites,
     legacyCompactions: counters.legacyCompactions,
     compactions: counters.compactions,
-    recent,
+    recent: [],
     ...(counters.tokenInfo === undefined ? {} : { tokenInfo: counters.tokenInfo }),
     ...(older === undefined ? {} : { older }),
   });
+  checkpoint.recent = recent;
   const { sealed, items } = history.toState();
   if (sealed !== undefined) checkpoint.sealed = sealed;
   checkpoint.items = items.slice();

@@ -104,12 +104,17 @@ function pushEntry(entries: ScanEntry[], entry: ScanEntry): void {
   entries.push(entry);
 }
 
-/** Appends `more` to `entries` (both oldest first), joining a run of items across the seam. */
+/**
+ * Appends `more` to `entries` (both oldest first), joining a run of items across the seam, in a
+ * new array: only the last of `entries` can change (a join), so only it is copied.
+ */
 export function appendEntries(
   entries: readonly ScanEntry[],
   more: readonly ScanEntry[],
 ): ScanEntry[] {
-  const out = entries.map((entry) => ({ ...entry }));
+  const out = entries.slice();
+  const last = out.at(-1);
+  if (last !== undefined) out[out.length - 1] = { ...last };
   for (const entry of more) pushEntry(out, { ...entry });
   return out;
 }
