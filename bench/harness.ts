@@ -85,7 +85,7 @@ export function openFiles(pid: number): string[] {
   return paths;
 }
 
-async function findWorkerd(pathPart: string): Promise<number> {
+export async function findWorkerd(pathPart: string): Promise<number> {
   for (;;) {
     for (const pid of childPids(process.pid)) {
       try {

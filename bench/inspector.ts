@@ -1,0 +1,64 @@
+/**
+ * A minimal Chrome DevTools Protocol client for the worker's isolate, through the inspector port
+ * wrangler opens (`dev.inspector.port`), and a free port to open it on.
+ */
+import { createServer } from "node:net";
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+export class Inspector {
+  readonly #socket: WebSocket;
+  readonly #pending = new Map<number, (message: { result?: unknown; error?: unknown }) => void>();
+  #nextId = 0;
+
+  private constructor(socket: WebSocket) {
+    this.#socket = socket;
+    socket.addEventListener("message", (event) => {
+      const message = JSON.parse(String(event.data)) as { id?: number; result?: unknown };
+      const settle = message.id === undefined ? undefined : this.#pending.get(message.id);
+      if (message.id !== undefined && settle) {
+        this.#pending.delete(message.id);
+        settle(message);
+      }
+    });
+  }
+
+  /** Miniflare's inspector proxy accepts local origins only; Node's WebSocket sends none. */
+  static async connect(port: number): Promise<Inspector> {
+    const targets = (await (await fetch(`http://127.0.0.1:${port}/json`)).json()) as {
+      webSocketDebuggerUrl: string;
+    }[];
+    const url = targets[0]?.webSocketDebuggerUrl;
+    if (!url) throw new Error("the inspector lists no worker");
+    const socket = new WebSocket(url, { headers: { origin: "http://localhost" } } as never);
+    await new Promise((resolve, reject) => {
+      socket.addEventListener("open", resolve, { once: true });
+      socket.addEventListener("error", () => reject(new Error("inspector connection failed")));
+    });
+    return new Inspector(socket);
+  }
+
+  async send<T>(method: string, params: Record<string, unknown> = {}): Promise<T> {
+    const id = ++this.#nextId;
+    const answer = new Promise<{ result?: unknown; error?: unknown }>((resolve) =>
+      this.#pending.set(id, resolve),
+    );
+    this.#socket.send(JSON.stringify({ id, method, params }));
+    const message = await answer;
+    if (message.error) throw new Error(`${method}: ${JSON.stringify(message.error)}`);
+    return message.result as T;
+  }
+
+  close(): void {
+    this.#socket.close();
+  }
+}
