@@ -170,7 +170,7 @@ export class LiveThread {
           : checkpoint === undefined
             ? reconstructRollout(tail, { truncation })
             : reconstructFromCheckpoint(checkpoint, tail, { truncation });
-    if (!("needsFullReplay" in state) && warnings.length === 0) log.remember(after, tail);
+    if (!("needsFullReplay" in state) && warnings.length === 0) log.remember(after, raw, tail);
     if ("needsFullReplay" in state) {
       console.warn(`[thread] full replay: ${state.reason}`);
       const whole = await readWholeRollout(parts, meta, log);

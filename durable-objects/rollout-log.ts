@@ -6,10 +6,13 @@ import type { Sql } from "./sql.ts";
 import { splitText } from "./text-parts.ts";
 
 /**
- * The most lines a log keeps in memory for the next checkpoint. Past it (a checkpoint held back,
- * e.g. while R2 is down) the oldest half is dropped, and that checkpoint decodes its rows instead.
+ * What a log keeps in memory for the next checkpoint at most: lines, and characters of their JSON
+ * (a line's payload may be an untruncated tool output that history does not hold). Past either
+ * (a checkpoint held back while R2 is down, huge outputs) it drops them all, and that checkpoint
+ * reads and decodes its rows instead.
  */
 const MAX_LINES_IN_MEMORY = 2_000;
+const MAX_CHARS_IN_MEMORY = 4 * 2 ** 20;
 
 export interface StoredLine {
   seq: number;
@@ -33,6 +36,9 @@ export class RolloutLog implements RolloutSink {
    * holding a second copy. Lines appended as text (imports) are not kept.
    */
   #memory: RolloutLine[] = [];
+  /** The JSON length of each of `#memory`, and their sum. */
+  #memorySizes: number[] = [];
+  #memoryChars = 0;
   #memoryAfter: number;
 
   constructor(sql: Sql, clock: Clock, lastSeq: number) {
@@ -57,10 +63,10 @@ export class RolloutLog implements RolloutSink {
   append(item: RolloutItem): void {
     const timestamp = new Date(this.#clock.nowMs()).toISOString();
     const line = { timestamp, ...item } as RolloutLine;
-    this.#insert(encodeRolloutLine(line));
+    const text = encodeRolloutLine(line);
+    this.#insert(text);
     this.#lastWrittenAt = timestamp;
-    this.#memory.push(line);
-    if (this.#memory.length > MAX_LINES_IN_MEMORY) this.#forget(MAX_LINES_IN_MEMORY / 2);
+    this.#keep(line, text.length);
   }
 
   /** Appends an already-encoded line (imports keep the original bytes). */
@@ -69,27 +75,44 @@ export class RolloutLog implements RolloutSink {
     this.#forget(this.#memory.length + 1);
   }
 
+  #keep(line: RolloutLine, chars: number): void {
+    if (
+      this.#memory.length >= MAX_LINES_IN_MEMORY ||
+      this.#memoryChars + chars > MAX_CHARS_IN_MEMORY
+    ) {
+      this.#forget(this.#memory.length + 1);
+      return;
+    }
+    this.#memory.push(line);
+    this.#memorySizes.push(chars);
+    this.#memoryChars += chars;
+  }
+
   #insert(text: string): void {
     const seq = this.#lastSeq + 1;
     RolloutLog.insert(this.#sql, seq, text);
     this.#lastSeq = seq;
   }
 
-  /** Drops the oldest `count` lines kept in memory. */
+  /** Drops the oldest `count` seqs from memory (more than it holds: the newest line too). */
   #forget(count: number): void {
     this.#memory.splice(0, count);
+    for (const chars of this.#memorySizes.splice(0, count)) this.#memoryChars -= chars;
     this.#memoryAfter += count;
   }
 
   /**
-   * Keeps `lines`, the decoded lines after `after` (a load read them for its replay), for the next
-   * checkpoint: only when they are every line after it.
+   * Keeps `lines`, decoded from `rows` (a load read them for its replay), for the next checkpoint:
+   * only when they are every line after `after` and nothing was appended yet, within the limits.
    */
-  remember(after: number, lines: readonly RolloutLine[]): void {
-    if (this.#memory.length > 0 || after + lines.length !== this.#lastSeq) return;
-    if (lines.length > MAX_LINES_IN_MEMORY) return;
-    this.#memory = lines.slice();
+  remember(after: number, rows: readonly StoredLine[], lines: readonly RolloutLine[]): void {
+    if (this.#memory.length > 0 || this.#memoryAfter !== this.#lastSeq) return;
+    if (rows.length !== lines.length || rows.length !== this.#lastSeq - after) return;
+    if (rows.some((row, i) => row.seq !== after + 1 + i)) return;
     this.#memoryAfter = after;
+    lines.forEach((line, i) => {
+      this.#keep(line, rows[i]?.line.length ?? 0);
+    });
   }
 
   /** The lines with seq in (after, last] as kept in memory, or undefined when some are not. */
