@@ -1,10 +1,14 @@
 /**
- * A minimal Chrome DevTools Protocol client for the worker's isolate, through the inspector port
- * wrangler opens (`dev.inspector.port`), and a free port to open it on.
+ * The worker started with its inspector open (`dev.inspector.port`, on a free port), and a minimal
+ * Chrome DevTools Protocol client for its isolate.
  */
 import { createServer } from "node:net";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 
-export async function freePort(): Promise<number> {
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+
+async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once("error", reject);
@@ -13,6 +17,27 @@ export async function freePort(): Promise<number> {
       server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
     });
   });
+}
+
+/**
+ * Starts the Spindle worker (as development, so the local key works) with wrangler's
+ * `unstable_startWorker` on `persist`, with the inspector on a free port.
+ */
+export async function startInspectedWorker(persist: string) {
+  const { unstable_startWorker } = await import("wrangler");
+  const inspectorPort = await freePort();
+  const worker = await unstable_startWorker({
+    config: join(ROOT, "wrangler.toml"),
+    bindings: { SPINDLE_ENV: { type: "plain_text", value: "development" } },
+    dev: {
+      persist,
+      server: { hostname: "127.0.0.1", port: 0 },
+      inspector: { port: inspectorPort },
+      watch: false,
+      logLevel: "warn",
+    },
+  });
+  return { worker, inspectorPort };
 }
 
 export class Inspector {

@@ -14,19 +14,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { findWorkerd, memoryOf, timedFetch } from "./harness.ts";
-import { freePort, Inspector } from "./inspector.ts";
-import { bytes, count, table } from "./stats.ts";
+import { Inspector, startInspectedWorker } from "./inspector.ts";
+import { bytes, count, positiveInt, table } from "./stats.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
-function int(raw: string | undefined, fallback: number): number {
-  const value = raw === undefined ? fallback : Number.parseInt(raw, 10);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`bad number: ${raw}`);
-  return value;
-}
-
-const TURNS = int(process.env.MEMORY_TURNS, 5_000);
-const STEP = int(process.env.MEMORY_STEP, 500);
+const TURNS = positiveInt(process.env.MEMORY_TURNS, 5_000);
+const STEP = positiveInt(process.env.MEMORY_STEP, 500);
 const THREAD = "measured";
 const HEADERS = { authorization: "Bearer sk-local-dev", "content-type": "application/json" };
 
@@ -96,19 +90,7 @@ async function main(): Promise<void> {
   const tracePath = join(dir, "gc-trace.txt");
   process.env.MINIFLARE_WORKERD_PATH = tracingWorkerd(dir, tracePath);
   process.env.MINIFLARE_WORKERD_V8_FLAGS = "--trace-gc --trace-gc-nvp";
-  const { unstable_startWorker } = await import("wrangler");
-  const inspectorPort = await freePort();
-  const worker = await unstable_startWorker({
-    config: join(ROOT, "wrangler.toml"),
-    bindings: { SPINDLE_ENV: { type: "plain_text", value: "development" } },
-    dev: {
-      persist: join(dir, "state"),
-      server: { hostname: "127.0.0.1", port: 0 },
-      inspector: { port: inspectorPort },
-      watch: false,
-      logLevel: "warn",
-    },
-  });
+  const { worker, inspectorPort } = await startInspectedWorker(join(dir, "state"));
   let cdp: Inspector | undefined;
   try {
     await worker.ready;
@@ -221,8 +203,7 @@ async function main(): Promise<void> {
   } finally {
     cdp?.close();
     await worker.dispose();
-    if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
-    else log(dir);
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 

@@ -13,20 +13,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { sleep, timedFetch } from "./harness.ts";
-import { freePort, Inspector } from "./inspector.ts";
-import { median, ms } from "./stats.ts";
+import { Inspector, startInspectedWorker } from "./inspector.ts";
+import { median, ms, positiveInt } from "./stats.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
-function int(raw: string | undefined, fallback: number): number {
-  const value = raw === undefined ? fallback : Number.parseInt(raw, 10);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`bad number: ${raw}`);
-  return value;
-}
-
-const TURNS = int(process.env.PROFILE_TURNS, 5_000);
-const COLD = int(process.env.PROFILE_COLD, 5);
-const WARM = int(process.env.PROFILE_WARM, 20);
+const TURNS = positiveInt(process.env.PROFILE_TURNS, 5_000);
+const COLD = positiveInt(process.env.PROFILE_COLD, 5);
+const WARM = positiveInt(process.env.PROFILE_WARM, 20);
 const OUT = process.env.PROFILE_OUT ?? join(ROOT, "bench", "profiles");
 /** Turns on a throwaway thread (with three reloads) so V8 has compiled the code paths first. */
 const JIT_WARMUP_TURNS = 200;
@@ -149,20 +143,8 @@ function report(what: string, walls: number[], profiles: CpuProfile[]): void {
 // --- The run ------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
-  const { unstable_startWorker } = await import("wrangler");
   const persist = mkdtempSync(join(tmpdir(), "spindle-profile-"));
-  const inspectorPort = await freePort();
-  const worker = await unstable_startWorker({
-    config: join(ROOT, "wrangler.toml"),
-    bindings: { SPINDLE_ENV: { type: "plain_text", value: "development" } },
-    dev: {
-      persist,
-      server: { hostname: "127.0.0.1", port: 0 },
-      inspector: { port: inspectorPort },
-      watch: false,
-      logLevel: "warn",
-    },
-  });
+  const { worker, inspectorPort } = await startInspectedWorker(persist);
   let inspector: Inspector | undefined;
   try {
     await worker.ready;

@@ -19,7 +19,7 @@ import {
   startRuntime,
   timedFetch,
 } from "./harness.ts";
-import { bytes, count, median, ms, percentile, ratio, table } from "./stats.ts";
+import { bytes, count, median, ms, percentile, positiveInt, ratio, table } from "./stats.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
@@ -30,17 +30,11 @@ function intList(raw: string | undefined, fallback: number[]): number[] {
   return [...new Set(values)].sort((a, b) => a - b);
 }
 
-function int(raw: string | undefined, fallback: number): number {
-  const value = raw === undefined ? fallback : Number.parseInt(raw, 10);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`bad number: ${raw}`);
-  return value;
-}
-
 const SIZES = intList(process.env.BENCH_TURNS, [10, 1_000, 5_000, 10_000]);
-const TIMED_TURNS = int(process.env.BENCH_TIMED_TURNS, 50);
+const TIMED_TURNS = positiveInt(process.env.BENCH_TIMED_TURNS, 50);
 const WARMUP_TURNS = 10;
-const COLD_REPEATS = int(process.env.BENCH_COLD_REPEATS, 5);
-const BUILD_BUDGET_MS = int(process.env.BENCH_BUILD_BUDGET_S, 480) * 1000;
+const COLD_REPEATS = positiveInt(process.env.BENCH_COLD_REPEATS, 5);
+const BUILD_BUDGET_MS = positiveInt(process.env.BENCH_BUILD_BUDGET_S, 480) * 1000;
 /** Requests (bare) or turns (Spindle, on a throwaway thread) that warm the isolate's code first. */
 const JIT_WARMUP_REQUESTS = 200;
 /** Timed bare POSTs per size (after 20 untimed ones), run right before Spindle's timed turns. */

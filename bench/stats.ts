@@ -1,4 +1,11 @@
-/** Small statistics and formatting helpers for the benchmark table. */
+/** Small statistics and formatting helpers for the benchmark table, and its knobs' parsing. */
+
+/** A knob read from the environment: a positive integer, or `fallback` when unset. */
+export function positiveInt(raw: string | undefined, fallback: number): number {
+  const value = raw === undefined ? fallback : Number.parseInt(raw, 10);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`bad number: ${raw}`);
+  return value;
+}
 
 /** Nearest-rank percentile (p in 0..100) of unsorted samples. */
 export function percentile(samples: readonly number[], p: number): number {
