@@ -108,7 +108,7 @@ export class RolloutLog implements RolloutSink {
   remember(after: number, rows: readonly StoredLine[], lines: readonly RolloutLine[]): void {
     if (this.#memory.length > 0 || this.#memoryAfter !== this.#lastSeq) return;
     if (rows.length !== lines.length || rows.length !== this.#lastSeq - after) return;
-    if (rows.some((row, i) => row.seq !== after + 1 + i)) return;
+    if (firstMissingSeq(rows, after, this.#lastSeq) !== undefined) return;
     this.#memoryAfter = after;
     lines.forEach((line, i) => {
       this.#keep(line, rows[i]?.line.length ?? 0);
