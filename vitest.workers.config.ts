@@ -6,8 +6,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   plugins: [
     cloudflareTest({
-      wrangler: { configPath: "./wrangler.toml" },
-      // wrangler.toml deploys as production; tests may use the local development key.
+      wrangler: { configPath: "./test/workers/wrangler.toml" },
+      // The test worker (test/workers/wrangler.toml); tests may use the local development key.
       miniflare: {
         bindings: {
           SPINDLE_ENV: "development",

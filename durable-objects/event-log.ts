@@ -1,5 +1,5 @@
+import { isTerminalEventType } from "../shared/api/index.ts";
 import type { Clock } from "../shared/ports/index.ts";
-import { isTerminalEventType } from "../worker/schemas.ts";
 import type { Sql } from "./sql.ts";
 import { TEXT_PART_MAX_CHARS, TextParts } from "./text-parts.ts";
 

@@ -1,4 +1,6 @@
 import { v7 as uuidv7 } from "uuid";
+import type { Env } from "../env.ts";
+import type { CreateThreadRequest } from "../shared/api/index.ts";
 import {
   ContextManager,
   freezeItemsInPlace,
@@ -16,12 +18,22 @@ import {
   reconstructFromCheckpoint,
   reconstructRollout,
 } from "../shared/rollout/index.ts";
-import { type EngineDeps, ThreadSession, truncationPolicyOf } from "../shared/session/index.ts";
-import { CheckpointStore, type ItemGroupLimits } from "./checkpoint-store.ts";
-import type { MetaStore, ThreadMeta } from "./meta-store.ts";
+import {
+  type EngineDeps,
+  resolveSessionConfiguration,
+  ThreadSession,
+  truncationPolicyOf,
+} from "../shared/session/index.ts";
+import {
+  CheckpointStore,
+  DEFAULT_ITEM_GROUP_LIMITS,
+  type ItemGroupLimits,
+} from "./checkpoint-store.ts";
+import { MetaStore, newThreadMeta, sessionMetaPayload, type ThreadMeta } from "./meta-store.ts";
+import { catalogOf, modelClientFactory } from "./providers.ts";
 import { decodeTolerantly, firstMissingSeq, RolloutLog } from "./rollout-log.ts";
 import { type SegmentRow, SegmentStore } from "./segments.ts";
-import type { Sql } from "./sql.ts";
+import { type Sql, sqlOf } from "./sql.ts";
 
 /** A new checkpoint is taken once this many lines were written after the last one. */
 export const DEFAULT_CHECKPOINT_EVERY_LINES = 250;
@@ -48,11 +60,32 @@ export interface StorageParts {
   meta: MetaStore;
 }
 
+/** The stores and settings of one object, from its storage and the environment. */
+export function storagePartsOf(ctx: DurableObjectState, env: Env): StorageParts {
+  const sql = sqlOf(ctx.storage.sql);
+  return {
+    catalog: catalogOf(env),
+    modelClients: (threadId) => modelClientFactory(env, threadId),
+    checkpointEveryLines:
+      Number(env.SPINDLE_CHECKPOINT_EVERY_LINES) || DEFAULT_CHECKPOINT_EVERY_LINES,
+    checkpointGroups: {
+      ...DEFAULT_ITEM_GROUP_LIMITS,
+      maxItems: Number(env.SPINDLE_CHECKPOINT_GROUP_ITEMS) || DEFAULT_ITEM_GROUP_LIMITS.maxItems,
+    },
+    sql,
+    storage: ctx.storage,
+    bucket: env.ROLLOUT,
+    meta: new MetaStore(sql),
+  };
+}
+
 /**
  * A loaded thread: the engine plus the stores it writes through. Built on the first request after
  * a cold start (the constructor only migrates the schema, design §6).
  */
 export class LiveThread {
+  /** The stores and settings it was built with. */
+  readonly parts: StorageParts;
   readonly meta: ThreadMeta;
   readonly session: ThreadSession;
   readonly log: RolloutLog;
@@ -85,6 +118,7 @@ export class LiveThread {
      */
     segments = new SegmentStore(parts.sql, parts.bucket, threadPrefix(meta.tenant, meta.id), log),
   ) {
+    this.parts = parts;
     this.meta = meta;
     this.log = log;
     this.segments = segments;
@@ -112,6 +146,36 @@ export class LiveThread {
         : { config, history, previousTurnSettings: state.previousTurnSettings },
       deps,
     );
+  }
+
+  /**
+   * A new thread: its `session_meta` and `spindle_config` lines, identity and configuration,
+   * written in one transaction with whatever `inTransaction` records (the request's key).
+   */
+  static create(
+    parts: StorageParts,
+    req: Pick<CreateThreadRequest, "tenant" | "threadId" | "config">,
+    inTransaction: () => void,
+  ): LiveThread {
+    const config = resolveSessionConfiguration(
+      undefined,
+      req.config,
+      parts.catalog,
+      DEFAULT_MODEL_SLUG,
+    );
+    const now = new Date(systemClock.nowMs()).toISOString();
+    const meta = newThreadMeta(req.tenant, req.threadId, now, null);
+    const log = new RolloutLog(parts.sql, systemClock, 0);
+    parts.storage.transactionSync(() => {
+      log.append({ type: "session_meta", payload: sessionMetaPayload(req.threadId, now, config) });
+      log.append({ type: "spindle_config", payload: config });
+      // The newest line's time, as a restore from the rollout reads it back.
+      meta.updated_at = log.lastWrittenAt ?? now;
+      parts.meta.put("thread", meta);
+      parts.meta.put("config", config);
+      inTransaction();
+    });
+    return new LiveThread(parts, meta, config, log, undefined, undefined);
   }
 
   /** Sets `updated_at` to the newest line's time, as a restore from the rollout reads it back. */

@@ -1,5 +1,5 @@
+import type { TurnResource, Warning } from "../shared/api/index.ts";
 import type { ContentItem, SessionConfiguration } from "../shared/protocol/index.ts";
-import type { TurnResource, Warning } from "../worker/schemas.ts";
 import type { Sql } from "./sql.ts";
 import { TextParts } from "./text-parts.ts";
 
@@ -12,6 +12,37 @@ export interface ThreadMeta {
   forked_from: string | null;
   turn_count: number;
   warnings: Warning[];
+}
+
+/** A new thread's identity. */
+export function newThreadMeta(
+  tenant: string,
+  id: string,
+  createdAt: string,
+  forkedFrom: string | null,
+): ThreadMeta {
+  return {
+    tenant,
+    id,
+    created_at: createdAt,
+    updated_at: createdAt,
+    forked_from: forkedFrom,
+    turn_count: 0,
+    warnings: [],
+  };
+}
+
+/** The `session_meta` payload of a thread created through the API (Codex's field names). */
+export function sessionMetaPayload(id: string, now: string, config: SessionConfiguration) {
+  return {
+    id,
+    timestamp: now,
+    cwd: config.environments[0]?.cwd ?? "/",
+    originator: "spindle",
+    cli_version: "spindle-0.1.0",
+    source: "api",
+    model_provider: config.provider,
+  };
 }
 
 /** A turn's row: its resource minus the items, which are read back from the rollout by seq range. */

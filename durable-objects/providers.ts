@@ -1,3 +1,4 @@
+import type { Env } from "../env.ts";
 import {
   DEFAULT_MODEL_CATALOG,
   type ModelCatalog,
@@ -10,7 +11,6 @@ import {
   type ModelClient,
   ProviderError,
 } from "../shared/providers/index.ts";
-import type { Env } from "../worker/env.ts";
 
 /** The catalog of a deployment: the local models plus the configured provider models. */
 export function catalogOf(env: Env): ModelCatalog {

@@ -87,7 +87,10 @@ const NEWLINE = utf8ToBytes("\n");
  * lines do not change it). Hashed line by line: an import may be 64 MiB, and no second copy of
  * its text is made.
  */
-export function importFingerprint(requestFingerprint: string, lines: readonly ImportedLine[]) {
+export function importFingerprint(requestFingerprint: string, read: ImportResult): string {
+  // An unreadable body is refused before the key is kept: any value that no readable one gives.
+  if (!read.ok) return "an unreadable body";
+  const lines = read.lines;
   const hash = sha256.create().update(utf8ToBytes(requestFingerprint)).update(NEWLINE);
   for (const line of lines) hash.update(utf8ToBytes(line.text)).update(NEWLINE);
   return bytesToHex(hash.digest());

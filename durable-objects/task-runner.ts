@@ -1,7 +1,7 @@
+import type { TurnResource } from "../shared/api/index.ts";
 import type { ResponseItem } from "../shared/protocol/index.ts";
 import { ProviderError } from "../shared/providers/index.ts";
 import type { CompactionOutcome, TurnEvent, TurnOutcome } from "../shared/session/index.ts";
-import type { TurnResource } from "../worker/schemas.ts";
 import type { EventLog } from "./event-log.ts";
 import type { LiveThread } from "./live-thread.ts";
 import type { MetaStore, TurnRow } from "./meta-store.ts";

@@ -1,4 +1,4 @@
-import type { Env } from "./env.ts";
+import type { Env } from "../env.ts";
 
 /** Hono's environment for this app: the bindings, and what middleware sets on the context. */
 export interface AppEnv {

@@ -4,9 +4,19 @@
  * this file holds one handler per route.
  */
 import { type Context, Hono, type MiddlewareHandler } from "hono";
+import {
+  type IdempotencyKey,
+  type InputMessage,
+  isProblemCode,
+  PROBLEM_CONTENT_TYPE,
+  type RpcResult,
+  type StartTurnRequest,
+  type ThreadRpc,
+  type TurnInput,
+} from "../shared/api/index.ts";
 import type { AppEnv } from "./app-env.ts";
 import { authenticate } from "./auth.ts";
-import { ApiError, isProblemCode, PROBLEM_CONTENT_TYPE, toApiError } from "./errors.ts";
+import { ApiError, toApiError } from "./errors.ts";
 import { idempotencyOf, threadIdForKey } from "./idempotency.ts";
 import { buildOpenApiDocument, type OpenApiDocument } from "./openapi.ts";
 import {
@@ -18,9 +28,7 @@ import {
   type RouteInput,
   type RouteSpec,
 } from "./routes.ts";
-import type { InputMessage, TurnInput } from "./schemas.ts";
 import { SSE_HEADERS, serverSentEvents } from "./sse.ts";
-import type { IdempotencyKey, RpcResult, StartTurnRequest, ThreadRpc } from "./thread-rpc.ts";
 import { getThreadStub, type ThreadStubFactory } from "./thread-stub.ts";
 import {
   importBodyMaxBytes,

@@ -17,10 +17,10 @@ import { sha256 } from "@noble/hashes/sha2.js";
 import { hexToBytes, utf8ToBytes } from "@noble/hashes/utils.js";
 import type { MiddlewareHandler } from "hono";
 import { z } from "zod";
+import type { Env } from "../env.ts";
+import { TenantIdSchema } from "../shared/api/index.ts";
 import type { AppEnv } from "./app-env.ts";
-import type { Env } from "./env.ts";
 import { ApiError } from "./errors.ts";
-import { TenantIdSchema } from "./schemas.ts";
 
 export const DEV_API_KEY = "sk-local-dev";
 export const DEV_TENANT = "local";

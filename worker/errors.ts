@@ -1,108 +1,14 @@
 import { HTTPException } from "hono/http-exception";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { z } from "zod";
-
-/**
- * The stable machine-readable error codes of the HTTP API (design §7). They travel as the `code`
- * extension member of an RFC 9457 problem document, and the Thread DO returns them in failed
- * `RpcResult`s. Renaming one is a breaking API change.
- */
-export const PROBLEM_CODES = [
-  "invalid_request",
-  "unauthorized",
-  "not_found",
-  "thread_exists",
-  "thread_busy",
-  "turn_not_found",
-  "turn_mismatch",
-  "turn_not_steerable",
-  "no_pending_calls",
-  "unknown_call_id",
-  "payload_too_large",
-  "unsupported_media_type",
-  "event_expired",
-  "provider_error",
-  "context_window_exceeded",
-  "unknown_model",
-  "rollout_incomplete",
-  "idempotency_key_reused",
-  "idempotency_key_in_use",
-  "method_not_allowed",
-  "internal",
-] as const;
-
-export type ProblemCode = (typeof PROBLEM_CODES)[number];
-
-/** One failing field of a request: `path` as described at `issuesToFieldErrors`. */
-export interface FieldError {
-  path: string;
-  message: string;
-}
-
-/** The RFC 9457 problem document this API answers with (media type `application/problem+json`). */
-export interface Problem {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  code: ProblemCode;
-  errors?: FieldError[];
-}
-
-export const PROBLEM_CONTENT_TYPE = "application/problem+json";
-
-/**
- * Status and title of each code. A `Record` keyed by the union, so a new code without a status
- * fails to compile. RFC 9457 §3.1.3: the title stays the same for every occurrence of a type;
- * what varies goes into `detail`.
- */
-const PROBLEM_TYPES: Record<ProblemCode, { status: ContentfulStatusCode; title: string }> = {
-  invalid_request: { status: 400, title: "The request is invalid" },
-  unauthorized: { status: 401, title: "Authentication is required" },
-  not_found: { status: 404, title: "The resource does not exist" },
-  thread_exists: { status: 409, title: "A thread with this id already exists" },
-  thread_busy: { status: 409, title: "The thread is running a turn" },
-  turn_not_found: { status: 404, title: "The turn does not exist" },
-  turn_mismatch: { status: 409, title: "The turn is not the thread's current turn" },
-  turn_not_steerable: { status: 409, title: "The turn cannot take more input" },
-  no_pending_calls: { status: 409, title: "The turn is not waiting for tool outputs" },
-  unknown_call_id: { status: 400, title: "No pending call has this call_id" },
-  payload_too_large: { status: 413, title: "The request body is too large" },
-  unsupported_media_type: { status: 415, title: "The request body's media type is not accepted" },
-  event_expired: { status: 410, title: "The requested events are no longer retained" },
-  provider_error: { status: 502, title: "The model provider failed" },
-  context_window_exceeded: { status: 400, title: "The input does not fit the context window" },
-  unknown_model: { status: 400, title: "The model is not in the catalog" },
-  rollout_incomplete: { status: 409, title: "Part of the rollout cannot be read" },
-  idempotency_key_reused: {
-    status: 422,
-    title: "The idempotency key was used with another request",
-  },
-  idempotency_key_in_use: {
-    status: 409,
-    title: "A request with this idempotency key is still being admitted",
-  },
-  method_not_allowed: { status: 405, title: "The method is not allowed on this resource" },
-  internal: { status: 500, title: "Internal error" },
-};
-
-const PROBLEM_CODE_SET: ReadonlySet<string> = new Set(PROBLEM_CODES);
-
-export function isProblemCode(value: unknown): value is ProblemCode {
-  return typeof value === "string" && PROBLEM_CODE_SET.has(value);
-}
-
-export function problemStatus(code: ProblemCode): ContentfulStatusCode {
-  return PROBLEM_TYPES[code].status;
-}
-
-/**
- * The problem `type` URI. RFC 9457 §3.1.1 allows a relative reference; `/problems/{code}` is
- * reserved for human-readable documentation of each code.
- */
-export function problemType(code: ProblemCode): string {
-  return `/problems/${code}`;
-}
+import {
+  type FieldError,
+  type Problem,
+  type ProblemCode,
+  type ProblemStatus,
+  problemStatus,
+  problemTitle,
+  problemType,
+} from "../shared/api/index.ts";
 
 export interface ApiErrorOptions {
   errors?: FieldError[];
@@ -118,7 +24,7 @@ export interface ApiErrorOptions {
 export class ApiError extends Error {
   override readonly name = "ApiError";
   readonly code: ProblemCode;
-  readonly status: ContentfulStatusCode;
+  readonly status: ProblemStatus;
   readonly errors: FieldError[] | undefined;
   readonly headers: Record<string, string>;
 
@@ -134,7 +40,7 @@ export class ApiError extends Error {
   toProblem(): Problem {
     const problem: Problem = {
       type: problemType(this.code),
-      title: PROBLEM_TYPES[this.code].title,
+      title: problemTitle(this.code),
       status: this.status,
       detail: this.message,
       code: this.code,

@@ -1,6 +1,6 @@
 import { bytesToHex } from "@noble/hashes/utils.js";
+import type { IdempotencyKey } from "../shared/api/index.ts";
 import type { OperationId } from "./routes.ts";
-import type { IdempotencyKey } from "./thread-rpc.ts";
 
 /**
  * The `Idempotency-Key` of a request, with what identifies the request: the operation, its path

@@ -6,24 +6,18 @@
  */
 import { z } from "zod";
 import {
-  ThreadConfigSchema,
-  TokenUsageInfoSchema,
-  TokenUsageSchema,
-} from "../shared/protocol/index.ts";
-import { PROBLEM_CONTENT_TYPE, type ProblemCode, problemStatus } from "./errors.ts";
-import { API_ROUTES, type ContentSpec, type ResponseSpec, type RouteSpec } from "./routes.ts";
-import {
   CreateThreadBodySchema,
   EmptyBodySchema,
   FieldErrorSchema,
   ForkBodySchema,
-  HealthSchema,
   HistoryPageSchema,
   InjectBodySchema,
   InputMessageSchema,
-  OpenApiDocumentSchema,
+  PROBLEM_CONTENT_TYPE,
+  type ProblemCode,
   ProblemSchema,
   PromptResourceSchema,
+  problemStatus,
   ResolvedThreadConfigSchema,
   ResponseItemOutputSchema,
   RollbackBodySchema,
@@ -35,7 +29,20 @@ import {
   ThreadResourceSchema,
   TurnInputSchema,
   TurnResourceSchema,
-} from "./schemas.ts";
+} from "../shared/api/index.ts";
+import {
+  ThreadConfigSchema,
+  TokenUsageInfoSchema,
+  TokenUsageSchema,
+} from "../shared/protocol/index.ts";
+import {
+  API_ROUTES,
+  type ContentSpec,
+  HealthSchema,
+  OpenApiDocumentSchema,
+  type ResponseSpec,
+  type RouteSpec,
+} from "./routes.ts";
 
 type JsonSchema = Record<string, unknown>;
 

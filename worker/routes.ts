@@ -4,8 +4,7 @@
  * their schemas; `openapi.ts` documents exactly these from the same schemas. A route cannot
  * exist in one place and not the other.
  */
-import type { z } from "zod";
-import type { ProblemCode } from "./errors.ts";
+import { z } from "zod";
 import {
   CreateThreadBodySchema,
   EmptyBodySchema,
@@ -13,13 +12,12 @@ import {
   EventsQuerySchema,
   ExportQuerySchema,
   ForkBodySchema,
-  HealthSchema,
   HistoryPageSchema,
   HistoryQuerySchema,
   IdempotencyHeadersSchema,
   ImportQuerySchema,
   InjectBodySchema,
-  OpenApiDocumentSchema,
+  type ProblemCode,
   PromptResourceSchema,
   RollbackBodySchema,
   RolloutLineDocSchema,
@@ -31,8 +29,13 @@ import {
   ThreadResourceSchema,
   TurnParamsSchema,
   TurnResourceSchema,
-} from "./schemas.ts";
+} from "../shared/api/index.ts";
 import { jsonBodyMaxBytes, turnBodyMaxBytes } from "./validate.ts";
+
+export const HealthSchema = z.object({ ok: z.literal(true), service: z.literal("spindle") });
+
+/** `GET /openapi.json`: an OpenAPI 3.1 document. */
+export const OpenApiDocumentSchema = z.looseObject({ openapi: z.string() });
 
 export type HttpMethod = "get" | "post" | "delete";
 

@@ -4,8 +4,9 @@
  * comment keeps an idle connection open; a turn's stream ends with its terminal event, or with an
  * explicit `error` event when the stream breaks; a client that leaves only stops the reading.
  */
+
+import { isTerminalEventType, ThreadEventEnvelopeSchema } from "../shared/api/index.ts";
 import { ApiError, toApiError } from "./errors.ts";
-import { isTerminalEventType, ThreadEventEnvelopeSchema } from "./schemas.ts";
 
 /**
  * Headers of every SSE response. `no-transform` and `X-Accel-Buffering: no` keep proxies from

@@ -1,5 +1,5 @@
-import type { Env } from "./env.ts";
-import type { ThreadRpc } from "./thread-rpc.ts";
+import type { Env } from "../env.ts";
+import type { ThreadRpc } from "../shared/api/index.ts";
 
 /** How the app reaches a thread's DO; `createApp({ threadStub })` swaps it in tests. */
 export type ThreadStubFactory = (env: Env, tenant: string, threadId: string) => ThreadRpc;

@@ -7,25 +7,7 @@ import type {
   TruncationConfig,
   TurnContextItem,
 } from "../protocol/index.ts";
-
-/** A configuration names a model the catalog does not know (HTTP 400 `unknown_model`). */
-export class UnknownModelError extends Error {
-  constructor(readonly model: string) {
-    super(`unknown model: ${model}`);
-    this.name = "UnknownModelError";
-  }
-}
-
-/** A configuration value the engine cannot use (HTTP 400 `invalid_request`). */
-export class InvalidConfigurationError extends Error {
-  constructor(
-    readonly path: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = "InvalidConfigurationError";
-  }
-}
+import { InvalidConfigurationError, UnknownModelError } from "./errors.ts";
 
 export const DEFAULT_PERMISSIONS: PermissionsConfig = {
   sandbox: "workspace-write",

@@ -1,10 +1,43 @@
+import type { FieldError, ProblemCode } from "../api/index.ts";
+
 /**
- * Errors of the thread operations. Each carries the stable problem `code` of design §7 so the
- * caller can map it to an HTTP problem without matching on messages. All of them are thrown before
- * anything is recorded: a rejected request leaves history and rollout untouched.
+ * Errors of the thread operations. Each carries its problem code from the one vocabulary
+ * (`shared/api/problems.ts`), so the caller maps it to an HTTP problem without matching on
+ * messages. All of them are thrown before anything is recorded: a rejected request leaves history
+ * and rollout untouched.
  */
 export abstract class SessionError extends Error {
-  abstract readonly code: string;
+  abstract readonly code: ProblemCode;
+  /** The fields at fault, with paths relative to the value the operation was given. */
+  fieldErrors(): FieldError[] | undefined {
+    return undefined;
+  }
+}
+
+/** A configuration names a model the catalog does not know (400 `unknown_model`). */
+export class UnknownModelError extends SessionError {
+  readonly code = "unknown_model";
+  constructor(readonly model: string) {
+    super(`Unknown model "${model}".`);
+    this.name = "UnknownModelError";
+  }
+}
+
+/** A configuration value the engine cannot use (400 `invalid_request`). */
+export class InvalidConfigurationError extends SessionError {
+  readonly code = "invalid_request";
+  constructor(
+    /** The field within the configuration, as a JSON Pointer without its leading `/`. */
+    readonly path: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "InvalidConfigurationError";
+  }
+
+  override fieldErrors(): FieldError[] {
+    return [{ path: `/${this.path}`, message: this.message }];
+  }
 }
 
 /** Another task (turn or compaction) is running on this session (409 `thread_busy`). */

@@ -3,7 +3,6 @@ import { env } from "cloudflare:workers";
 import { createHash } from "node:crypto";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { Thread } from "../../durable-objects/thread.ts";
 import {
   ACME_KEY,
   api,
@@ -15,12 +14,13 @@ import {
   threadStub,
 } from "./helpers/api.ts";
 import { checkThreadRollout, sqlRows } from "./helpers/rollout.ts";
+import type { TestThread } from "./worker.ts";
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
 
-type Inspect = Awaited<ReturnType<Thread["inspectForTesting"]>>;
+type Inspect = Awaited<ReturnType<TestThread["inspectForTesting"]>>;
 const inspect = async (id: string) => (await threadStub(id).inspectForTesting()) as Inspect;
 
 async function createThread(id: string, config: Record<string, unknown> = {}) {

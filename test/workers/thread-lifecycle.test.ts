@@ -1,8 +1,8 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { Thread } from "../../durable-objects/thread.ts";
 import { api, json, newThreadId, threadStub } from "./helpers/api.ts";
+import type { TestThread } from "./worker.ts";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -24,7 +24,7 @@ async function snapshot(id: string) {
   const thread = await json<Record<string, unknown>>(await api("GET", `/v1/threads/${id}`));
   // The RPC stub's type cannot express ContextManagerState; the value is plain data.
   const internal = (await threadStub(id).inspectForTesting()) as Awaited<
-    ReturnType<Thread["inspectForTesting"]>
+    ReturnType<TestThread["inspectForTesting"]>
   >;
   return { prompt, history, thread, internal };
 }

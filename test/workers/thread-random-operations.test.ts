@@ -2,7 +2,6 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { afterEach, describe, expect, it, type MockInstance, vi } from "vitest";
-import type { Thread } from "../../durable-objects/thread.ts";
 import {
   api,
   DEV_KEY,
@@ -15,6 +14,7 @@ import {
 } from "./helpers/api.ts";
 import { answerEvents, responsesStream } from "./helpers/openai.ts";
 import { checkThreadRollout } from "./helpers/rollout.ts";
+import type { TestThread } from "./worker.ts";
 
 /*
  * Model-based durability test: random sequences of the operations a client and the platform can
@@ -31,7 +31,7 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-type Inspect = Awaited<ReturnType<Thread["inspectForTesting"]>>;
+type Inspect = Awaited<ReturnType<TestThread["inspectForTesting"]>>;
 interface Item {
   type: string;
   call_id?: string;
@@ -163,7 +163,7 @@ async function checkInvariants(r: Real): Promise<void> {
 
   // The checkpoint in memory (extended from lines kept in memory) is what its stored lines replay to.
   const replay = (await stub(r).checkpointReplayForTesting()) as Awaited<
-    ReturnType<Thread["checkpointReplayForTesting"]>
+    ReturnType<TestThread["checkpointReplayForTesting"]>
   >;
   if (replay) expect(replay.checkpoint).toEqual(replay.replayed);
 }

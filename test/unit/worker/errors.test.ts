@@ -1,13 +1,8 @@
 import { HTTPException } from "hono/http-exception";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import {
-  ApiError,
-  issuesToFieldErrors,
-  PROBLEM_CODES,
-  problemStatus,
-  toApiError,
-} from "../../../worker/errors.ts";
+import { PROBLEM_CODES, problemStatus } from "../../../shared/api/index.ts";
+import { ApiError, issuesToFieldErrors, toApiError } from "../../../worker/errors.ts";
 
 describe("problem codes", () => {
   it("each code has the status design §7 gives it", () => {

@@ -1,13 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Prompt, ResponseItem } from "../../../shared/protocol/index.ts";
-import { createApp } from "../../../worker/app.ts";
-import type { Env } from "../../../worker/env.ts";
-import type {
-  ListResource,
-  ThreadEvent,
-  ThreadResource,
-  TurnResource,
-} from "../../../worker/schemas.ts";
+import type { Env } from "../../../env.ts";
 import type {
   CompactRequest,
   CreateFromRolloutRequest,
@@ -17,14 +9,20 @@ import type {
   ForkSourceRequest,
   InjectRequest,
   ListHistoryRequest,
+  ListResource,
   RollbackRequest,
   RpcFailure,
   RpcResult,
   StartTurnRequest,
   SteerRequest,
   SubmitOutputsRequest,
+  ThreadEvent,
+  ThreadResource,
   ThreadRpc,
-} from "../../../worker/thread-rpc.ts";
+  TurnResource,
+} from "../../../shared/api/index.ts";
+import type { Prompt, ResponseItem } from "../../../shared/protocol/index.ts";
+import { createApp } from "../../../worker/app.ts";
 
 /**
  * A stand-in for the `THREAD` namespace: `getByName(name)` hands out an in-memory `ThreadRpc`

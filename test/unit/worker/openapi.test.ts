@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import { PROBLEM_CODES } from "../../../shared/api/index.ts";
 import { createApp } from "../../../worker/app.ts";
-import { PROBLEM_CODES } from "../../../worker/errors.ts";
 import { buildOpenApiDocument, type OpenApiDocument } from "../../../worker/openapi.ts";
 import { API_ROUTES, type RouteSpec } from "../../../worker/routes.ts";
 import { setup } from "./fake-thread.ts";

@@ -1,7 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
+import type { ProblemCode, ThreadRpc } from "../../../shared/api/index.ts";
 import { createApp } from "../../../worker/app.ts";
-import type { ProblemCode } from "../../../worker/errors.ts";
-import type { ThreadRpc } from "../../../worker/thread-rpc.ts";
 import { keyA, problemOf, setup, thread, turn, userMessage } from "./fake-thread.ts";
 
 const defaultPermissions = {

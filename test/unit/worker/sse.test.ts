@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
+import type { ThreadEvent } from "../../../shared/api/index.ts";
 import { acceptsEventStream } from "../../../worker/app.ts";
-import type { ThreadEvent } from "../../../worker/schemas.ts";
 import { frameEvent, serverSentEvents } from "../../../worker/sse.ts";
 import {
   controlledStream,

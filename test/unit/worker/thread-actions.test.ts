@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { ThreadEvent } from "../../../worker/schemas.ts";
+import type { ThreadEvent } from "../../../shared/api/index.ts";
 import { ndjson, problemOf, setup, thread, turn, turnEvents } from "./fake-thread.ts";
 
 const anyMessage = expect.any(String);

@@ -9,31 +9,25 @@
  *
  * The worker authenticates, validates and scopes before any call: a stub is addressed by
  * `{tenant}:{thread}` (design §10 invariant 9), and every argument has passed the zod schemas in
- * `schemas.ts` (defaults applied).
+ * `requests.ts` (defaults applied).
  *
  * Every `ReadableStream` in this contract, either way, carries `Uint8Array` chunks only. Workers
  * RPC documents byte streams (`type: "bytes"`) as transferable, so prefer those; a plain stream
- * of `Uint8Array` was seen to work locally (cloudflare-platform §1.9). Ownership moves to the
+ * of `Uint8Array` works as well. Ownership moves to the
  * receiver.
  */
 
-import type { Prompt, ResponseItem, ThreadConfig } from "../shared/protocol/index.ts";
-import type { ProblemCode } from "./errors.ts";
-import type {
-  FunctionCallOutputInput,
-  InputMessage,
-  ListResource,
-  OnBusy,
-  ThreadResource,
-  TurnResource,
-} from "./schemas.ts";
+import type { Prompt, ResponseItem, ThreadConfig } from "../protocol/index.ts";
+import type { FieldError, ProblemCode } from "./problems.ts";
+import type { FunctionCallOutputInput, InputMessage, OnBusy } from "./requests.ts";
+import type { ListResource, ThreadResource, TurnResource } from "./resources.ts";
 
 export interface RpcFailure {
   code: ProblemCode;
   /** Shown to the client as the problem's `detail`: never an internal message or a secret. */
   detail: string;
-  /** Field errors, for `invalid_request`-like codes; `path` as in `worker/errors.ts`. */
-  errors?: { path: string; message: string }[];
+  /** Field errors, for `invalid_request`-like codes. */
+  errors?: FieldError[];
 }
 
 export type RpcResult<T> = { ok: true; value: T } | { ok: false; error: RpcFailure };
@@ -172,7 +166,7 @@ export interface CreateFromRolloutRequest {
 }
 
 /**
- * Event streams: a body of NDJSON, one `ThreadEvent` (`schemas.ts`) per `\n`-terminated line,
+ * Event streams: a body of NDJSON, one `ThreadEvent` (`events.ts`) per `\n`-terminated line,
  * UTF-8, in `seq` order. `seq` is the thread's event sequence: strictly increasing, persistent
  * across eviction and never reused, but not contiguous (a client must not infer lost events
  * from gaps). Cancelling the stream (`ReadableStream.cancel`, a client that left) only detaches

@@ -1,0 +1,332 @@
+import type {
+  FunctionCallOutputInput,
+  RpcResult,
+  StartTurnRequest,
+  TurnResource,
+} from "../shared/api/index.ts";
+import type { ContentItem } from "../shared/protocol/index.ts";
+import { type ToolCallOutput, UnknownCallIdError } from "../shared/session/index.ts";
+import type { AlarmSchedule } from "./alarms.ts";
+import type { EventLog } from "./event-log.ts";
+import type { LiveThread } from "./live-thread.ts";
+import type { MetaStore, TurnRow } from "./meta-store.ts";
+import { queuedTurnResource, turnResource } from "./resources.ts";
+import { fail, guarded, ok } from "./results.ts";
+import { type RunningTask, runTask, type TaskGenerator } from "./task-runner.ts";
+import type { TurnQueue } from "./turn-queue.ts";
+import { FLUSH_DELAY_MS, RUNNING_TASK_ALARM_MS } from "./upkeep.ts";
+
+export interface TaskControlDeps {
+  meta: MetaStore;
+  events: EventLog;
+  queue: TurnQueue;
+  alarms: AlarmSchedule;
+  /** The thread, loaded if need be (a queued turn may be started by the alarm of a new instance). */
+  load: () => Promise<LiveThread | undefined>;
+  /** Runs after every task: schedules the flush of its lines. */
+  afterTask: () => Promise<void>;
+  /** Whether the thread is being deleted: no queued turn starts. */
+  halted: () => boolean;
+  waitUntil: (work: Promise<unknown>) => void;
+}
+
+/** What admitting a turn request did: started or joined a task, or queued the turn. */
+export type Admitted =
+  | { task: RunningTask; queued?: undefined }
+  | { task?: undefined; queued: string };
+
+/**
+ * Which task runs: one at a time (a user turn, a compaction, or a resumed turn). Starts tasks,
+ * applies `on_busy` to a turn request that finds one running, keeps the durable queue of turns
+ * waiting, and ends turns that will not go on (a paused turn that a new turn replaces, a turn cut
+ * short when its instance went away).
+ */
+export class TaskControl {
+  readonly #deps: TaskControlDeps;
+  #running: RunningTask | undefined;
+
+  constructor(deps: TaskControlDeps) {
+    this.#deps = deps;
+  }
+
+  /** The task running now, if any. */
+  get running(): RunningTask | undefined {
+    return this.#running;
+  }
+
+  /** `thread_busy` while a task runs, else undefined. */
+  busy(): RpcResult<never> | undefined {
+    const running = this.#running;
+    return running && fail("thread_busy", `Turn ${running.currentId} is running.`);
+  }
+
+  /**
+   * Starts a task and keeps it as the running one until it ends; then prunes events, flushes and
+   * starts the next queued turn.
+   */
+  start(
+    live: LiveThread,
+    turnId: string,
+    start: (signal: AbortSignal) => TaskGenerator,
+    resumed?: TurnRow,
+  ): { task: RunningTask; started: Promise<void> } {
+    const configBefore = JSON.stringify(live.session.state.config);
+    const { task, started } = runTask(
+      {
+        live,
+        meta: this.#deps.meta,
+        events: this.#deps.events,
+        resourceOf: (row, items) => turnResource(live, row, items),
+        onTaskStarted: () => saveConfigIfChanged(live, this.#deps.meta, configBefore),
+      },
+      turnId,
+      start,
+      resumed,
+    );
+    this.#running = task;
+    this.#deps.waitUntil(this.#deps.alarms.within(RUNNING_TASK_ALARM_MS));
+    const settle = () => {
+      if (this.#running === task) this.#running = undefined;
+      this.#deps.events.prune();
+      this.#deps.waitUntil(this.#deps.afterTask().then(() => this.drainQueue()));
+    };
+    task.done.then(settle, settle);
+    return { task, started };
+  }
+
+  /**
+   * Starts a task and resolves once it has started, or with the failure of a start that failed
+   * before the task's first line (an unknown model, an input that cannot fit, …).
+   */
+  async started(
+    live: LiveThread,
+    turnId: string,
+    start: (signal: AbortSignal) => TaskGenerator,
+  ): Promise<RpcResult<RunningTask>> {
+    const { task, started } = this.start(live, turnId, start);
+    return guarded(async () => {
+      await started;
+      return ok(task);
+    }, "/overrides");
+  }
+
+  /**
+   * Applies `on_busy` when a task runs, then starts the turn: the task the request follows (the
+   * new turn, or the running one it steered into), or the id of the turn it queued.
+   */
+  async admitTurn(
+    live: LiveThread,
+    req: StartTurnRequest,
+    turnId: string,
+  ): Promise<RpcResult<Admitted>> {
+    await this.drainQueue();
+    const running = this.#running;
+    if (running) {
+      switch (req.onBusy) {
+        case "reject":
+          return fail("thread_busy", `Turn ${running.currentId} is running.`);
+        case "queue":
+          this.#deps.queue.push({
+            turnId,
+            content: contentOf(req.input),
+            overrides: req.overrides,
+          });
+          // An alarm soon, so a queue left behind by an eviction still drains.
+          await this.#deps.alarms.within(FLUSH_DELAY_MS);
+          return ok({ queued: turnId });
+        case "steer": {
+          if (req.expectedTurnId !== running.turnId) {
+            return fail("turn_mismatch", `The running turn is ${running.turnId}.`);
+          }
+          if (running.currentKind !== "turn") {
+            return fail("turn_not_steerable", "A compaction is running; it takes no input.");
+          }
+          live.session.steer(contentOf(req.input));
+          return ok({ task: running });
+        }
+        case "interrupt":
+          running.controller.abort(new Error("interrupted by a new turn"));
+          await running.done.catch(() => undefined);
+          break;
+      }
+    }
+    this.abandonPausedTurn(live, "replaced");
+    const begun = await this.started(live, turnId, (signal) =>
+      live.session.runTurn({ content: contentOf(req.input) }, req.overrides, signal, { turnId }),
+    );
+    return begun.ok ? ok({ task: begun.value }) : begun;
+  }
+
+  /**
+   * Resumes a paused turn with outputs for its pending calls, once they check out: every pending
+   * call answered, no other. `admitted` runs right before the task starts (to record the key).
+   */
+  resume(
+    live: LiveThread,
+    turnId: string,
+    items: readonly FunctionCallOutputInput[],
+    admitted: () => void,
+  ): RpcResult<RunningTask> {
+    const row = this.#deps.meta.turn(turnId);
+    if (!row) return fail("turn_not_found", `No turn "${turnId}" in this thread.`);
+    if (row.status !== "requires_action") {
+      return fail("no_pending_calls", `Turn ${turnId} is not waiting for tool outputs.`);
+    }
+    const busy = this.busy();
+    if (busy) return busy;
+    const outputs: ToolCallOutput[] = items.map((i) => ({ call_id: i.call_id, output: i.output }));
+    try {
+      live.session.checkResume(turnId, row.pending_calls, outputs);
+    } catch (err) {
+      if (!(err instanceof UnknownCallIdError)) throw err;
+      const pending = new Set(row.pending_calls.map((c) => c.call_id));
+      const errors = items.flatMap((item, i) =>
+        pending.has(item.call_id)
+          ? []
+          : [{ path: `/items/${i}/call_id`, message: "not a pending call" }],
+      );
+      return fail("unknown_call_id", err.message, errors);
+    }
+    admitted();
+    const { task } = this.start(
+      live,
+      row.id,
+      (signal) =>
+        live.session.resumeTurn(row.id, row.pending_calls, outputs, signal, row.queued_input),
+      row,
+    );
+    return ok(task);
+  }
+
+  /**
+   * Adds input to the running turn `turnId`; `join` wraps the engine call (to record the key in
+   * the same step). Answers the turn as it stands.
+   */
+  async steer(
+    live: LiveThread,
+    turnId: string,
+    content: ContentItem[],
+    join: (steer: () => void) => void,
+  ): Promise<RpcResult<TurnResource>> {
+    const running = this.#running;
+    const { meta, queue } = this.#deps;
+    if (running?.turnId === turnId) {
+      if (running.currentKind !== "turn") {
+        return fail("turn_not_steerable", "A compaction is running; it takes no input.");
+      }
+      join(() => live.session.steer(content));
+      const row = meta.turn(running.currentId);
+      return ok(row ? await turnResource(live, row) : queuedTurnResource(live.meta.id, turnId));
+    }
+    const row = meta.turn(turnId);
+    if (!row && !queue.has(turnId)) return fail("turn_not_found", `No turn "${turnId}".`);
+    if (row?.status === "requires_action") {
+      return fail(
+        "turn_not_steerable",
+        `Turn ${turnId} waits for tool outputs; post them instead.`,
+      );
+    }
+    return fail("turn_mismatch", `Turn ${turnId} is not the running turn.`);
+  }
+
+  /**
+   * Ends a turn as interrupted: a running one stops its model call, a queued one never starts, a
+   * paused one drops its pending calls (then `flush` schedules its lines). A turn that already
+   * ended is answered as it is.
+   */
+  async interrupt(
+    live: LiveThread,
+    turnId: string,
+    flush: () => Promise<void>,
+  ): Promise<RpcResult<TurnResource>> {
+    const running = this.#running;
+    const { meta, queue, events } = this.#deps;
+    if (running && (running.turnId === turnId || running.currentId === turnId)) {
+      running.controller.abort(new Error("interrupted"));
+      return ok(await running.done);
+    }
+    if (queue.remove(turnId)) {
+      return ok({ ...queuedTurnResource(live.meta.id, turnId), status: "interrupted" });
+    }
+    const row = meta.turn(turnId);
+    if (!row) return fail("turn_not_found", `No turn "${turnId}" in this thread.`);
+    if (row.status !== "requires_action" || running) return ok(await turnResource(live, row));
+    const item = live.session.interruptPausedTurn(turnId);
+    const done = this.markInterrupted(live, row);
+    events.emit("item.completed", turnId, { item, context: true });
+    const resource = await turnResource(live, done);
+    events.emit("turn.interrupted", turnId, resource);
+    await flush();
+    return ok(resource);
+  }
+
+  /** Runs the next queued turn when nothing else runs (durable: the queue is in SQLite). */
+  async drainQueue(): Promise<void> {
+    const live = await this.#deps.load();
+    if (!live || this.#running || this.#deps.halted()) return;
+    const next = this.#deps.queue.shift();
+    if (!next) return;
+    this.abandonPausedTurn(live, "replaced");
+    const { task } = this.start(live, next.turnId, (signal) =>
+      live.session.runTurn({ content: next.content }, next.overrides, signal, {
+        turnId: next.turnId,
+      }),
+    );
+    this.#deps.waitUntil(task.done.catch(() => undefined));
+  }
+
+  /**
+   * A new turn (`replaced`) or a rollback (`interrupted`) instead of tool outputs: the paused
+   * turn ends, its calls stay unanswered in history (prompts pair them with "aborted").
+   */
+  abandonPausedTurn(live: LiveThread, reason: "replaced" | "interrupted"): void {
+    const last = this.#deps.meta.lastTurn();
+    if (last?.status === "requires_action") this.#endTurn(live, last, reason);
+  }
+
+  /**
+   * A turn that was running when the instance went away ends as interrupted (reference §5.4).
+   * True when there was one.
+   */
+  settleInterruptedTurn(live: LiveThread): boolean {
+    const last = this.#deps.meta.lastTurn();
+    if (last?.status !== "in_progress") return false;
+    this.#endTurn(live, last, "interrupted");
+    return true;
+  }
+
+  /**
+   * Ends the turn of `row` with a `turn_aborted` line, so that a restore from R2 rebuilds the
+   * same turn row and the same `updated_at` (the newest line's time).
+   */
+  #endTurn(live: LiveThread, row: TurnRow, reason: "replaced" | "interrupted"): void {
+    live.session.recordTurnAborted(row.id, reason);
+    this.markInterrupted(live, row);
+  }
+
+  /** Stores `row` as interrupted through the newest line; moves `updated_at`. */
+  markInterrupted(live: LiveThread, row: TurnRow): TurnRow {
+    const done: TurnRow = {
+      ...row,
+      status: "interrupted",
+      pending_calls: [],
+      last_seq: live.log.lastSeq,
+    };
+    this.#deps.meta.putTurn(done);
+    live.touch(this.#deps.meta);
+    return done;
+  }
+}
+
+/** A turn's configuration, stored and written as a `spindle_config` line when its overrides changed it. */
+function saveConfigIfChanged(live: LiveThread, meta: MetaStore, before: string): void {
+  const config = live.session.state.config;
+  if (JSON.stringify(config) === before) return;
+  meta.put("config", config);
+  live.log.append({ type: "spindle_config", payload: config });
+}
+
+/** The parts of a request's input messages, in order: what the engine takes as user content. */
+export function contentOf(input: readonly { content: readonly ContentItem[] }[]): ContentItem[] {
+  return input.flatMap((m) => [...m.content]);
+}

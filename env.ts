@@ -1,0 +1,26 @@
+/**
+ * The Worker's environment: the bindings declared in `wrangler.toml`, its `[vars]`, and the
+ * secrets set with `wrangler secret put`. The one hand-kept definition, shared by `worker/` and
+ * `durable-objects/` (`shared/` never sees bindings). Namespaces are untyped here so that this
+ * file imports no class: the worker addresses objects through their RPC contracts in
+ * `shared/api/`.
+ */
+export interface Env {
+  /** One Durable Object per thread, named `{tenant}:{thread}` (class `Thread`). */
+  THREAD: DurableObjectNamespace;
+  /** The rollouts' permanent home: segments and checkpoint copies. */
+  ROLLOUT: R2Bucket;
+  /** `production` (wrangler.toml) or `development` (`npm start`, the test suites). */
+  SPINDLE_ENV?: string;
+  /** Secret: JSON object of lowercase hex SHA-256 of each API key → tenant id (`worker/auth.ts`). */
+  SPINDLE_API_KEYS?: string;
+  /** Lines between checkpoints (default 250); tests lower it to exercise checkpoints. */
+  SPINDLE_CHECKPOINT_EVERY_LINES?: string;
+  /** History items per stored checkpoint group (default 250); tests lower it too. */
+  SPINDLE_CHECKPOINT_GROUP_ITEMS?: string;
+  /** The openai provider: API root (default https://api.openai.com/v1) and key (a secret). */
+  OPENAI_BASE_URL?: string;
+  OPENAI_API_KEY?: string;
+  /** JSON array of models served by the openai provider (`shared/models/configured.ts`). */
+  SPINDLE_OPENAI_MODELS?: string;
+}

@@ -1,0 +1,75 @@
+import { z } from "zod";
+import { TokenUsageInfoSchema } from "../protocol/index.ts";
+import { TurnIdSchema } from "./ids.ts";
+import { ResponseItemOutputSchema, TurnResourceSchema } from "./resources.ts";
+
+/** Every event type, in the order a turn emits them (design §7). */
+export const THREAD_EVENT_TYPES = [
+  "turn.started",
+  "item.completed",
+  "item.delta",
+  "token_count",
+  "turn.completed",
+  "turn.requires_action",
+  "turn.interrupted",
+  "turn.failed",
+] as const;
+export type ThreadEventType = (typeof THREAD_EVENT_TYPES)[number];
+
+/** The events that end a turn's stream: exactly one of them comes last. */
+export const TERMINAL_EVENT_TYPES = [
+  "turn.completed",
+  "turn.requires_action",
+  "turn.interrupted",
+  "turn.failed",
+] as const satisfies readonly ThreadEventType[];
+export type TerminalEventType = (typeof TERMINAL_EVENT_TYPES)[number];
+
+const TERMINAL_EVENT_TYPE_SET: ReadonlySet<string> = new Set(TERMINAL_EVENT_TYPES);
+export function isTerminalEventType(type: string): type is TerminalEventType {
+  return TERMINAL_EVENT_TYPE_SET.has(type);
+}
+
+/** The thread's event sequence: strictly increasing per thread, never reused, not contiguous. */
+const EventSeqSchema = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+function threadEvent<T extends ThreadEventType, Turn extends z.ZodType, D extends z.ZodType>(
+  type: T,
+  turnId: Turn,
+  data: D,
+) {
+  return z.object({ seq: EventSeqSchema, type: z.literal(type), turn_id: turnId, data });
+}
+
+/**
+ * One thread event (design §7), as a line of the DO's NDJSON streams and as the `data:` of an SSE
+ * event whose `event:` is `type` and `id:` is `seq`. `turn.*` events carry the Turn as it stands
+ * (the terminal ones as it ended); `item.completed` carries every recorded item, with `context`
+ * true for context items (initial context, world-state diffs) and `turn_id` null for items
+ * injected outside a turn; `item.delta` is streamed model text (replay may skip it);
+ * `token_count` carries the thread's usage after a model response.
+ */
+export const ThreadEventSchema = z.discriminatedUnion("type", [
+  threadEvent("turn.started", TurnIdSchema, TurnResourceSchema),
+  threadEvent(
+    "item.completed",
+    TurnIdSchema.nullable(),
+    z.object({ item: ResponseItemOutputSchema, context: z.boolean() }),
+  ),
+  threadEvent("item.delta", TurnIdSchema, z.object({ delta: z.string() })),
+  threadEvent("token_count", TurnIdSchema, z.object({ info: TokenUsageInfoSchema.nullable() })),
+  threadEvent("turn.completed", TurnIdSchema, TurnResourceSchema),
+  threadEvent("turn.requires_action", TurnIdSchema, TurnResourceSchema),
+  threadEvent("turn.interrupted", TurnIdSchema, TurnResourceSchema),
+  threadEvent("turn.failed", TurnIdSchema, TurnResourceSchema),
+]);
+export type ThreadEvent = z.output<typeof ThreadEventSchema>;
+
+/**
+ * What the worker checks of each event line before framing it: the fields SSE framing needs.
+ * The rest is the DO's own output and passes through as it came.
+ */
+export const ThreadEventEnvelopeSchema = z.looseObject({
+  seq: EventSeqSchema,
+  type: z.enum(THREAD_EVENT_TYPES),
+});

@@ -1,0 +1,13 @@
+import { z } from "zod";
+
+/**
+ * Tenant, thread and turn ids: 1-64 of `[A-Za-z0-9_-]`. No `:`, so the DO name
+ * `{tenant}:{thread}` splits one way only (design §10 invariant 9).
+ */
+const ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+const idSchema = (what: string) =>
+  z.string().regex(ID_PATTERN, `${what} ids are 1-64 characters of [A-Za-z0-9_-]`);
+
+export const TenantIdSchema = idSchema("tenant");
+export const ThreadIdSchema = idSchema("thread");
+export const TurnIdSchema = idSchema("turn");

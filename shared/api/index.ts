@@ -1,0 +1,11 @@
+/**
+ * The contract of Spindle's API, below both `worker/` and `durable-objects/`: the wire shapes of
+ * requests, resources and events (zod, the single definition), the problem codes, and the Thread
+ * Durable Object's RPC contract. Pure TypeScript: no Cloudflare or Hono imports.
+ */
+export * from "./events.ts";
+export * from "./ids.ts";
+export * from "./problems.ts";
+export * from "./requests.ts";
+export * from "./resources.ts";
+export type * from "./thread-rpc.ts";

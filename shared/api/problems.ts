@@ -1,0 +1,131 @@
+import { z } from "zod";
+import type { Same } from "./same.ts";
+
+/**
+ * The one vocabulary of errors (design §7): the stable machine-readable codes that the core's
+ * errors carry, the Thread DO returns in failed `RpcResult`s, and the worker answers as the `code`
+ * extension member of an RFC 9457 problem document. Renaming one is a breaking API change; adding
+ * one needs its status and title below (the compiler checks) and a case in
+ * `test/workers/problem-codes.test.ts` (the test checks).
+ */
+export const PROBLEM_CODES = [
+  "invalid_request",
+  "unauthorized",
+  "not_found",
+  "thread_exists",
+  "thread_busy",
+  "turn_not_found",
+  "turn_mismatch",
+  "turn_not_steerable",
+  "no_pending_calls",
+  "unknown_call_id",
+  "payload_too_large",
+  "unsupported_media_type",
+  "event_expired",
+  "provider_error",
+  "context_window_exceeded",
+  "unknown_model",
+  "rollout_incomplete",
+  "idempotency_key_reused",
+  "idempotency_key_in_use",
+  "method_not_allowed",
+  "internal",
+] as const;
+
+export type ProblemCode = (typeof PROBLEM_CODES)[number];
+
+/** The HTTP statuses problem codes map to. */
+export type ProblemStatus = 400 | 401 | 403 | 404 | 405 | 409 | 410 | 413 | 415 | 422 | 500 | 502;
+
+/**
+ * Status and title of each code. A `Record` keyed by the union, so a new code without a status
+ * fails to compile. RFC 9457 §3.1.3: the title stays the same for every occurrence of a type;
+ * what varies goes into `detail`.
+ */
+const PROBLEM_TYPES: Record<ProblemCode, { status: ProblemStatus; title: string }> = {
+  invalid_request: { status: 400, title: "The request is invalid" },
+  unauthorized: { status: 401, title: "Authentication is required" },
+  not_found: { status: 404, title: "The resource does not exist" },
+  thread_exists: { status: 409, title: "A thread with this id already exists" },
+  thread_busy: { status: 409, title: "The thread is running a turn" },
+  turn_not_found: { status: 404, title: "The turn does not exist" },
+  turn_mismatch: { status: 409, title: "The turn is not the thread's current turn" },
+  turn_not_steerable: { status: 409, title: "The turn cannot take more input" },
+  no_pending_calls: { status: 409, title: "The turn is not waiting for tool outputs" },
+  unknown_call_id: { status: 400, title: "No pending call has this call_id" },
+  payload_too_large: { status: 413, title: "The request body is too large" },
+  unsupported_media_type: { status: 415, title: "The request body's media type is not accepted" },
+  event_expired: { status: 410, title: "The requested events are no longer retained" },
+  provider_error: { status: 502, title: "The model provider failed" },
+  context_window_exceeded: { status: 400, title: "The input does not fit the context window" },
+  unknown_model: { status: 400, title: "The model is not in the catalog" },
+  rollout_incomplete: { status: 409, title: "Part of the rollout cannot be read" },
+  idempotency_key_reused: {
+    status: 422,
+    title: "The idempotency key was used with another request",
+  },
+  idempotency_key_in_use: {
+    status: 409,
+    title: "A request with this idempotency key is still being admitted",
+  },
+  method_not_allowed: { status: 405, title: "The method is not allowed on this resource" },
+  internal: { status: 500, title: "Internal error" },
+};
+
+const PROBLEM_CODE_SET: ReadonlySet<string> = new Set(PROBLEM_CODES);
+
+export function isProblemCode(value: unknown): value is ProblemCode {
+  return typeof value === "string" && PROBLEM_CODE_SET.has(value);
+}
+
+export function problemStatus(code: ProblemCode): ProblemStatus {
+  return PROBLEM_TYPES[code].status;
+}
+
+export function problemTitle(code: ProblemCode): string {
+  return PROBLEM_TYPES[code].title;
+}
+
+/**
+ * The problem `type` URI. RFC 9457 §3.1.1 allows a relative reference; `/problems/{code}` is
+ * reserved for human-readable documentation of each code.
+ */
+export function problemType(code: ProblemCode): string {
+  return `/problems/${code}`;
+}
+
+export const PROBLEM_CONTENT_TYPE = "application/problem+json";
+
+/**
+ * One failing field of a request. For a body, `path` is an RFC 6901 JSON Pointer (`/input/0`,
+ * `""` for the body itself; `/line/N` for an imported rollout's line N); for a query, path or
+ * header parameter, the parameter's name.
+ */
+export const FieldErrorSchema = z.object({
+  path: z.string().describe("RFC 6901 JSON Pointer into the body, or a parameter name"),
+  message: z.string(),
+});
+export type FieldError = z.output<typeof FieldErrorSchema>;
+
+/** RFC 9457 problem document with the `code` extension member. */
+export const ProblemSchema = z.object({
+  type: z.string(),
+  title: z.string(),
+  status: z.number().int(),
+  detail: z.string(),
+  code: z.enum(PROBLEM_CODES),
+  errors: z.array(FieldErrorSchema).optional(),
+});
+
+/** The problem document this API answers with (media type `application/problem+json`). */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ProblemCode;
+  errors?: FieldError[];
+}
+
+const documentedShapes: [Same<z.output<typeof ProblemSchema>, Problem>] = [true];
+void documentedShapes;

@@ -1,0 +1,214 @@
+import { z } from "zod";
+import { ImageDetailSchema, ThreadConfigSchema } from "../protocol/index.ts";
+import { ThreadIdSchema, TurnIdSchema } from "./ids.ts";
+
+/**
+ * Request shapes of HTTP API v1 (design §7): the bodies, query, path and header parameters the
+ * worker validates. These zod schemas are the single definition: the types are inferred from
+ * them and the OpenAPI document is generated from them (documented by their input side).
+ */
+
+/** `POST /v1/threads`: the thread configuration (design §8) plus an optional client-chosen id. */
+export const CreateThreadBodySchema = ThreadConfigSchema.extend({ id: ThreadIdSchema.optional() });
+
+export const InputTextPartSchema = z.strictObject({
+  type: z.literal("input_text"),
+  text: z.string(),
+});
+
+/** An image by URL (`https:`/`http:`) or inline as a `data:image/...` URL. */
+export const InputImagePartSchema = z.strictObject({
+  type: z.literal("input_image"),
+  image_url: z
+    .string()
+    .refine(
+      (url) => /^(https?:\/\/|data:image\/)/i.test(url),
+      "image_url must be an http(s) URL or a data:image/ URL",
+    ),
+  detail: ImageDetailSchema.optional(),
+});
+
+export const InputPartSchema = z.discriminatedUnion("type", [
+  InputTextPartSchema,
+  InputImagePartSchema,
+]);
+
+/** A user message in Responses item form: the only item a turn's input may hold. */
+export const InputMessageSchema = z.strictObject({
+  type: z.literal("message"),
+  role: z.literal("user"),
+  content: z.array(InputPartSchema).min(1),
+});
+
+/** A plain string is shorthand for one user message with one `input_text` part. */
+export const TurnInputSchema = z.union([
+  z.string().min(1),
+  z.array(InputMessageSchema).min(1).max(256),
+]);
+
+export const OnBusySchema = z.enum(["reject", "queue", "steer", "interrupt"]);
+
+/** `POST /v1/threads/{id}/turns`. */
+export const StartTurnBodySchema = z.strictObject({
+  input: TurnInputSchema,
+  /** Settings for this turn; they become the thread's new defaults (design §8). */
+  overrides: ThreadConfigSchema.optional(),
+  /** What to do when a turn is already running; `reject` answers 409 `thread_busy`. */
+  on_busy: OnBusySchema.default("reject"),
+  /**
+   * With `on_busy: "steer"`: the id of the turn the input should join. Required there (the
+   * running turn may have changed since the client looked); 409 `turn_mismatch` when it is not
+   * the running turn.
+   */
+  expected_turn_id: TurnIdSchema.optional(),
+  /**
+   * Answer with server-sent events instead of one JSON Turn. Absent: whether `Accept` names
+   * `text/event-stream`; an explicit value wins over `Accept`.
+   */
+  stream: z
+    .boolean()
+    .optional()
+    .describe(
+      "Answer with server-sent events instead of JSON. Absent: SSE when Accept names text/event-stream.",
+    ),
+});
+
+/** A tool's answer to one pending `function_call`: text, or input_text/input_image parts. */
+export const FunctionCallOutputInputSchema = z.strictObject({
+  type: z.literal("function_call_output"),
+  call_id: z.string().min(1).max(256),
+  output: z.union([z.string(), z.array(InputPartSchema).min(1).max(256)]),
+});
+
+/** `POST …/turns/{turn}/outputs`: outputs for some or all of the turn's pending calls. */
+export const SubmitOutputsBodySchema = z.strictObject({
+  items: z
+    .array(FunctionCallOutputInputSchema)
+    .min(1)
+    .max(128)
+    .superRefine((items, ctx) => {
+      const seen = new Set<string>();
+      items.forEach((item, index) => {
+        if (seen.has(item.call_id)) {
+          ctx.addIssue({
+            code: "custom",
+            path: [index, "call_id"],
+            message: "This call_id already has an output in this request",
+          });
+        }
+        seen.add(item.call_id);
+      });
+    }),
+  /** As for a turn; an explicit value wins over `Accept`. */
+  stream: z
+    .boolean()
+    .optional()
+    .describe("Answer with server-sent events of the resumed turn. Absent: as Accept asks."),
+});
+
+/** `POST …/turns/{turn}/steer`: more input for the running turn. */
+export const SteerBodySchema = z.strictObject({ input: TurnInputSchema });
+
+/** Bodies of actions that take no arguments yet: empty or `{}`, so fields can come later. */
+export const EmptyBodySchema = z.strictObject({});
+
+/** `POST /v1/threads/{id}/rollback`: drop the last `turns` user turns (reference §4.5). */
+export const RollbackBodySchema = z.strictObject({
+  turns: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+});
+
+/** `POST /v1/threads/{id}/fork`. */
+export const ForkBodySchema = z.strictObject({
+  id: ThreadIdSchema.optional().describe("The new thread's id; generated when absent."),
+  before_turn: TurnIdSchema.optional().describe(
+    "The fork holds the source's rollout up to just before this turn. Absent: every ended turn.",
+  ),
+});
+
+/** `POST /v1/threads/{id}/inject`: `{text}` or `{items}`, exactly one. */
+export const InjectBodySchema = z
+  .strictObject({
+    /** Shorthand for one user message with one `input_text` part. */
+    text: z.string().min(1).optional(),
+    items: z.array(InputMessageSchema).min(1).max(256).optional(),
+  })
+  .superRefine((body, ctx) => {
+    if ((body.text === undefined) === (body.items === undefined)) {
+      ctx.addIssue({ code: "custom", path: [], message: "Send exactly one of `text` or `items`" });
+    }
+  })
+  .meta({ oneOf: [{ required: ["text"] }, { required: ["items"] }] });
+
+/**
+ * An event sequence number in a query parameter or header: decimal digits only, so `""`, `-1`,
+ * `1e3` and `0x10` are errors rather than coerced; 15 digits stay below 2^53.
+ */
+const seqParam = z
+  .string()
+  .regex(/^\d{1,15}$/, "an event sequence number: 0 or more, decimal digits only")
+  .transform(Number);
+
+/** `GET /v1/threads/{id}/events`: replay after this sequence number, then tail. */
+export const EventsQuerySchema = z.object({
+  after: seqParam.optional().describe("Replay the events after this seq, then tail."),
+});
+
+/** `Last-Event-ID` (WHATWG SSE): sent by a reconnecting EventSource; it wins over `?after=`. */
+export const EventsHeadersSchema = z.object({
+  "last-event-id": seqParam
+    .optional()
+    .describe("The id of the last event seen; it wins over `after`."),
+});
+
+/** `GET /v1/threads/{id}/rollout`. */
+export const ExportQuerySchema = z.object({
+  allow_incomplete: z
+    .stringbool()
+    .default(false)
+    .describe(
+      "Export the lines that can be read even when some cannot (a damaged R2 segment SQLite no longer holds); the response then says how many are missing.",
+    ),
+});
+
+/**
+ * `Idempotency-Key` (draft-ietf-httpapi-idempotency-key-header) on requests that change a thread
+ * (turns, outputs, steer, inject, rollback): a retry with the same key and request answers with
+ * what the first request did.
+ */
+export const IdempotencyHeadersSchema = z.object({
+  "idempotency-key": z
+    .string()
+    .regex(/^[\x21-\x7e]{1,255}$/, "1-255 visible ASCII characters")
+    .optional()
+    .describe(
+      "Makes a retry safe: the same key with the same request within 24 hours answers with what the first request did (the same turn, its stream replayed, or the thread) instead of doing it again; with another request it is a 422.",
+    ),
+});
+
+/** `POST /v1/threads/import`. */
+export const ImportQuerySchema = z.object({
+  id: ThreadIdSchema.optional().describe("The new thread's id; generated when absent."),
+});
+
+/** `GET /v1/threads/{id}/history`. The cursor is opaque: only the DO reads it. */
+export const HistoryQuerySchema = z.object({
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  cursor: z.string().min(1).max(512).optional(),
+});
+
+export const ThreadParamsSchema = z.object({ id: ThreadIdSchema });
+export const TurnParamsSchema = z.object({ id: ThreadIdSchema, turn: TurnIdSchema });
+
+export type CreateThreadBody = z.output<typeof CreateThreadBodySchema>;
+export type InputPart = z.output<typeof InputPartSchema>;
+export type InputMessage = z.output<typeof InputMessageSchema>;
+export type TurnInput = z.output<typeof TurnInputSchema>;
+export type OnBusy = z.output<typeof OnBusySchema>;
+export type StartTurnBody = z.output<typeof StartTurnBodySchema>;
+export type HistoryQuery = z.output<typeof HistoryQuerySchema>;
+export type FunctionCallOutputInput = z.output<typeof FunctionCallOutputInputSchema>;
+export type SubmitOutputsBody = z.output<typeof SubmitOutputsBodySchema>;
+export type SteerBody = z.output<typeof SteerBodySchema>;
+export type RollbackBody = z.output<typeof RollbackBodySchema>;
+export type ForkBody = z.output<typeof ForkBodySchema>;
+export type InjectBody = z.output<typeof InjectBodySchema>;

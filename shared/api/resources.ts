@@ -1,0 +1,166 @@
+import { z } from "zod";
+import {
+  CompactionItemSchema,
+  CustomToolCallItemSchema,
+  CustomToolCallOutputItemSchema,
+  FunctionCallItemSchema,
+  FunctionCallOutputItemSchema,
+  type KnownResponseItem,
+  LocalShellCallItemSchema,
+  MessageItemSchema,
+  type Prompt,
+  PromptSchema,
+  ReasoningItemSchema,
+  type ResponseItem,
+  SessionConfigurationSchema,
+  TokenUsageInfoSchema,
+  TokenUsageSchema,
+  WebSearchCallItemSchema,
+} from "../protocol/index.ts";
+import { ThreadIdSchema, TurnIdSchema } from "./ids.ts";
+import { PROBLEM_CODES } from "./problems.ts";
+import type { Same } from "./same.ts";
+
+/**
+ * Resource shapes of HTTP API v1 (design §7): what the Thread DO returns and the worker renders.
+ * Documented by their output side, so a response schema must not transform (see
+ * `ResponseItemOutputSchema`).
+ */
+
+/**
+ * The output side of the protocol's `KnownResponseItemSchema`: what a parsed item looks like. The
+ * parse schema reads the alias `compaction_summary` as `compaction` through a transform, which
+ * JSON Schema cannot describe; here the type is the literal the transform produces. The item
+ * shapes are the protocol's own, so the two cannot drift apart (checked below).
+ */
+export const KnownResponseItemOutputSchema = z.discriminatedUnion("type", [
+  MessageItemSchema,
+  ReasoningItemSchema,
+  LocalShellCallItemSchema,
+  FunctionCallItemSchema,
+  FunctionCallOutputItemSchema,
+  CustomToolCallItemSchema,
+  CustomToolCallOutputItemSchema,
+  WebSearchCallItemSchema,
+  CompactionItemSchema.extend({ type: z.literal("compaction") }),
+]);
+
+/**
+ * The output side of `ResponseItemSchema`: a known item, or `{type: "other", original_type}`
+ * for an item type this build does not know (its payload is not kept). Response schemas use this
+ * one, so the OpenAPI document shows what a client receives.
+ */
+export const ResponseItemOutputSchema = z.union([
+  KnownResponseItemOutputSchema,
+  z.object({ type: z.literal("other"), original_type: z.string() }),
+]);
+
+/**
+ * A thread's resolved configuration: every field decided (`SessionConfiguration`). Optional
+ * fields are absent when unset; nothing is `null` here.
+ */
+export const ResolvedThreadConfigSchema = SessionConfigurationSchema;
+
+export const ThreadStatusSchema = z.enum(["idle", "running", "requires_action"]);
+
+/** Something the thread wants a client to know that is not an error (e.g. a repaired rollout). */
+export const WarningSchema = z.object({ code: z.string(), message: z.string() });
+
+/** Timestamps are RFC 3339 UTC strings, like the rollout's. */
+const timestamp = z.iso.datetime();
+
+export const ThreadResourceSchema = z.object({
+  object: z.literal("thread"),
+  id: ThreadIdSchema,
+  status: ThreadStatusSchema,
+  config: ResolvedThreadConfigSchema,
+  turn_count: z.number().int().nonnegative(),
+  /** Null until the first model response reports usage. */
+  token_usage: TokenUsageInfoSchema.nullable(),
+  created_at: timestamp,
+  updated_at: timestamp,
+  /** The id of the thread this one was forked from; null when it was not forked. */
+  forked_from: ThreadIdSchema.nullable(),
+  warnings: z.array(WarningSchema),
+});
+
+export const TurnStatusSchema = z.enum([
+  "in_progress",
+  "completed",
+  "requires_action",
+  "interrupted",
+  "failed",
+]);
+
+export const TurnErrorSchema = z.object({ code: z.enum(PROBLEM_CODES), message: z.string() });
+
+export const TurnResourceSchema = z.object({
+  object: z.literal("turn"),
+  id: TurnIdSchema,
+  thread_id: ThreadIdSchema,
+  /**
+   * `compaction`: a compaction task (`POST …/compact`, or the automatic one that a turn's stream
+   * shows before the turn itself when its context is near the window).
+   */
+  kind: z.enum(["turn", "compaction"]),
+  status: TurnStatusSchema,
+  /** What the turn recorded, in order: context items, the user input, model output. */
+  items: z.array(ResponseItemOutputSchema),
+  /** Client tool calls still waiting for a `function_call_output` (status `requires_action`). */
+  pending_calls: z.array(FunctionCallItemSchema),
+  /** The turn's summed usage; null before the first model response. */
+  usage: TokenUsageSchema.nullable(),
+  /** Set when status is `failed`. */
+  error: TurnErrorSchema.nullable(),
+});
+
+/** A page of a cursor-paginated list; `next_cursor` is null on the last page. */
+export function listResourceSchema<T extends z.ZodType>(item: T) {
+  return z.object({
+    object: z.literal("list"),
+    data: z.array(item),
+    next_cursor: z.string().nullable(),
+  });
+}
+
+export const HistoryPageSchema = listResourceSchema(ResponseItemOutputSchema);
+
+/** `GET …/prompt`: the provider request, with `input` documented by its output side. */
+export const PromptResourceSchema = PromptSchema.extend({
+  input: z.array(KnownResponseItemOutputSchema),
+});
+
+/**
+ * One line of a Codex rollout (reference §1.1), as exported and imported: the envelope only;
+ * `payload` depends on `type` (session_meta, response_item, turn_context, world_state, compacted,
+ * event_msg, …) and unknown line types are kept.
+ */
+export const RolloutLineDocSchema = z.looseObject({
+  timestamp: z.string(),
+  ordinal: z.number().int().optional(),
+  type: z.string(),
+  payload: z.unknown(),
+});
+
+export type ResolvedThreadConfig = z.output<typeof ResolvedThreadConfigSchema>;
+export type ThreadStatus = z.output<typeof ThreadStatusSchema>;
+export type Warning = z.output<typeof WarningSchema>;
+export type ThreadResource = z.output<typeof ThreadResourceSchema>;
+export type TurnStatus = z.output<typeof TurnStatusSchema>;
+export type TurnError = z.output<typeof TurnErrorSchema>;
+export type TurnResource = z.output<typeof TurnResourceSchema>;
+export interface ListResource<T> {
+  object: "list";
+  data: T[];
+  next_cursor: string | null;
+}
+
+// Documentation schemas describe the types the code uses: each pair must agree both ways, so a
+// new item type in the protocol fails to compile until documented.
+const documentedShapes: [
+  Same<z.output<typeof ResponseItemOutputSchema>, ResponseItem>,
+  Same<z.output<typeof KnownResponseItemOutputSchema>, KnownResponseItem>,
+  Same<z.output<typeof PromptResourceSchema>, Prompt>,
+  Same<z.output<typeof HistoryPageSchema>, ListResource<ResponseItem>>,
+] = [true, true, true, true];
+void documentedShapes;
