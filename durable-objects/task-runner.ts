@@ -1,7 +1,12 @@
-import type { TurnResource } from "../shared/api/index.ts";
+import type { ProblemCode, TurnResource } from "../shared/api/index.ts";
 import type { ResponseItem } from "../shared/protocol/index.ts";
 import { ProviderError } from "../shared/providers/index.ts";
-import type { CompactionOutcome, TurnEvent, TurnOutcome } from "../shared/session/index.ts";
+import {
+  type CompactionOutcome,
+  SessionError,
+  type TurnEvent,
+  type TurnOutcome,
+} from "../shared/session/index.ts";
 import type { EventLog } from "./event-log.ts";
 import type { LiveThread } from "./live-thread.ts";
 import type { MetaStore, TurnRow } from "./meta-store.ts";
@@ -148,10 +153,7 @@ async function drive(
       failStart(err);
       throw err;
     }
-    const provider = err instanceof ProviderError;
-    if (!provider) console.error("[thread] task failed", err);
-    const message = provider ? err.message : "The turn failed with an internal error.";
-    const code = provider ? "provider_error" : "internal";
+    const { code, message } = turnErrorOf(err);
     live.log.append({
       type: "event_msg",
       payload: {
@@ -165,6 +167,14 @@ async function drive(
     deps.live.touch(deps.meta);
     return resource;
   }
+}
+
+/** What a failed turn reports: a provider's or the core's error as it is, anything else as `internal`. */
+function turnErrorOf(err: unknown): { code: ProblemCode; message: string } {
+  if (err instanceof ProviderError) return { code: "provider_error", message: err.message };
+  if (err instanceof SessionError) return { code: err.code, message: err.message };
+  console.error("[thread] task failed", err);
+  return { code: "internal", message: "The turn failed with an internal error." };
 }
 
 function terminalEventOf(status: TurnRow["status"]): string {

@@ -50,9 +50,14 @@ import { Upkeep } from "./upkeep.ts";
 
 const newTurnId = () => `turn_${uuidv7()}`;
 
-/** The turn a start request is about: the running one it steers into, else a new one. */
-const turnIdOf = (req: StartTurnRequest) =>
-  req.onBusy === "steer" && req.expectedTurnId ? req.expectedTurnId : newTurnId();
+/**
+ * The turn a start request is about: the running one it steers into, else a new one (with
+ * nothing running, `on_busy` does not apply and a steer starts a turn of its own).
+ */
+const turnIdOf = (req: StartTurnRequest, runningTurnId: string | undefined) =>
+  req.onBusy === "steer" && req.expectedTurnId !== undefined && req.expectedTurnId === runningTurnId
+    ? req.expectedTurnId
+    : newTurnId();
 
 /**
  * One conversation thread (design §5-§7): the object's wiring. It builds the stores over SQLite
@@ -233,7 +238,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       const earlier = this.#admission.earlier(req.idempotency);
       if (!earlier.ok) return earlier;
       if (earlier.value?.turnId) return this.#awaitedTurn(live, earlier.value.turnId);
-      const turnId = turnIdOf(req);
+      const turnId = turnIdOf(req, this.#tasks.running?.turnId);
       const admitted = await this.#admission.keyed(req.idempotency, turnId, () =>
         this.#tasks.admitTurn(live, req, turnId),
       );
@@ -248,7 +253,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       const earlier = this.#admission.earlier(req.idempotency);
       if (!earlier.ok) return earlier;
       if (earlier.value?.turnId) return this.#replayedStream(earlier.value);
-      const turnId = turnIdOf(req);
+      const turnId = turnIdOf(req, this.#tasks.running?.turnId);
       // Subscribe first, so the stream holds every event of the turn from its start.
       const stream = this.#events.subscribe(this.#events.lastSeq, turnId);
       const admitted = await this.#admission.keyed(req.idempotency, turnId, () =>

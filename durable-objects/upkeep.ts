@@ -93,7 +93,10 @@ export class Upkeep {
       const attempts = (meta.get<number>("flush_attempts") ?? 0) + 1;
       meta.put("flush_attempts", attempts);
       const delay = flushRetryDelayMs(attempts);
-      console.warn(`[rollout] flush failed (attempt ${attempts}), retrying in ${delay} ms`, err);
+      console.warn(
+        `[rollout] flush or checkpoint failed (attempt ${attempts}), retrying in ${delay} ms`,
+        err,
+      );
       await alarms.at(clock.nowMs() + delay);
     }
     events.prune();

@@ -186,7 +186,8 @@ export const API_ROUTES = {
     summary: "Start a turn",
     description:
       "JSON: the Turn when it ends or pauses (`requires_action`), 202 when it was queued. " +
-      "Errors before the first event are problem documents either way.",
+      "Errors before the first event are problem documents either way; a provider that fails " +
+      "during the turn ends it `failed`, with `error.code` `provider_error` in the Turn.",
     params: ThreadParamsSchema,
     headers: IdempotencyHeadersSchema,
     body: jsonBody(StartTurnBodySchema, turnBodyMaxBytes),
@@ -203,8 +204,9 @@ export const API_ROUTES = {
     errors: [
       "not_found",
       "thread_busy",
+      "turn_mismatch",
+      "turn_not_steerable",
       "unknown_model",
-      "provider_error",
       "context_window_exceeded",
       "event_expired",
       ...KEYED_ERRORS,
@@ -237,10 +239,9 @@ export const API_ROUTES = {
     errors: [
       "not_found",
       "turn_not_found",
+      "thread_busy",
       "no_pending_calls",
       "unknown_call_id",
-      "provider_error",
-      "context_window_exceeded",
       "event_expired",
       ...KEYED_ERRORS,
     ],
@@ -329,7 +330,7 @@ export const API_ROUTES = {
     headers: IdempotencyHeadersSchema,
     body: jsonBody(InjectBodySchema, turnBodyMaxBytes),
     responses: { 200: { description: "The thread.", content: json(ThreadResourceSchema) } },
-    errors: ["not_found", ...KEYED_ERRORS],
+    errors: ["not_found", "thread_busy", ...KEYED_ERRORS],
   },
   listHistory: {
     method: "get",
@@ -374,7 +375,7 @@ export const API_ROUTES = {
     summary: "Rebuild the thread from its R2 rollout",
     params: ThreadParamsSchema,
     responses: { 200: { description: "The rebuilt thread.", content: json(ThreadResourceSchema) } },
-    errors: ["not_found"],
+    errors: ["not_found", "thread_busy"],
   },
 } as const satisfies Record<string, RouteSpec>;
 

@@ -181,9 +181,10 @@ export type EventStream = ReadableStream<Uint8Array>;
  *   another request is `idempotency_key_reused`;
  * - every method but `createThread`/`createFromRollout`, on a thread that does not exist →
  *   `not_found`;
- * - `startTurn`/`streamTurn` → `thread_busy` (with `onBusy: "reject"`), `unknown_model`,
- *   `invalid_request`, `context_window_exceeded` (the input cannot fit, found before the turn
- *   starts), and for `startTurn` only `provider_error`;
+ * - `startTurn`/`streamTurn` → `thread_busy` (with `onBusy: "reject"`), `turn_mismatch` and
+ *   `turn_not_steerable` (with `onBusy: "steer"`), `unknown_model`, `invalid_request`,
+ *   `context_window_exceeded` (the input cannot fit the window even after a compaction, found
+ *   before anything is recorded);
  * - `getTurn` → `turn_not_found`;
  * - `listHistory` → `invalid_request` for a cursor it cannot read;
  * - the rest as documented on each method.
@@ -191,7 +192,8 @@ export type EventStream = ReadableStream<Uint8Array>;
  * "Answers when the turn ends or pauses" means: once the turn's last line (`task_complete`,
  * `turn_aborted`, or the pause for client tool calls) is durable in SQLite (design §10
  * invariant 5). A provider that fails during a turn ends that turn `failed`: the result is ok,
- * with the Turn's `error` set. A failed result with `provider_error` means no turn was recorded.
+ * with the Turn's `error` set (`provider_error`, or the core's own code, e.g. a compaction whose
+ * summary came back empty).
  */
 export interface ThreadRpc {
   createThread(req: CreateThreadRequest): Promise<RpcResult<ThreadResource>>;

@@ -1,7 +1,9 @@
 export {
   estimateItemBytes,
+  estimateItemsTokenCount,
   estimateItemTokenCount,
   estimateSentItemTokenCount,
+  estimateTextTokenCount,
   freezeItemsInPlace,
   frozenItem,
 } from "./estimate.ts";

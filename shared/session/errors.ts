@@ -132,3 +132,21 @@ export class CompactionFailedError extends SessionError {
     this.name = "CompactionFailedError";
   }
 }
+
+/**
+ * The turn's input cannot fit the model's context window even after a compaction: the base
+ * instructions, the full initial context and the input alone exceed it (400
+ * `context_window_exceeded`). Nothing is recorded.
+ */
+export class ContextWindowExceededError extends SessionError {
+  readonly code = "context_window_exceeded";
+  constructor(
+    readonly neededTokens: number,
+    readonly windowTokens: number,
+  ) {
+    super(
+      `The input needs about ${neededTokens} tokens with the instructions and context; the model's window is ${windowTokens}.`,
+    );
+    this.name = "ContextWindowExceededError";
+  }
+}

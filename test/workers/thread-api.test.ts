@@ -130,9 +130,10 @@ describe("streaming (SSE)", () => {
 describe("streaming a turn that an automatic compaction precedes", () => {
   it("streams the compaction as its own turn, then the turn itself, and ends after the turn's terminal event", async () => {
     const id = newThreadId();
-    // A small window: the long message below brings the next turn past the compaction threshold.
+    // A small window (16,000 tokens): the long message below fits it, and brings the next turn
+    // past the compaction threshold (90%).
     await createThread(id, { model: "spindle-local-lite" });
-    await turn(id, `${"x".repeat(600_000)} long`);
+    await turn(id, `${"x".repeat(58_000)} long`);
     const frames = await readSse(
       await post(`/v1/threads/${id}/turns`, { input: "after it", stream: true }),
     );

@@ -276,8 +276,9 @@ describe("row size", () => {
   it("a configuration and a paused turn's row larger than a SQLite row are stored in parts and read back", async () => {
     const id = newThreadId();
     await createThread(id, { tools: [{ name: "lookup" }] });
-    const instructions = "i".repeat(2_500_000);
-    const query = "q".repeat(2_500_000);
+    // Each above a row part (500,000 characters), together within the model's window.
+    const instructions = "i".repeat(1_500_000);
+    const query = "q".repeat(1_500_000);
     const paused = await json<{ id: string; status: string }>(
       await api("POST", `/v1/threads/${id}/turns`, {
         input: `/call lookup {"q":"${query}"}`,

@@ -1,0 +1,186 @@
+import type {
+  ContentItem,
+  FunctionCallItem,
+  MessageItem,
+  ResponseItem,
+  TokenUsage,
+} from "../protocol/index.ts";
+import type { ModelClient, ModelEvent, ModelPrompt } from "../providers/index.ts";
+import { recordWorldStateUpdate } from "./context-updates.ts";
+import { turnAbortedMessage } from "./notices.ts";
+import { buildPrompt } from "./prompt.ts";
+import { taskCompleteLine, turnAbortedLine, userMessageLine } from "./task-lines.ts";
+import type { TaskScope, TurnEvent, TurnOutcome } from "./task-scope.ts";
+import { captureStepContext, type StepContext, type TurnContext } from "./turn-context.ts";
+
+/** What one model request produced: the recorded items' calls and text, or an interrupt. */
+interface StepResult {
+  readonly interrupted: boolean;
+  readonly calls: FunctionCallItem[];
+  readonly lastMessage: string | undefined;
+  readonly usage: TokenUsage | undefined;
+}
+
+/**
+ * The sampling loop (design §5 step 5). Each step: stop if the signal aborted; capture a new
+ * StepContext and record its world-state diff (except the turn's first step, which uses the
+ * capture the context update was built from); record queued steered input; build the prompt;
+ * stream and record the model's finished items; `token_count`. Function calls end the loop with
+ * `requires_action`; an answer ends it with `task_complete`, unless steered input is queued,
+ * which buys one more step.
+ */
+export async function* sampleTurn(
+  scope: TaskScope,
+  turn: TurnContext,
+  firstStep: StepContext | undefined,
+  startedAtMs: number | undefined,
+  signal: AbortSignal | undefined,
+): AsyncGenerator<TurnEvent, TurnOutcome> {
+  const { sink, clock } = scope.deps;
+  const history = scope.state.history;
+  const client = scope.deps.modelClient(turn.model, turn.config.provider);
+  const queue = scope.queue;
+  let step = firstStep;
+  for (;;) {
+    if (signal?.aborted) return yield* interruptTurn(scope, turn, startedAtMs);
+    if (step === undefined) {
+      step = captureStepContext(turn, clock.nowMs(), scope.state.previousTurnSettings?.model);
+      const update = recordWorldStateUpdate(history, turn, step, sink);
+      for (const item of update.items) {
+        yield { type: "item.completed", turn_id: turn.turnId, item, context: true };
+      }
+    }
+    for (let content = queue.shift(); content !== undefined; content = queue.shift()) {
+      const item = recordUserInput(scope, content, turn);
+      yield { type: "item.completed", turn_id: turn.turnId, item, context: false };
+    }
+
+    const prompt = buildPrompt(history, turn, step);
+    step = undefined;
+    const result = yield* streamStep(scope, client, prompt, turn, signal);
+    if (result.interrupted) return yield* interruptTurn(scope, turn, startedAtMs);
+
+    history.updateTokenInfo(result.usage, turn.model.contextWindowTokens);
+    const info = history.tokenInfo;
+    sink.append({
+      type: "event_msg",
+      payload: { type: "token_count", info: info ?? null, rate_limits: null },
+    });
+    yield { type: "token_count", turn_id: turn.turnId, info };
+
+    if (result.calls.length > 0) {
+      const outcome: TurnOutcome = {
+        status: "requires_action",
+        turn_id: turn.turnId,
+        pending_calls: result.calls,
+      };
+      if (queue.length > 0) {
+        const input = queue.splice(0).map((c) => [...c]);
+        scope.carry(turn.turnId, input);
+        outcome.queued_input = input.map((c) => [...c]);
+      }
+      return outcome;
+    }
+    if (queue.length > 0) continue;
+    sink.append(taskCompleteLine(turn.turnId, result.lastMessage, clock.nowMs(), startedAtMs));
+    return { status: "completed", turn_id: turn.turnId, last_agent_message: result.lastMessage };
+  }
+}
+
+/** Records user input as a turn boundary message and its `user_message` event line. */
+export function recordUserInput(
+  scope: TaskScope,
+  content: readonly ContentItem[],
+  turn: TurnContext,
+): ResponseItem {
+  const userItem: MessageItem = { type: "message", role: "user", content: [...content] };
+  const recorded = scope.record(userItem, turn);
+  scope.deps.sink.append(userMessageLine(content));
+  return recorded;
+}
+
+/**
+ * One model request. Finished output items are recorded as they arrive; text deltas are only
+ * streamed. Once the signal aborts, nothing more is recorded (no half item: providers yield only
+ * finished items) and the result says `interrupted`, whether the stream threw or ended.
+ */
+async function* streamStep(
+  scope: TaskScope,
+  client: ModelClient,
+  prompt: ModelPrompt,
+  turn: TurnContext,
+  signal: AbortSignal | undefined,
+): AsyncGenerator<TurnEvent, StepResult> {
+  const calls: FunctionCallItem[] = [];
+  let lastMessage: string | undefined;
+  let usage: TokenUsage | undefined;
+  try {
+    for await (const event of client.stream(prompt, signal)) {
+      if (signal?.aborted) break;
+      if (event.type === "output_text_delta") {
+        yield { type: "item.delta", turn_id: turn.turnId, delta: event.delta };
+      } else if (event.type === "output_item_done") {
+        const item = scope.record(event.item, turn);
+        if (item.type === "function_call") calls.push(item);
+        if (isAssistantMessage(item)) lastMessage = messageText(item);
+        yield { type: "item.completed", turn_id: turn.turnId, item, context: false };
+      } else {
+        usage = event.usage;
+      }
+    }
+  } catch (err) {
+    if (!signal?.aborted) throw err;
+  }
+  return { interrupted: signal?.aborted === true, calls, lastMessage, usage };
+}
+
+/**
+ * Ends a turn interrupted by the caller (reference §5.4 step 8): the `<turn_aborted>` user
+ * fragment goes into history as a `response_item` (turn id stamped), then `event_msg
+ * turn_aborted {turn_id, reason: "interrupted"}`. Items recorded before the abort stay, function
+ * calls among them unanswered (`forPrompt` pairs them with `aborted`). Queued steered input that
+ * had not joined yet is dropped: the user stopped the turn on purpose.
+ */
+async function* interruptTurn(
+  scope: TaskScope,
+  turn: TurnContext,
+  startedAtMs: number | undefined,
+): AsyncGenerator<TurnEvent, TurnOutcome> {
+  scope.queue.splice(0);
+  const item = scope.record(turnAbortedMessage(), turn);
+  yield { type: "item.completed", turn_id: turn.turnId, item, context: true };
+  const { sink, clock } = scope.deps;
+  sink.append(turnAbortedLine(turn.turnId, "interrupted", clock.nowMs(), startedAtMs));
+  yield { type: "turn.interrupted", turn_id: turn.turnId, kind: "turn" };
+  return { status: "interrupted", turn_id: turn.turnId };
+}
+
+/**
+ * Drains one model request into `onEvent`; returns true when it ended because `signal` aborted
+ * (the stream threw or ended after the abort). Events after the abort are not delivered.
+ */
+export async function streamModel(
+  client: ModelClient,
+  prompt: ModelPrompt,
+  signal: AbortSignal | undefined,
+  onEvent: (event: ModelEvent) => void,
+): Promise<boolean> {
+  if (signal?.aborted) return true;
+  try {
+    for await (const event of client.stream(prompt, signal)) {
+      if (signal?.aborted) break;
+      onEvent(event);
+    }
+  } catch (err) {
+    if (!signal?.aborted) throw err;
+  }
+  return signal?.aborted === true;
+}
+
+export function isAssistantMessage(item: ResponseItem): item is MessageItem {
+  return item.type === "message" && item.role === "assistant";
+}
+
+export function messageText(item: MessageItem): string {
+  return item.content.map((p) => ("text" in p ? p.text : "")).join("");
+}
