@@ -411,6 +411,17 @@ describe("concurrency (on_busy)", () => {
     expect(text(done.items.at(-1))).toContain('"also this"');
   });
 
+  it("on_busy steer with nothing running starts a turn of its own and leaves the ended turn as it was", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    const first = await turn(id, "first");
+    const next = await turn(id, "second", { on_busy: "steer", expected_turn_id: first.id });
+    expect(next.id).not.toBe(first.id);
+    expect(next.status).toBe("completed");
+    const again = await json<Turn>(await api("GET", `/v1/threads/${id}/turns/${first.id}`));
+    expect(again).toEqual(first);
+  });
+
   it("interrupt mid-stream ends the turn as interrupted with <turn_aborted> and a turn_aborted line", async () => {
     const id = newThreadId();
     await createThread(id);
