@@ -30,8 +30,7 @@ export function taskCompleteLine(
       type: "task_complete",
       turn_id: turnId,
       last_agent_message: lastMessage ?? null,
-      completed_at: Math.floor(completedAtMs / 1000),
-      ...(startedAtMs === undefined ? {} : { duration_ms: completedAtMs - startedAtMs }),
+      ...endedAt(completedAtMs, startedAtMs),
     },
   };
 }
@@ -49,9 +48,16 @@ export function turnAbortedLine(
       type: "turn_aborted",
       turn_id: turnId,
       reason,
-      completed_at: Math.floor(completedAtMs / 1000),
-      ...(startedAtMs === undefined ? {} : { duration_ms: completedAtMs - startedAtMs }),
+      ...endedAt(completedAtMs, startedAtMs),
     },
+  };
+}
+
+/** When a task ended (seconds), and how long it took when its start is known. */
+function endedAt(completedAtMs: number, startedAtMs: number | undefined) {
+  return {
+    completed_at: Math.floor(completedAtMs / 1000),
+    ...(startedAtMs === undefined ? {} : { duration_ms: completedAtMs - startedAtMs }),
   };
 }
 
