@@ -126,6 +126,15 @@ async function localModel(r: Real): Promise<{ model?: string }> {
 }
 
 /**
+ * The model a long input runs on: only `spindle-local`'s window fits it (on a smaller one the
+ * turn is refused with `context_window_exceeded`).
+ */
+async function largeWindowModel(r: Real): Promise<{ model?: string }> {
+  const { config } = JSON.parse(await threadText(r)) as { config: { model: string } };
+  return config.model === "spindle-local" ? {} : { model: "spindle-local" };
+}
+
+/**
  * Answers the openai provider's requests (vitest.workers.config.ts points it at openai.test) as
  * the Responses API streams them: one message naming how many items the request held.
  */
@@ -183,8 +192,9 @@ class TurnCommand implements fc.AsyncCommand<Model, Real> {
       const { model: _, ...rest } = overrides ?? {};
       overrides = rest;
     }
-    if (this.text.length > LONG_INPUT_CHARS && !overrides?.model) {
-      overrides = { ...overrides, ...(await localModel(r)) };
+    if (this.text.length > LONG_INPUT_CHARS) {
+      const { model: _, ...rest } = overrides ?? {};
+      overrides = { ...rest, ...(await largeWindowModel(r)) };
     }
     const turn = await json<{ status: string }>(
       await api("POST", `/v1/threads/${r.id}/turns`, {

@@ -1,0 +1,294 @@
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { Admission } from "../../durable-objects/admission.ts";
+import { IDEMPOTENCY_TTL_MS, IdempotencyKeys } from "../../durable-objects/idempotency.ts";
+import { type Sql, sqlOf } from "../../durable-objects/sql.ts";
+import { newThreadId, threadStub } from "./helpers/api.ts";
+
+const T0 = Date.UTC(2026, 10, 30, 12);
+
+interface Setup {
+  admission: Admission;
+  keys: IdempotencyKeys;
+  sql: Sql;
+  clock: { now: number; nowMs: () => number };
+  /** Turns that exist (running, stored or queued), as the Thread would answer. */
+  turns: Set<string>;
+  /** The newest event seq the admission records with a key. */
+  events: { lastSeq: number };
+}
+
+/** Runs `body` with an Admission over real idempotency keys in a new object's SQLite. */
+function withAdmission<T>(body: (setup: Setup) => Promise<T> | T): Promise<T> {
+  return runInDurableObject(threadStub(newThreadId()), (_instance, state) => {
+    const sql = sqlOf(state.storage.sql);
+    const clock = { now: T0, nowMs: () => clock.now };
+    const keys = new IdempotencyKeys(sql, clock);
+    const turns = new Set<string>();
+    const events = { lastSeq: 0 };
+    const admission = new Admission(
+      keys,
+      () => events.lastSeq,
+      (turnId) => turns.has(turnId),
+    );
+    return body({ admission, keys, sql, clock, turns, events });
+  });
+}
+
+const storedKeys = (sql: Sql) =>
+  sql<{ key: string; fingerprint: string; turn_id: string | null; event_seq: number }>`
+    SELECT key, fingerprint, turn_id, event_seq FROM spindle_idempotency ORDER BY key`.toArray();
+
+function deferred<T>() {
+  let resolve: (value: T) => void = () => {};
+  const promise = new Promise<T>((res) => {
+    resolve = res;
+  });
+  return { promise, resolve };
+}
+
+const KEY = { key: "key-1", fingerprint: "POST /turns {a}" };
+
+describe("Admission.earlier: the earlier request a retry repeats", () => {
+  it("finds the record of the same key with the same fingerprint", async () => {
+    const found = await withAdmission(({ admission, turns, events }) => {
+      events.lastSeq = 7;
+      turns.add("turn_1");
+      admission.record(KEY, "turn_1");
+      events.lastSeq = 9;
+      return admission.earlier(KEY);
+    });
+    expect(found).toEqual({
+      ok: true,
+      value: {
+        key: "key-1",
+        fingerprint: "POST /turns {a}",
+        turnId: "turn_1",
+        eventSeq: 7,
+        at: T0,
+      },
+    });
+  });
+
+  it("finds a record without a turn (a create, a rollback) whatever turns exist", async () => {
+    const found = await withAdmission(({ admission }) => {
+      admission.record(KEY, null);
+      return admission.earlier(KEY);
+    });
+    expect(found).toEqual({
+      ok: true,
+      value: { key: "key-1", fingerprint: "POST /turns {a}", turnId: null, eventSeq: 0, at: T0 },
+    });
+  });
+
+  it("answers the same key with another request as idempotency_key_reused, keeping the record", async () => {
+    const result = await withAdmission(({ admission, turns, sql }) => {
+      turns.add("turn_1");
+      admission.record(KEY, "turn_1");
+      return {
+        earlier: admission.earlier({ key: KEY.key, fingerprint: "POST /turns {b}" }),
+        stored: storedKeys(sql),
+      };
+    });
+    expect(result).toEqual({
+      earlier: {
+        ok: false,
+        error: {
+          code: "idempotency_key_reused",
+          detail: "This key was used with a different request.",
+        },
+      },
+      stored: [{ key: "key-1", fingerprint: "POST /turns {a}", turn_id: "turn_1", event_seq: 0 }],
+    });
+  });
+
+  it("treats a record whose turn never began as void: answered as new, and forgotten", async () => {
+    const result = await withAdmission(({ admission, sql }) => {
+      admission.record(KEY, "turn_lost_with_the_instance");
+      return {
+        earlier: admission.earlier(KEY),
+        has: admission.has(KEY.key),
+        stored: storedKeys(sql),
+      };
+    });
+    expect(result).toEqual({ earlier: { ok: true, value: undefined }, has: false, stored: [] });
+  });
+
+  it("answers an unknown or expired key as new", async () => {
+    const result = await withAdmission(({ admission, clock }) => {
+      const unknown = admission.earlier(KEY);
+      admission.record(KEY, null);
+      clock.now += IDEMPOTENCY_TTL_MS;
+      return { unknown, expired: admission.earlier(KEY), has: admission.has(KEY.key) };
+    });
+    expect(result).toEqual({
+      unknown: { ok: true, value: undefined },
+      expired: { ok: true, value: undefined },
+      has: false,
+    });
+  });
+
+  it("without a key, every request is carried out", async () => {
+    const result = await withAdmission(({ admission, sql }) => {
+      admission.record(undefined, "turn_1");
+      admission.forget(undefined);
+      return { earlier: admission.earlier(undefined), stored: storedKeys(sql) };
+    });
+    expect(result).toEqual({ earlier: { ok: true, value: undefined }, stored: [] });
+  });
+});
+
+describe("Admission.keyed: only a request that took effect is ever replayed", () => {
+  it("records the key with the turn before admitting, and keeps it when admission succeeds", async () => {
+    const result = await withAdmission(async ({ admission, sql, turns, events }) => {
+      events.lastSeq = 3;
+      const seenDuring: unknown[] = [];
+      const admitted = await admission.keyed(KEY, "turn_1", async () => {
+        seenDuring.push(storedKeys(sql));
+        turns.add("turn_1");
+        return { ok: true as const, value: "started" };
+      });
+      return { admitted, seenDuring, after: admission.earlier(KEY) };
+    });
+    expect(result).toEqual({
+      admitted: { ok: true, value: "started" },
+      seenDuring: [
+        [{ key: "key-1", fingerprint: "POST /turns {a}", turn_id: "turn_1", event_seq: 3 }],
+      ],
+      after: {
+        ok: true,
+        value: {
+          key: "key-1",
+          fingerprint: "POST /turns {a}",
+          turnId: "turn_1",
+          eventSeq: 3,
+          at: T0,
+        },
+      },
+    });
+  });
+
+  it("tells a retry while the first request is still admitting that the key is in use", async () => {
+    const result = await withAdmission(async ({ admission, turns }) => {
+      const gate = deferred<void>();
+      const first = admission.keyed(KEY, "turn_1", async () => {
+        await gate.promise;
+        turns.add("turn_1");
+        return { ok: true as const, value: "started" };
+      });
+      const sameRequest = admission.earlier(KEY);
+      const otherRequest = admission.earlier({ key: KEY.key, fingerprint: "other" });
+      gate.resolve();
+      return { sameRequest, otherRequest, first: await first, after: admission.earlier(KEY) };
+    });
+    const inUse = {
+      ok: false,
+      error: {
+        code: "idempotency_key_in_use",
+        detail: "The first request with this key is still starting.",
+      },
+    };
+    expect(result).toEqual({
+      sameRequest: inUse,
+      otherRequest: inUse,
+      first: { ok: true, value: "started" },
+      after: {
+        ok: true,
+        value: {
+          key: "key-1",
+          fingerprint: "POST /turns {a}",
+          turnId: "turn_1",
+          eventSeq: 0,
+          at: T0,
+        },
+      },
+    });
+  });
+
+  it("forgets the key of an admission that failed, so a retry is carried out", async () => {
+    const result = await withAdmission(async ({ admission, sql }) => {
+      const admitted = await admission.keyed(KEY, "turn_1", async () => ({
+        ok: false as const,
+        error: { code: "thread_busy" as const, detail: "Turn turn_0 is running." },
+      }));
+      return { admitted, earlier: admission.earlier(KEY), stored: storedKeys(sql) };
+    });
+    expect(result).toEqual({
+      admitted: { ok: false, error: { code: "thread_busy", detail: "Turn turn_0 is running." } },
+      earlier: { ok: true, value: undefined },
+      stored: [],
+    });
+  });
+
+  it("forgets the key of an admission that threw, rethrows, and is no longer admitting", async () => {
+    const result = await withAdmission(async ({ admission, sql }) => {
+      const boom = new Error("storage failed");
+      const thrown = await admission
+        .keyed(KEY, "turn_1", async () => {
+          throw boom;
+        })
+        .then(
+          () => undefined,
+          (err: unknown) => err,
+        );
+      return { same: thrown === boom, earlier: admission.earlier(KEY), stored: storedKeys(sql) };
+    });
+    expect(result).toEqual({ same: true, earlier: { ok: true, value: undefined }, stored: [] });
+  });
+
+  it("without a key, admits at once and records nothing", async () => {
+    const result = await withAdmission(async ({ admission, sql }) => {
+      const admitted = await admission.keyed(undefined, "turn_1", async () => ({
+        ok: true as const,
+        value: 1,
+      }));
+      return { admitted, stored: storedKeys(sql) };
+    });
+    expect(result).toEqual({ admitted: { ok: true, value: 1 }, stored: [] });
+  });
+});
+
+describe("Admission.recorded: the key and the work take effect in one step, or neither", () => {
+  it("records the key before the work and keeps it when the work returns", async () => {
+    const result = await withAdmission(({ admission, sql }) => {
+      const seenDuring: unknown[] = [];
+      const value = admission.recorded(KEY, null, () => {
+        seenDuring.push(storedKeys(sql).map((k) => k.key));
+        return "rolled back";
+      });
+      return { value, seenDuring, stored: storedKeys(sql) };
+    });
+    expect(result).toEqual({
+      value: "rolled back",
+      seenDuring: [["key-1"]],
+      stored: [{ key: "key-1", fingerprint: "POST /turns {a}", turn_id: null, event_seq: 0 }],
+    });
+  });
+
+  it("forgets the key when the work throws, and rethrows", async () => {
+    const result = await withAdmission(({ admission, sql }) => {
+      let thrown: unknown;
+      try {
+        admission.recorded(KEY, "turn_1", () => {
+          throw new RangeError("no such turn");
+        });
+      } catch (err) {
+        thrown = err;
+      }
+      return {
+        thrown: thrown instanceof RangeError ? thrown.message : thrown,
+        has: admission.has(KEY.key),
+        stored: storedKeys(sql),
+      };
+    });
+    expect(result).toEqual({ thrown: "no such turn", has: false, stored: [] });
+  });
+
+  it("without a key, only runs the work", async () => {
+    const result = await withAdmission(({ admission, sql }) => ({
+      value: admission.recorded(undefined, null, () => 5),
+      stored: storedKeys(sql),
+    }));
+    expect(result).toEqual({ value: 5, stored: [] });
+  });
+});
