@@ -245,9 +245,7 @@ export class TaskControl {
       running.controller.abort(new Error("interrupted"));
       return ok(await running.done);
     }
-    if (queue.remove(turnId)) {
-      return ok({ ...queuedTurnResource(live.meta.id, turnId), status: "interrupted" });
-    }
+    if (queue.remove(turnId)) return ok(this.#interruptedBeforeStart(live, turnId));
     const row = meta.turn(turnId);
     if (!row) return fail("turn_not_found", `No turn "${turnId}" in this thread.`);
     if (row.status !== "requires_action" || running) return ok(await turnResource(live, row));
@@ -258,6 +256,32 @@ export class TaskControl {
     events.emit("turn.interrupted", turnId, resource);
     await flush();
     return ok(resource);
+  }
+
+  /**
+   * A queued turn interrupted before it started: it wrote no line, so its row holds none (and
+   * sorts before every turn that ran, ordinal 0, so it never counts as the thread's latest). Its
+   * `turn.interrupted` event ends the streams that waited for it.
+   */
+  #interruptedBeforeStart(live: LiveThread, turnId: string): TurnResource {
+    const after = live.log.lastSeq + 1;
+    this.#deps.meta.putTurn({
+      id: turnId,
+      ordinal: 0,
+      kind: "turn",
+      status: "interrupted",
+      first_seq: after,
+      last_seq: after - 1,
+      pending_calls: [],
+      usage: null,
+      error: null,
+    });
+    const resource: TurnResource = {
+      ...queuedTurnResource(live.meta.id, turnId),
+      status: "interrupted",
+    };
+    this.#deps.events.emit("turn.interrupted", turnId, resource);
+    return resource;
   }
 
   /** Runs the next queued turn when nothing else runs (durable: the queue is in SQLite). */

@@ -1,3 +1,4 @@
+import { isProblemCode } from "../shared/api/index.ts";
 import type { ResponseItem, RolloutLine } from "../shared/protocol/index.ts";
 import type { TurnRow } from "./meta-store.ts";
 
@@ -34,11 +35,12 @@ export function turnRowsFromRollout(
         error: null,
       };
     } else if (open && (event.type === "task_complete" || event.type === "turn_aborted")) {
-      const failed = event.type === "task_complete" && "error" in event && event.error != null;
+      const error = event.type === "task_complete" ? turnErrorOf(event.error) : null;
       rows.push({
         ...open,
         last_seq: seq,
-        status: event.type === "turn_aborted" ? "interrupted" : failed ? "failed" : "completed",
+        status: event.type === "turn_aborted" ? "interrupted" : error ? "failed" : "completed",
+        error,
         // An aborted turn waits for nothing: calls it made stay unanswered.
         ...(event.type === "turn_aborted" ? { pending_calls: [] } : {}),
       });
@@ -55,6 +57,22 @@ export function turnRowsFromRollout(
       status: open.pending_calls.length > 0 ? "requires_action" : "interrupted",
     });
   return rows;
+}
+
+/**
+ * A failed turn's error as its `task_complete` line recorded it (`{code, message}`, Spindle's
+ * shape); a code outside the vocabulary, or a bare message, reads as `provider_error`.
+ */
+function turnErrorOf(value: unknown): TurnRow["error"] {
+  if (value === undefined || value === null) return null;
+  if (typeof value === "object") {
+    const { code, message } = value as { code?: unknown; message?: unknown };
+    return {
+      code: isProblemCode(code) ? code : "provider_error",
+      message: typeof message === "string" ? message : JSON.stringify(value),
+    };
+  }
+  return { code: "provider_error", message: String(value) };
 }
 
 function trackCalls(row: TurnRow, item: ResponseItem): void {

@@ -315,14 +315,17 @@ describe("TaskControl: one task at a time", () => {
     });
   });
 
-  it("interrupting a queued turn removes it from the queue: it never runs", async () => {
+  it("interrupting a queued turn removes it from the queue: it never runs, its stream ends, its row says so", async () => {
     const result = await withTasks(async (setup) => {
       const slow = await startSlow(setup, "turn_slow");
       await setup.tasks.admitTurn(setup.live, turnRequest("later", "queue"), "turn_q");
+      // What a streamed request for the queued turn follows.
+      const stream = setup.events.subscribe(setup.events.lastSeq, "turn_q");
       let flushed = 0;
       const interrupted = await setup.tasks.interrupt(setup.live, "turn_q", async () => {
         flushed += 1;
       });
+      const streamed = await new Response(stream).text();
       setup.tasks.running?.controller.abort(new Error("done with it"));
       await slow.done;
       await setup.idle();
@@ -331,6 +334,10 @@ describe("TaskControl: one task at a time", () => {
         flushed,
         queued: setup.queue.has("turn_q"),
         row: setup.meta.turn("turn_q"),
+        streamed: streamed
+          .trim()
+          .split("\n")
+          .map((l) => (JSON.parse(l) as { type: string; turn_id: string }).type),
         running: setup.tasks.running,
       };
     });
@@ -351,7 +358,18 @@ describe("TaskControl: one task at a time", () => {
       },
       flushed: 0,
       queued: false,
-      row: undefined,
+      row: {
+        id: "turn_q",
+        ordinal: 0,
+        kind: "turn",
+        status: "interrupted",
+        first_seq: expect.any(Number),
+        last_seq: expect.any(Number),
+        pending_calls: [],
+        usage: null,
+        error: null,
+      },
+      streamed: ["turn.interrupted"],
       running: undefined,
     });
   });

@@ -124,6 +124,30 @@ describe("turnRowsFromRollout", () => {
     ]);
     expect(rows[0]?.usage?.total_tokens).toBe(5);
     expect(rows[4]?.pending_calls.map((c) => c.call_id)).toEqual(["c1"]);
+    expect(rows.map((r) => r.error)).toEqual([
+      null,
+      { code: "provider_error", message: "x" },
+      null,
+      null,
+      null,
+    ]);
+  });
+
+  it("reads a failed turn's error whatever its shape: a code outside the vocabulary is provider_error", () => {
+    const lines = [
+      ev({ type: "task_started", turn_id: "a" }),
+      ev({
+        type: "task_complete",
+        turn_id: "a",
+        error: { code: "rate_limited", message: "slow down" },
+      }),
+      ev({ type: "task_started", turn_id: "b" }),
+      ev({ type: "task_complete", turn_id: "b", error: "stream disconnected" }),
+    ].map((line, i) => ({ seq: i + 1, line }));
+    expect(turnRowsFromRollout(lines).map((r) => [r.status, r.error])).toEqual([
+      ["failed", { code: "provider_error", message: "slow down" }],
+      ["failed", { code: "provider_error", message: "stream disconnected" }],
+    ]);
   });
 });
 
