@@ -1,7 +1,7 @@
 import type { TruncationPolicy } from "../context-manager/index.ts";
 import type { ModelInfo } from "../models/index.ts";
 import type { FunctionTool, SessionConfiguration, TurnContextItem } from "../protocol/index.ts";
-import type { WorldStateInput } from "../world-state/index.ts";
+import { hasNetworkAccess, type WorldStateInput } from "../world-state/index.ts";
 import { effectiveBaseInstructions } from "./configuration.ts";
 
 /** The frozen settings of one turn (design §3). Built once when the turn starts; never changed. */
@@ -117,7 +117,7 @@ export function toTurnContextItem(turn: TurnContext): TurnContextItem {
     approval_policy: p.approval_policy,
     sandbox_policy: {
       mode: p.sandbox,
-      network_access: p.network_access,
+      network_access: hasNetworkAccess(p),
       ...(p.writable_roots.length > 0 ? { writable_roots: [...p.writable_roots] } : {}),
     },
     ...(c.network

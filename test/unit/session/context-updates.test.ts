@@ -202,4 +202,17 @@ describe("toTurnContextItem", () => {
       }),
     );
   });
+
+  it("records network access for danger-full-access, which has no network sandbox, whatever the flag says", () => {
+    const permissions = {
+      sandbox: "danger-full-access",
+      approval_policy: "never",
+      writable_roots: [],
+      network_access: false,
+    } as const;
+    expect(toTurnContextItem(turnOf({ cwd: "/repo", permissions })).sandbox_policy).toEqual({
+      mode: "danger-full-access",
+      network_access: true,
+    });
+  });
 });
