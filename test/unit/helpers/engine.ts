@@ -5,6 +5,7 @@ import type {
   FunctionCallItem,
   Prompt,
   RolloutItem,
+  RolloutLine,
   ThreadConfig,
 } from "../../../shared/protocol/index.ts";
 import {
@@ -13,6 +14,7 @@ import {
   type ModelEvent,
   type ModelPrompt,
 } from "../../../shared/providers/index.ts";
+import { reconstructRollout } from "../../../shared/rollout/index.ts";
 import {
   type EngineDeps,
   MemoryRolloutSink,
@@ -21,6 +23,7 @@ import {
   type ToolCallOutput,
   type TurnEvent,
   type TurnOutcome,
+  truncationPolicyOf,
 } from "../../../shared/session/index.ts";
 
 /** 2026-03-01T12:00:00Z */
@@ -85,6 +88,25 @@ export function rebuild(h: Harness): Harness {
     history: new ContextManager(structuredClone(history.toState())),
   };
   if (previousTurnSettings !== undefined) state.previousTurnSettings = { ...previousTurnSettings };
+  return { ...h, session: new ThreadSession(state, h.deps) };
+}
+
+/** Rollout items as stored lines (every line gets the same timestamp). */
+export function asLines(items: readonly RolloutItem[]): RolloutLine[] {
+  return items.map((item) => ({ timestamp: "2026-03-01T12:00:00.000Z", ...item }) as RolloutLine);
+}
+
+/**
+ * A fresh session rebuilt from rollout items alone (default: all of `h`'s), with `h`'s
+ * configuration and deps: a cold start that replays the rollout, or a fork of a prefix of it.
+ */
+export function replayed(h: Harness, items: readonly RolloutItem[] = h.sink.items): Harness {
+  const config = structuredClone(h.session.state.config);
+  const rebuilt = reconstructRollout(asLines(items), { truncation: truncationPolicyOf(config) });
+  const state: SessionState = { config, history: new ContextManager(rebuilt.history) };
+  if (rebuilt.previousTurnSettings !== undefined) {
+    state.previousTurnSettings = rebuilt.previousTurnSettings;
+  }
   return { ...h, session: new ThreadSession(state, h.deps) };
 }
 
