@@ -1,5 +1,9 @@
 import { ContextManager } from "../../../shared/context-manager/index.ts";
-import { DEFAULT_MODEL_CATALOG, DEFAULT_MODEL_SLUG } from "../../../shared/models/index.ts";
+import {
+  DEFAULT_MODEL_CATALOG,
+  DEFAULT_MODEL_SLUG,
+  type ModelCatalog,
+} from "../../../shared/models/index.ts";
 import { type Clock, fixedClock, sequentialIds } from "../../../shared/ports/index.ts";
 import type {
   FunctionCallItem,
@@ -57,6 +61,8 @@ export interface HarnessOptions {
   clock?: Clock;
   /** Serves every model request instead of the recording local model (which still records). */
   model?: ModelClient;
+  /** Default: the built-in catalog. */
+  catalog?: ModelCatalog;
 }
 
 export function newSession(
@@ -69,7 +75,7 @@ export function newSession(
   const deps: EngineDeps = {
     clock: options.clock ?? fixedClock(T0, stepMs),
     ids: sequentialIds("u"),
-    catalog: DEFAULT_MODEL_CATALOG,
+    catalog: options.catalog ?? DEFAULT_MODEL_CATALOG,
     defaultModel: DEFAULT_MODEL_SLUG,
     modelClient: () => client,
     sink,
