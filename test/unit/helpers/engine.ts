@@ -207,6 +207,35 @@ export function shapeOf(items: readonly RolloutItem[]): string[] {
   });
 }
 
+/** The lines a turn wrote from `from` (its `task_started`) up to its user message, both left out. */
+export function contextLinesOf(items: readonly RolloutItem[], from: number): RolloutItem[] {
+  const lines = items.slice(from);
+  const user = lines.findIndex((l) => l.type === "event_msg" && l.payload.type === "user_message");
+  // The user's response_item comes right before its user_message event.
+  return lines.slice(1, user - 1);
+}
+
+/** The lines of a turn that sends no context and answers in one step. */
+export const QUIET_TURN_LINES = [
+  "event_msg/task_started",
+  "turn_context",
+  "response_item/user",
+  "event_msg/user_message",
+  "response_item/assistant",
+  "event_msg/token_count",
+  "event_msg/task_complete",
+];
+
+/** The lines of an automatic compaction task before a turn (it re-injects the turn's context). */
+export const AUTO_COMPACTION_TASK_LINES = [
+  "event_msg/task_started",
+  "compacted",
+  "world_state",
+  "turn_context",
+  "event_msg/token_count",
+  "event_msg/task_complete",
+];
+
 /** Serialized prompt input without its closing bracket: a byte-prefix test on the JSON. */
 export function isBytePrefix(earlier: Prompt, later: Prompt): boolean {
   const a = JSON.stringify(earlier.input).slice(0, -1);

@@ -1,17 +1,9 @@
 import { describe, expect, it } from "vitest";
 import type { RolloutItem } from "../../../shared/protocol/index.ts";
 import { AGENTS_MD_REMOVAL_NOTICE } from "../../../shared/world-state/sections/agents-md.ts";
-import { type Harness, newSession, replayed, runTurn } from "../helpers/engine.ts";
+import { contextLinesOf, type Harness, newSession, replayed, runTurn } from "../helpers/engine.ts";
 
 const WITHDRAWAL = `# AGENTS.md instructions\n\n<INSTRUCTIONS>\n${AGENTS_MD_REMOVAL_NOTICE}\n</INSTRUCTIONS>`;
-
-/** The lines a turn writes between `task_started` and its user message (context and state). */
-function contextLines(h: Harness, from: number): RolloutItem[] {
-  const lines = h.sink.items.slice(from);
-  const user = lines.findIndex((l) => l.type === "event_msg" && l.payload.type === "user_message");
-  // Drop task_started, and the user's response_item right before its user_message event.
-  return lines.slice(1, user - 1);
-}
 
 /**
  * A thread written before the AGENTS.md section existed: its first turn sent AGENTS.md text, but
@@ -39,7 +31,7 @@ describe("legacy AGENTS.md withdrawal (no snapshot in the baseline, AGENTS.md no
     expect(h.session.history.worldStateBaseline?.agents_md).toBeUndefined();
     const mark = h.sink.items.length;
     const { turn_id } = await runTurn(h, "second");
-    const [notice, turnContext, worldState, ...rest] = contextLines(h, mark);
+    const [notice, turnContext, worldState, ...rest] = contextLinesOf(h.sink.items, mark);
     expect(notice).toEqual({
       type: "response_item",
       payload: {
@@ -64,7 +56,7 @@ describe("legacy AGENTS.md withdrawal (no snapshot in the baseline, AGENTS.md no
 
     let mark = h.sink.items.length;
     await runTurn(h, "third");
-    expect(contextLines(h, mark).map((l) => l.type)).toEqual(["turn_context"]);
+    expect(contextLinesOf(h.sink.items, mark).map((l) => l.type)).toEqual(["turn_context"]);
 
     const cold = replayed(h);
     expect(JSON.stringify(cold.session.previewPrompt())).toBe(
@@ -72,14 +64,14 @@ describe("legacy AGENTS.md withdrawal (no snapshot in the baseline, AGENTS.md no
     );
     mark = cold.sink.items.length;
     await runTurn(cold, "fourth");
-    expect(contextLines(cold, mark).map((l) => l.type)).toEqual(["turn_context"]);
+    expect(contextLinesOf(cold.sink.items, mark).map((l) => l.type)).toEqual(["turn_context"]);
 
     // A fork of the rollout right after the withdrawing turn.
     const fork = replayed(newSession({ cwd: "/repo" }), h.sink.items.slice(0, afterWithdrawal));
     fork.sink.items.push(...h.sink.items.slice(0, afterWithdrawal));
     mark = fork.sink.items.length;
     await runTurn(fork, "forked");
-    expect(contextLines(fork, mark).map((l) => l.type)).toEqual(["turn_context"]);
+    expect(contextLinesOf(fork.sink.items, mark).map((l) => l.type)).toEqual(["turn_context"]);
     const texts = JSON.stringify(fork.session.history.items);
     expect(texts.split(AGENTS_MD_REMOVAL_NOTICE)).toHaveLength(2);
   });

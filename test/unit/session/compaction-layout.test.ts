@@ -20,11 +20,13 @@ import {
   withContextBeforeLastRealUser,
 } from "../../../shared/session/index.ts";
 import {
+  AUTO_COMPACTION_TASK_LINES,
   asLines,
   drain,
   type Harness,
   LOOKUP_TOOL,
   newSession,
+  QUIET_TURN_LINES,
   replayed,
   resume,
   runTurn,
@@ -134,21 +136,7 @@ describe("automatic compaction before a turn (the layout Codex 0.169 sends)", ()
     const { h, mark, events, outcome } = await compactBeforeThird();
     const compactionId = events.find((e) => e.type === "compaction.completed")?.turn_id ?? "";
     const lines = h.sink.items.slice(mark);
-    expect(shapeOf(lines)).toEqual([
-      "event_msg/task_started",
-      "compacted",
-      "world_state",
-      "turn_context",
-      "event_msg/token_count",
-      "event_msg/task_complete",
-      "event_msg/task_started",
-      "turn_context",
-      "response_item/user",
-      "event_msg/user_message",
-      "response_item/assistant",
-      "event_msg/token_count",
-      "event_msg/task_complete",
-    ]);
+    expect(shapeOf(lines)).toEqual([...AUTO_COMPACTION_TASK_LINES, ...QUIET_TURN_LINES]);
     const { message: summary, replacement_history: replacement } = compactedPayload(lines);
     // Older users, the context (as the first turn sent it, under the compaction's turn id), the
     // last real user message, the summary.
@@ -288,15 +276,7 @@ describe("compaction within a turn (between sampling steps)", () => {
     expectCheckpointsEqualReplay(h.sink.items, h);
     const mark = h.sink.items.length;
     await runTurn(h, "after");
-    expect(shapeOf(h.sink.items.slice(mark))).toEqual([
-      "event_msg/task_started",
-      "turn_context",
-      "response_item/user",
-      "event_msg/user_message",
-      "response_item/assistant",
-      "event_msg/token_count",
-      "event_msg/task_complete",
-    ]);
+    expect(shapeOf(h.sink.items.slice(mark))).toEqual(QUIET_TURN_LINES);
   });
 
   it("an interrupt during it ends the turn interrupted with history as it was", async () => {

@@ -23,6 +23,7 @@ import {
   TurnNotSteerableError,
 } from "../../../shared/session/index.ts";
 import {
+  AUTO_COMPACTION_TASK_LINES,
   drain,
   type Harness,
   isBytePrefix,
@@ -314,15 +315,7 @@ describe("auto-compaction before a turn", () => {
     expect(outcome.status).toBe("completed");
     expect(compactedLines(h)).toHaveLength(1);
     const shape = shapeOf(h.sink.items.slice(mark));
-    expect(shape.slice(0, 7)).toEqual([
-      "event_msg/task_started",
-      "compacted",
-      "world_state",
-      "turn_context",
-      "event_msg/token_count",
-      "event_msg/task_complete",
-      "event_msg/task_started",
-    ]);
+    expect(shape.slice(0, 7)).toEqual([...AUTO_COMPACTION_TASK_LINES, "event_msg/task_started"]);
     expect(events.filter((e) => e.type === "turn.started").map((e) => e.kind)).toEqual([
       "compaction",
       "turn",
@@ -382,6 +375,18 @@ describe("auto-compaction before a turn", () => {
     const keptBytes = kept.reduce((n, t) => n + t.length, 0);
     expect(keptBytes).toBeLessThanOrEqual(4_000 * 4 + 40);
     expect(keptBytes).toBeGreaterThan(3_900 * 4);
+    // The re-injected context announces the switch to the lite model; the turn then sends
+    // no context of its own, so the switch is announced once.
+    const switches = JSON.stringify(h.session.history.items).split("<model_switch>");
+    expect(switches).toHaveLength(2);
+    const context =
+      replacement?.type === "compaction.completed"
+        ? replacement.replacement_history.filter((i) => !isUserTurnBoundary(i))
+        : [];
+    expect(textOf(context[0]).startsWith("<model_switch>")).toBe(true);
+    expect(h.client.prompts.at(-1)?.input.at(-1)).toMatchObject({
+      content: [{ type: "input_text", text: "go" }],
+    });
   });
 });
 

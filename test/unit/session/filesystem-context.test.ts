@@ -1,16 +1,9 @@
 import { describe, expect, it } from "vitest";
 import type { JsonObject, RolloutItem } from "../../../shared/protocol/index.ts";
-import { newSession, replayed, runTurn } from "../helpers/engine.ts";
+import { contextLinesOf, newSession, replayed, runTurn } from "../helpers/engine.ts";
 
 const FILESYSTEM =
   '<filesystem><workspace_roots><root>/repo</root></workspace_roots><permission_profile type="managed"><file_system type="restricted"><entry access="read"><special>:root</special></entry><entry access="write"><path>/repo</path></entry></file_system></permission_profile></filesystem>';
-
-/** The lines a turn writes between `task_started` and its user message. */
-function contextLines(items: readonly RolloutItem[], from: number): RolloutItem[] {
-  const lines = items.slice(from);
-  const user = lines.findIndex((l) => l.type === "event_msg" && l.payload.type === "user_message");
-  return lines.slice(1, user - 1);
-}
 
 function payloads(lines: readonly RolloutItem[]) {
   return lines.map((l) => {
@@ -40,14 +33,14 @@ describe("the <filesystem> line across turns", () => {
     const resumed = replayed(h);
     let mark = resumed.sink.items.length;
     await runTurn(resumed, "second");
-    expect(payloads(contextLines(resumed.sink.items, mark))).toEqual([
+    expect(payloads(contextLinesOf(resumed.sink.items, mark))).toEqual([
       ["user", [`<environment_context>\n  ${FILESYSTEM}\n</environment_context>`]],
       ["turn_context"],
       ["world_state", { full: false, state: { environments: { filesystem: FILESYSTEM } } }],
     ]);
     mark = resumed.sink.items.length;
     await runTurn(resumed, "third");
-    expect(payloads(contextLines(resumed.sink.items, mark))).toEqual([["turn_context"]]);
+    expect(payloads(contextLinesOf(resumed.sink.items, mark))).toEqual([["turn_context"]]);
   });
 
   it("a new writable root re-sends the permissions and only the filesystem line of the environment", async () => {
@@ -63,7 +56,7 @@ describe("the <filesystem> line across turns", () => {
       },
     });
     const [developer, user, turnContext, worldState, ...rest] = payloads(
-      contextLines(h.sink.items, mark),
+      contextLinesOf(h.sink.items, mark),
     );
     expect(developer?.[0]).toBe("developer");
     expect(String(developer?.[1])).toContain("Writable roots:\n- /data");
