@@ -22,7 +22,16 @@ export default defineConfig({
           // The openai provider, pointed at a host the tests answer by replacing fetch.
           OPENAI_BASE_URL: "https://openai.test/v1",
           OPENAI_API_KEY: "sk-test-openai",
-          SPINDLE_OPENAI_MODELS: JSON.stringify([{ slug: "gpt-test", context_window: 128_000 }]),
+          SPINDLE_OPENAI_MODELS: JSON.stringify([
+            { slug: "gpt-test", context_window: 128_000 },
+            {
+              slug: "gpt-think",
+              model: "gpt-5.4",
+              context_window: 272_000,
+              reasoning: { effort: "medium" },
+              verbosity: "low",
+            },
+          ]),
         },
       },
     }),

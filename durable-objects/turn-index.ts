@@ -11,18 +11,21 @@ export function turnRowsFromRollout(
 ): TurnRow[] {
   const rows: TurnRow[] = [];
   let open: TurnRow | undefined;
+  // A task with a user message is a turn, even when it compacted (before or between its steps).
+  let userTurn = false;
   for (const { seq, line } of lines) {
     if (line.type !== "event_msg") {
       if (open) {
         open.last_seq = seq;
         if (line.type === "response_item") trackCalls(open, line.payload);
-        if (line.type === "compacted") open.kind = "compaction";
+        if (line.type === "compacted" && !userTurn) open.kind = "compaction";
       }
       continue;
     }
     const event = line.payload;
     if (event.type === "task_started") {
       if (open) rows.push({ ...open, status: "interrupted", pending_calls: [] });
+      userTurn = false;
       open = {
         id: event.turn_id,
         ordinal: seq,
@@ -49,6 +52,10 @@ export function turnRowsFromRollout(
       open.last_seq = seq;
       if (event.type === "token_count" && event.info)
         open.usage = { ...event.info.last_token_usage };
+      if (event.type === "user_message") {
+        userTurn = true;
+        open.kind = "turn";
+      }
     }
   }
   if (open)

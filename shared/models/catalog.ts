@@ -4,6 +4,7 @@
  * image stripping and compaction can be exercised without a network.
  */
 import type { InputModality } from "../context-manager/index.ts";
+import type { ReasoningEffort, ReasoningSummary, Verbosity } from "../protocol/index.ts";
 
 export type { InputModality };
 
@@ -18,6 +19,13 @@ export interface ModelInfo {
   supportsParallelToolCalls: boolean;
   /** Personality name → the message rendered in `<personality_spec>`. */
   personalities: Readonly<Record<string, string>>;
+  /**
+   * A reasoning model's defaults; absent: the model does not reason and a request carries no
+   * `reasoning` (nor asks for encrypted reasoning). A thread's `reasoning` overrides them.
+   */
+  reasoning?: { readonly effort?: ReasoningEffort; readonly summary: ReasoningSummary };
+  /** The verbosity a request asks for (`text.verbosity`); absent: none is sent. */
+  verbosity?: Verbosity;
 }
 
 const SHARED_PERSONALITIES = {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ReasoningConfigSchema, VerbositySchema } from "../protocol/index.ts";
 import type { ModelInfo } from "./catalog.ts";
 
 /** A model served by a remote provider, as configured by the operator (e.g. `SPINDLE_OPENAI_MODELS`). */
@@ -17,6 +18,13 @@ export const ConfiguredModelSchema = z.strictObject({
     .default(
       "You are a helpful assistant working inside a hosted agent thread. Follow the developer and user instructions in the conversation.",
     ),
+  /**
+   * Set for a reasoning model: its default `effort` (absent: the API's own) and `summary`
+   * (default `auto`; `none` sends no summary).
+   */
+  reasoning: ReasoningConfigSchema.optional(),
+  /** Sent as `text.verbosity` (for models that take one). */
+  verbosity: VerbositySchema.optional(),
 });
 export type ConfiguredModel = z.output<typeof ConfiguredModelSchema>;
 
@@ -33,14 +41,22 @@ export interface ProviderModel extends ModelInfo {
 export function parseConfiguredModels(provider: string, json: string | undefined): ProviderModel[] {
   if (json === undefined || json.trim() === "") return [];
   const entries = z.array(ConfiguredModelSchema).parse(JSON.parse(json));
-  return entries.map((e) => ({
-    slug: e.slug,
-    provider,
-    providerModel: e.model ?? e.slug,
-    instructions: e.instructions,
-    contextWindowTokens: e.context_window,
-    inputModalities: e.input_modalities,
-    supportsParallelToolCalls: e.parallel_tool_calls,
-    personalities: {},
-  }));
+  return entries.map((e) => {
+    const model: ProviderModel = {
+      slug: e.slug,
+      provider,
+      providerModel: e.model ?? e.slug,
+      instructions: e.instructions,
+      contextWindowTokens: e.context_window,
+      inputModalities: e.input_modalities,
+      supportsParallelToolCalls: e.parallel_tool_calls,
+      personalities: {},
+    };
+    if (e.reasoning !== undefined) {
+      const { effort, summary = "auto" } = e.reasoning;
+      model.reasoning = effort === undefined ? { summary } : { effort, summary };
+    }
+    if (e.verbosity !== undefined) model.verbosity = e.verbosity;
+    return model;
+  });
 }

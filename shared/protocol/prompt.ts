@@ -1,6 +1,11 @@
 import { z } from "zod";
-import { KnownResponseItemSchema } from "./response-item.ts";
-import { FunctionToolSchema } from "./thread-config.ts";
+import { type KnownResponseItem, KnownResponseItemSchema } from "./response-item.ts";
+import {
+  FunctionToolSchema,
+  ReasoningEffortSchema,
+  ReasoningSummarySchema,
+  VerbositySchema,
+} from "./thread-config.ts";
 
 /**
  * The request a provider receives (design §5, §7 `GET …/prompt`): three channels built from one
@@ -11,5 +16,35 @@ export const PromptSchema = z.object({
   input: z.array(KnownResponseItemSchema),
   tools: z.array(FunctionToolSchema),
   parallel_tool_calls: z.boolean(),
+  /** A reasoning model's settings: present exactly when the model reasons. */
+  reasoning: z
+    .object({
+      effort: ReasoningEffortSchema.optional(),
+      /** Absent when the summary is `none`. */
+      summary: ReasoningSummarySchema.exclude(["none"]).optional(),
+    })
+    .optional(),
+  /** Present when the model takes a verbosity. */
+  text: z.object({ verbosity: VerbositySchema }).optional(),
 });
 export type Prompt = z.infer<typeof PromptSchema>;
+
+/**
+ * Fields that are bookkeeping, not model input: item ids are assigned locally (and with
+ * `store: false` a provider could not resolve its own ids anyway), and the turn-id passthrough
+ * is Spindle's. Codex likewise never sends item ids in a request.
+ */
+const BOOKKEEPING_FIELDS = new Set(["id", "internal_chat_message_metadata_passthrough"]);
+
+/**
+ * An item as the model receives it: bookkeeping fields and undefined members left out, the
+ * other members in their order. The one mapping of both `GET …/prompt` and the `openai`
+ * provider's request, so the preview is byte for byte what is sent.
+ */
+export function modelVisibleItem(item: KnownResponseItem): KnownResponseItem {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(item)) {
+    if (!BOOKKEEPING_FIELDS.has(key) && value !== undefined) out[key] = value;
+  }
+  return out as KnownResponseItem;
+}

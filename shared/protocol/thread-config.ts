@@ -59,6 +59,27 @@ export const NetworkConfigSchema = z.strictObject({
   denied_domains: z.array(z.string()).default([]),
 });
 
+/** The Responses API's reasoning efforts, as Codex names them. */
+export const ReasoningEffortSchema = z.enum([
+  "none",
+  "minimal",
+  "low",
+  "medium",
+  "high",
+  "xhigh",
+  "max",
+  "ultra",
+]);
+/** `none` asks for no reasoning summary: the request then carries no `summary`. */
+export const ReasoningSummarySchema = z.enum(["auto", "concise", "detailed", "none"]);
+export const VerbositySchema = z.enum(["low", "medium", "high"]);
+
+/** Reasoning settings of a model (catalog defaults) or of a thread (overrides of them). */
+export const ReasoningConfigSchema = z.strictObject({
+  effort: ReasoningEffortSchema.optional(),
+  summary: ReasoningSummarySchema.optional(),
+});
+
 export const ThreadConfigSchema = z.strictObject({
   model: z.string().min(1).optional(),
   provider: z.string().min(1).optional(),
@@ -84,6 +105,11 @@ export const ThreadConfigSchema = z.strictObject({
    * model's window (0 < x ≤ 1; default 0.9). `null` goes back to the default.
    */
   auto_compact_fraction: z.number().gt(0).max(1).nullable().optional(),
+  /**
+   * Overrides the reasoning model's catalog defaults (`effort`, `summary`); replaces the whole
+   * object, `null` goes back to the defaults. No effect on a model that does not reason.
+   */
+  reasoning: ReasoningConfigSchema.nullable().optional(),
 });
 
 export type PermissionsConfig = z.infer<typeof PermissionsConfigSchema>;
@@ -94,6 +120,10 @@ export type ContextSectionConfig = z.infer<typeof ContextSectionConfigSchema>;
 export type FunctionTool = z.infer<typeof FunctionToolSchema>;
 export type TruncationConfig = z.infer<typeof TruncationConfigSchema>;
 export type NetworkConfig = z.infer<typeof NetworkConfigSchema>;
+export type ReasoningEffort = z.infer<typeof ReasoningEffortSchema>;
+export type ReasoningSummary = z.infer<typeof ReasoningSummarySchema>;
+export type Verbosity = z.infer<typeof VerbositySchema>;
+export type ReasoningConfig = z.infer<typeof ReasoningConfigSchema>;
 export type ThreadConfig = z.infer<typeof ThreadConfigSchema>;
 
 /**
@@ -119,5 +149,7 @@ export const SessionConfigurationSchema = z.object({
   truncation: TruncationConfigSchema,
   /** Unset: the engine's default (0.9). */
   auto_compact_fraction: z.number().gt(0).max(1).optional(),
+  /** Unset: the model's catalog defaults. */
+  reasoning: ReasoningConfigSchema.optional(),
 });
 export type SessionConfiguration = z.output<typeof SessionConfigurationSchema>;

@@ -13,7 +13,6 @@ export {
   OPENAI_DEFAULT_MAX_RETRY_AFTER_MS,
   OPENAI_DEFAULT_TIMEOUT_MS,
   type OpenAIEnv,
-  type OpenAIReasoningOptions,
   OpenAIResponsesClient,
   type OpenAIResponsesClientConfig,
   type ScheduleFn,

@@ -7,9 +7,7 @@ import {
 } from "./model-client.ts";
 import { backoffDelayMs, retryAfterMs } from "./openai/retry.ts";
 import { SseParser } from "./openai/sse.ts";
-import { buildRequestBody, interpretEvent, type OpenAIReasoningOptions } from "./openai/wire.ts";
-
-export type { OpenAIReasoningOptions };
+import { buildRequestBody, interpretEvent } from "./openai/wire.ts";
 
 export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
 export const OPENAI_DEFAULT_MAX_ATTEMPTS = 4;
@@ -33,7 +31,6 @@ export interface OpenAIResponsesClientConfig {
   model: string;
   /** The thread id, sent as `prompt_cache_key` so a thread's requests share a cache. */
   threadId?: string;
-  reasoning?: OpenAIReasoningOptions;
   /** Total tries of one request, counting the first. Default 4. */
   maxAttempts?: number;
   /** Per attempt, for the whole response (headers and stream). Default 120 s. */
@@ -205,7 +202,6 @@ export class OpenAIResponsesClient implements ModelClient {
   readonly #url: string;
   readonly #apiKey: string;
   readonly #threadId: string | undefined;
-  readonly #reasoning: OpenAIReasoningOptions | undefined;
   readonly #maxAttempts: number;
   readonly #timeoutMs: number;
   readonly #maxRetryAfterMs: number;
@@ -222,7 +218,6 @@ export class OpenAIResponsesClient implements ModelClient {
     this.#url = `${normalizeBaseUrl(config.baseUrl ?? OPENAI_DEFAULT_BASE_URL)}/responses`;
     this.#apiKey = config.apiKey;
     this.#threadId = config.threadId;
-    this.#reasoning = config.reasoning;
     this.#maxAttempts = positiveInteger(
       config.maxAttempts,
       OPENAI_DEFAULT_MAX_ATTEMPTS,
@@ -241,7 +236,6 @@ export class OpenAIResponsesClient implements ModelClient {
     return buildRequestBody(prompt, {
       model: this.model,
       ...(this.#threadId !== undefined ? { promptCacheKey: this.#threadId } : {}),
-      ...(this.#reasoning ? { reasoning: this.#reasoning } : {}),
     });
   }
 

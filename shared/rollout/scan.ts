@@ -253,6 +253,12 @@ export interface BaseInfo {
 interface Segment {
   turnId: string | undefined;
   userTurn: boolean;
+  /**
+   * A full `world_state` follows the segment's newest compaction: the compaction re-injected
+   * context (Spindle's automatic compaction before a turn), so its `turn_context` is a reference
+   * like a user turn's. Undefined until the newest compaction is seen.
+   */
+  contextBaseline?: boolean;
   settings?: PreviousTurnSettings;
   reference: ReferenceState;
   base?: CompactedEntry;
@@ -323,6 +329,8 @@ export class ReverseScan {
     switch (entry.type) {
       case "compacted": {
         const segment = this.#ensure();
+        // Seen backwards, the records pushed so far are newer than this compaction.
+        segment.contextBaseline ??= segment.replay.some((record) => record.kind === "full");
         segment.replay.push({ kind: "reset" });
         if (segment.windowNumber === undefined && entry.windowNumber !== undefined) {
           segment.windowNumber = entry.windowNumber;
@@ -416,7 +424,7 @@ export class ReverseScan {
     }
     if (
       this.reference.kind === "never" &&
-      (segment.userTurn || segment.reference.kind === "cleared")
+      (segment.userTurn || segment.contextBaseline === true || segment.reference.kind === "cleared")
     ) {
       this.reference = segment.reference;
       if (segment.reference.kind !== "never") this.referenceOrdinal = ordinal;

@@ -1,5 +1,6 @@
 import type { ModelCatalog, ModelInfo } from "../models/index.ts";
 import type { ResponseItem, TokenUsage } from "../protocol/index.ts";
+import { buildWorldState } from "../world-state/index.ts";
 import {
   buildCompactedHistory,
   type CompactionTrigger,
@@ -7,14 +8,37 @@ import {
   compactUserMessagesBudgetTokens,
   DEFAULT_AUTO_COMPACT_FRACTION,
   exceedsAutoCompactLimit,
+  withContextBeforeLastRealUser,
 } from "./compaction.ts";
 import { effectiveBaseInstructions } from "./configuration.ts";
+import { buildInitialContext } from "./context-updates.ts";
 import { CompactionFailedError } from "./errors.ts";
 import { buildCompactionPrompt } from "./prompt.ts";
-import { isAssistantMessage, messageText, streamModel } from "./sampling.ts";
+import { isAssistantMessage, messageText, streamModel } from "./streaming.ts";
 import { taskCompleteLine, taskStartedLine, turnAbortedLine } from "./task-lines.ts";
 import type { CompactionOutcome, SessionState, TaskScope, TurnEvent } from "./task-scope.ts";
-import { buildTurnContext, type TurnContext } from "./turn-context.ts";
+import {
+  buildTurnContext,
+  captureStepContext,
+  type StepContext,
+  type TurnContext,
+  toTurnContextItem,
+} from "./turn-context.ts";
+
+/**
+ * Whether the context is above `auto_compact_fraction` × `model`'s window, measured as Codex
+ * does (reference §4.6): the provider's last reported total plus an estimate of what was
+ * recorded since the model last answered, O(new items); the whole-history estimate only until a
+ * provider has reported usage.
+ */
+export function contextExceedsAutoCompactLimit(state: SessionState, model: ModelInfo): boolean {
+  const { config, history } = state;
+  const fraction = config.auto_compact_fraction ?? DEFAULT_AUTO_COMPACT_FRACTION;
+  const estimate = history.tokenInfo
+    ? history.getTotalTokenUsage(true)
+    : history.estimateTokenCount(effectiveBaseInstructions(config, model));
+  return exceedsAutoCompactLimit(estimate, fraction, model.contextWindowTokens);
+}
 
 /**
  * The model that should summarize before the next turn, or undefined when no compaction is
@@ -26,16 +50,7 @@ export function autoCompactionModel(
   current: ModelInfo,
   catalog: ModelCatalog,
 ): ModelInfo | undefined {
-  const config = state.config;
-  const fraction = config.auto_compact_fraction ?? DEFAULT_AUTO_COMPACT_FRACTION;
-  // Codex's measure (reference §4.6): the provider's last reported total plus an estimate of
-  // what was recorded since the model last answered, O(new items); the whole-history estimate
-  // only until a provider has reported usage.
-  const history = state.history;
-  const estimate = history.tokenInfo
-    ? history.getTotalTokenUsage(true)
-    : history.estimateTokenCount(effectiveBaseInstructions(config, current));
-  if (!exceedsAutoCompactLimit(estimate, fraction, current.contextWindowTokens)) return undefined;
+  if (!contextExceedsAutoCompactLimit(state, current)) return undefined;
   const previous = state.previousTurnSettings?.model;
   const previousModel = previous === undefined ? undefined : catalog.get(previous);
   if (
@@ -47,15 +62,123 @@ export function autoCompactionModel(
   return current;
 }
 
+/** What a compaction did to history, or that it was interrupted (history untouched). */
+type Compacted =
+  | { interrupted: true }
+  | {
+      interrupted: false;
+      summary: string;
+      replacement: ResponseItem[];
+      /** The capture the re-injected context was built from, when there was one. */
+      step?: StepContext;
+    };
+
 /**
- * A compaction task (reference §5.6), run under `turnId`: `task_started`; the summarizer is
- * asked for a summary (base instructions + `forPrompt` history + one summarization request that
- * is not recorded); history is replaced by the newest real user messages (text only, within
- * `compactUserMessagesBudgetTokens` of the thread model's window) followed by the summary message
- * (history_version + 1, baseline cleared); the reference context item is cleared so the next turn
- * re-injects the full context; then `compacted {message, replacement_history}`, a `token_count`
- * and `task_complete`. An abort ends it `interrupted` with history untouched; an empty summary
- * throws `CompactionFailedError`, history untouched.
+ * The part every compaction shares (reference §5.6): `summarizer` is asked for a summary (base
+ * instructions + `forPrompt` history + one summarization request that is not recorded); history
+ * is replaced by the newest real user messages (text only, within
+ * `compactUserMessagesBudgetTokens` of the thread model's window) and the summary message
+ * (history_version + 1, baseline cleared), and `compacted {message, replacement_history}` is
+ * written; then a `token_count`.
+ *
+ * `injectFor` is Codex's `InitialContextInjection`. Undefined (a manual compaction): no context
+ * is kept and the reference context item is cleared, so the next turn re-injects the full
+ * context after the summary. A turn (an automatic compaction): that turn's full initial context,
+ * captured once the summary is in, goes right above the last real user message
+ * (`withContextBeforeLastRealUser`), so the summary stays the last item; the `compacted` line is
+ * followed by a full `world_state` and that turn's `turn_context`, which become the baseline and
+ * the reference: what comes next is a diff, as after any turn's context update.
+ *
+ * An abort means `interrupted`, history untouched; an empty summary throws
+ * `CompactionFailedError`, history untouched.
+ */
+async function* compactHistory(
+  scope: TaskScope,
+  summarizer: TurnContext,
+  provider: string,
+  signal: AbortSignal | undefined,
+  injectFor: TurnContext | undefined,
+): AsyncGenerator<TurnEvent, Compacted> {
+  const { sink, clock } = scope.deps;
+  const { config, history } = scope.state;
+  const previousModel = scope.state.previousTurnSettings?.model;
+  const client = scope.deps.modelClient(summarizer.model, provider);
+  let summary: string | undefined;
+  let usage: TokenUsage | undefined;
+  const interrupted = await streamModel(
+    client,
+    buildCompactionPrompt(history, summarizer),
+    signal,
+    (event) => {
+      if (event.type === "completed") usage = event.usage;
+      else if (event.type === "output_item_done" && isAssistantMessage(event.item)) {
+        summary = messageText(event.item);
+      }
+    },
+  );
+  if (interrupted) return { interrupted: true };
+  if (summary === undefined || summary.trim() === "") {
+    throw new CompactionFailedError(summarizer.turnId);
+  }
+
+  // The budget follows the thread's model: the replacement must fit the model that reads it.
+  const budget = compactUserMessagesBudgetTokens(scope.model(config.model).contextWindowTokens);
+  const kept: ResponseItem[] = buildCompactedHistory(
+    collectUserMessages(history.items),
+    summary,
+    budget,
+  ).map((item) => scope.withId(item));
+  const injected =
+    injectFor === undefined
+      ? undefined
+      : injectedContext(injectFor, captureStepContext(injectFor, clock.nowMs(), previousModel));
+  const replacement =
+    injected === undefined ? kept : withContextBeforeLastRealUser(kept, injected.items);
+  history.replace(replacement);
+  sink.append({
+    type: "compacted",
+    payload: { message: summary, replacement_history: replacement },
+  });
+  if (injected === undefined) {
+    history.referenceContextItem = undefined;
+  } else {
+    sink.append({ type: "world_state", payload: { full: true, state: injected.snapshot } });
+    sink.append({ type: "turn_context", payload: injected.turnContextItem });
+    history.worldStateBaseline = injected.snapshot;
+    history.referenceContextItem = injected.turnContextItem;
+  }
+
+  recordCompactionUsage(scope, usage, summarizer);
+  const info = history.tokenInfo;
+  sink.append({
+    type: "event_msg",
+    payload: { type: "token_count", info: info ?? null, rate_limits: null },
+  });
+  yield { type: "token_count", turn_id: summarizer.turnId, info };
+  return {
+    interrupted: false,
+    summary,
+    replacement,
+    ...(injected === undefined ? {} : { step: injected.step }),
+  };
+}
+
+/** A turn's full initial context with the snapshot and `turn_context` that describe it. */
+function injectedContext(turn: TurnContext, step: StepContext) {
+  const worldState = buildWorldState(step.worldState);
+  return {
+    step,
+    items: buildInitialContext(turn, worldState),
+    snapshot: worldState.snapshot(),
+    turnContextItem: toTurnContextItem(turn),
+  };
+}
+
+/**
+ * A compaction task (reference §5.6), run under `turnId`: `task_started`, `compactHistory`,
+ * `task_complete` (or `turn_aborted` when interrupted). A `manual` one keeps no context; an
+ * `auto` one, run right before a user turn, re-injects the context that turn would send, built
+ * from the thread's configuration and model under the task's own turn id.
  */
 export async function* runCompaction(
   scope: TaskScope,
@@ -65,56 +188,24 @@ export async function* runCompaction(
   turnId: string,
 ): AsyncGenerator<TurnEvent, CompactionOutcome> {
   const { sink, clock } = scope.deps;
-  const { config, history } = scope.state;
+  const { config } = scope.state;
   const turn = buildTurnContext(turnId, config, summarizer, clock.nowMs());
   const startedAtMs = clock.nowMs();
   sink.append(taskStartedLine(turn, startedAtMs));
   yield { type: "turn.started", turn_id: turnId, kind: "compaction" };
 
   const provider = summarizer.slug === config.model ? config.provider : summarizer.provider;
-  const client = scope.deps.modelClient(summarizer, provider);
-  let summary: string | undefined;
-  let usage: TokenUsage | undefined;
-  const interrupted = await streamModel(
-    client,
-    buildCompactionPrompt(history, turn),
-    signal,
-    (event) => {
-      if (event.type === "completed") usage = event.usage;
-      else if (event.type === "output_item_done" && isAssistantMessage(event.item)) {
-        summary = messageText(event.item);
-      }
-    },
-  );
-  if (interrupted) {
+  const injectFor =
+    trigger === "auto"
+      ? buildTurnContext(turnId, config, scope.model(config.model), clock.nowMs())
+      : undefined;
+  const result = yield* compactHistory(scope, turn, provider, signal, injectFor);
+  if (result.interrupted) {
     sink.append(turnAbortedLine(turnId, "interrupted", clock.nowMs(), startedAtMs));
     yield { type: "turn.interrupted", turn_id: turnId, kind: "compaction" };
     return { status: "interrupted", turn_id: turnId };
   }
-  if (summary === undefined || summary.trim() === "") throw new CompactionFailedError(turnId);
-
-  // The budget follows the thread's model: the replacement must fit the model that reads it.
-  const budget = compactUserMessagesBudgetTokens(scope.model(config.model).contextWindowTokens);
-  const replacement: ResponseItem[] = buildCompactedHistory(
-    collectUserMessages(history.items),
-    summary,
-    budget,
-  ).map((item) => scope.withId(item));
-  history.replace(replacement);
-  history.referenceContextItem = undefined;
-  sink.append({
-    type: "compacted",
-    payload: { message: summary, replacement_history: replacement },
-  });
-
-  recordCompactionUsage(scope, usage, turn);
-  const info = history.tokenInfo;
-  sink.append({
-    type: "event_msg",
-    payload: { type: "token_count", info: info ?? null, rate_limits: null },
-  });
-  yield { type: "token_count", turn_id: turnId, info };
-
+  const { summary, replacement } = result;
   sink.append(taskCompleteLine(turnId, undefined, clock.nowMs(), startedAtMs));
   yield {
     type: "compaction.completed",
@@ -124,6 +215,30 @@ export async function* runCompaction(
     replacement_history: replacement,
   };
   return { status: "completed", turn_id: turnId, summary, replacement_history: replacement };
+}
+
+/**
+ * A compaction between two sampling steps of `turn` (Codex's mid-turn compaction), when the
+ * context passed the limit before a step that follows tool outputs or queued input. It is part of
+ * the turn (no task lines of its own); `turn`'s model summarizes and its context is re-injected
+ * above the last real user message. Returns the StepContext the context was built from (the next
+ * step samples with it), or undefined when interrupted.
+ */
+export async function* compactWithinTurn(
+  scope: TaskScope,
+  turn: TurnContext,
+  signal: AbortSignal | undefined,
+): AsyncGenerator<TurnEvent, StepContext | undefined> {
+  const result = yield* compactHistory(scope, turn, turn.config.provider, signal, turn);
+  if (result.interrupted) return undefined;
+  yield {
+    type: "compaction.completed",
+    turn_id: turn.turnId,
+    trigger: "auto",
+    summary: result.summary,
+    replacement_history: result.replacement,
+  };
+  return result.step;
 }
 
 /**

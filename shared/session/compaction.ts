@@ -4,7 +4,10 @@ import { approxTokensFromByteCount, truncateToolOutput } from "../context-manage
 import type { InputText, MessageItem, ResponseItem } from "../protocol/index.ts";
 import { isSummaryMessage, summaryMessage } from "./notices.ts";
 
-/** What started a compaction: the API (`manual`) or the context filling up before a turn (`auto`). */
+/**
+ * What started a compaction: the API (`manual`), or the context filling up (`auto`) before a
+ * turn or between two sampling steps of one.
+ */
 export type CompactionTrigger = "manual" | "auto";
 
 /** Budget for the user messages a compaction keeps verbatim (Codex keeps 20k tokens). */
@@ -57,6 +60,30 @@ export function collectUserMessages(items: readonly ResponseItem[]): MessageItem
     if (texts.length > 0) out.push({ type: "message", role: "user", content: texts });
   }
   return out;
+}
+
+/**
+ * Where a compaction re-injects context into its replacement history, as Codex places it for
+ * compactions that keep the summary last: right above the last real user message, else above
+ * the summary (no user message was kept), else at the end.
+ */
+export function withContextBeforeLastRealUser(
+  replacement: readonly ResponseItem[],
+  context: readonly ResponseItem[],
+): ResponseItem[] {
+  let at = -1;
+  let summaryAt = -1;
+  for (let i = replacement.length - 1; i >= 0 && at < 0; i--) {
+    const item = replacement[i];
+    if (item?.type !== "message" || item.role !== "user") continue;
+    if (!isSummaryMessage(item)) {
+      if (isUserTurnBoundary(item)) at = i;
+    } else if (summaryAt < 0) {
+      summaryAt = i;
+    }
+  }
+  if (at < 0) at = summaryAt < 0 ? replacement.length : summaryAt;
+  return [...replacement.slice(0, at), ...context, ...replacement.slice(at)];
 }
 
 /**

@@ -63,6 +63,7 @@ export function resolveSessionConfiguration(
     update.auto_compact_fraction,
     current?.auto_compact_fraction,
   );
+  setOptional(next, "reasoning", update.reasoning, current?.reasoning);
   return next;
 }
 

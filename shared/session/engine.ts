@@ -255,10 +255,13 @@ export class ThreadSession {
    * model's window even after a compaction (`ContextWindowExceededError`, nothing changed). Then,
    * when the estimated context is above `auto_compact_fraction` (default 0.9) × the turn model's
    * window, an `auto` compaction runs as a task of its own — its own turn id, `task_started` …
-   * `task_complete` — before this turn's `task_started`. (Codex compacts inside the turn, after
-   * `task_started`; a separate task keeps one task_started/task_complete pair per turn id and
-   * keeps the compaction's lines out of the turn.) If that compaction is interrupted, the user
-   * turn does not start and the outcome is the compaction's `interrupted`.
+   * `task_complete` — before this turn's `task_started`, and re-injects the context this turn
+   * would send above the last real user message, so the turn itself sends only its input.
+   * (Codex compacts inside the turn, after `task_started`; a separate task keeps one
+   * task_started/task_complete pair per turn id and keeps the compaction's lines out of the
+   * turn.) If that compaction is interrupted, the user turn does not start and the outcome is the
+   * compaction's `interrupted`. Later steps of the turn compact within it when the context passes
+   * the limit again (`sampleTurn`).
    *
    * Steered input (`steer`) joins at each sampling step; an abort of `signal` ends the turn as
    * `interrupted`. A turn left in `requires_action` is abandoned by starting a new one: its calls
@@ -427,11 +430,12 @@ export class ThreadSession {
    * asked for a summary (base instructions + `forPrompt` history + one summarization request that
    * is not recorded); history is replaced by the newest real user messages (text only, within
    * `compactUserMessagesBudgetTokens` of the window) followed by the summary message
-   * (`history.replace`: history_version + 1, baseline cleared); the reference context item is
-   * cleared so the next turn re-injects the full context; then `compacted {message,
-   * replacement_history}`, a `token_count` (the request's usage added to the totals, the last usage
-   * re-estimated from the new history) and `task_complete`. `options.turnId` names the task
-   * (default: a new `turn_…` id), as for `runTurn`.
+   * (`history.replace`: history_version + 1, baseline cleared); a `manual` one clears the reference
+   * context item so the next turn re-injects the full context after the summary (an `auto` one
+   * re-injects it above the last real user message, see `runCompaction`); then `compacted
+   * {message, replacement_history}`, a `token_count` (the request's usage added to the totals, the
+   * last usage re-estimated from the new history) and `task_complete`. `options.turnId` names the
+   * task (default: a new `turn_…` id), as for `runTurn`.
    *
    * An abort ends it as `interrupted` with a `turn_aborted` line and history untouched (no
    * `<turn_aborted>` fragment: nothing the model did was cut off). An empty summary throws

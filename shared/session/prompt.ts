@@ -1,19 +1,12 @@
 import type { ContextManager } from "../context-manager/index.ts";
-import type { KnownResponseItem, Prompt } from "../protocol/index.ts";
+import { modelVisibleItem, type Prompt } from "../protocol/index.ts";
 import type { ModelPrompt } from "../providers/index.ts";
 import { summarizationRequestMessage } from "./notices.ts";
 import type { StepContext, TurnContext } from "./turn-context.ts";
 
-/** The item without Spindle/Codex bookkeeping, as a model API would accept it. */
-function modelVisibleItem(item: KnownResponseItem): KnownResponseItem {
-  if (!("internal_chat_message_metadata_passthrough" in item)) return item;
-  const { internal_chat_message_metadata_passthrough: _, ...rest } = item;
-  return rest as KnownResponseItem;
-}
-
 /**
- * A prompt as the model sees it (`GET …/prompt`): bookkeeping fields removed. Providers do the
- * same at their wire boundary (the OpenAI client drops every local-only field).
+ * A prompt as the model sees it (`GET …/prompt`): its input items mapped by `modelVisibleItem`,
+ * exactly as the `openai` provider maps them into its request.
  */
 export function modelVisiblePrompt(prompt: ModelPrompt): Prompt {
   return { ...prompt, input: prompt.input.toArray().map(modelVisibleItem) };
@@ -35,6 +28,7 @@ export function buildPrompt(
     input: history.promptInput(turn.model.inputModalities),
     tools: step.tools.map((t) => ({ ...t })),
     parallel_tool_calls: turn.model.supportsParallelToolCalls,
+    ...turn.request,
   };
 }
 
@@ -49,5 +43,6 @@ export function buildCompactionPrompt(history: ContextManager, turn: TurnContext
     input: history.promptInput(turn.model.inputModalities).concat([summarizationRequestMessage()]),
     tools: [],
     parallel_tool_calls: turn.model.supportsParallelToolCalls,
+    ...turn.request,
   };
 }

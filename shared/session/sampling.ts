@@ -5,10 +5,12 @@ import type {
   ResponseItem,
   TokenUsage,
 } from "../protocol/index.ts";
-import type { ModelClient, ModelEvent, ModelPrompt } from "../providers/index.ts";
+import type { ModelClient, ModelPrompt } from "../providers/index.ts";
+import { compactWithinTurn, contextExceedsAutoCompactLimit } from "./compaction-task.ts";
 import { recordWorldStateUpdate } from "./context-updates.ts";
 import { turnAbortedMessage } from "./notices.ts";
 import { buildPrompt } from "./prompt.ts";
+import { isAssistantMessage, messageText } from "./streaming.ts";
 import { taskCompleteLine, turnAbortedLine, userMessageLine } from "./task-lines.ts";
 import type { TaskScope, TurnEvent, TurnOutcome } from "./task-scope.ts";
 import { captureStepContext, type StepContext, type TurnContext } from "./turn-context.ts";
@@ -22,12 +24,13 @@ interface StepResult {
 }
 
 /**
- * The sampling loop (design §5 step 5). Each step: stop if the signal aborted; capture a new
- * StepContext and record its world-state diff (except the turn's first step, which uses the
- * capture the context update was built from); record queued steered input; build the prompt;
- * stream and record the model's finished items; `token_count`. Function calls end the loop with
- * `requires_action`; an answer ends it with `task_complete`, unless steered input is queued,
- * which buys one more step.
+ * The sampling loop (design §5 step 5). Each step: stop if the signal aborted; on a step after
+ * the turn's first (tool outputs or queued input follow), compact first when the context passed
+ * the auto-compaction limit (`compactWithinTurn`, whose capture the step then uses); else capture
+ * a new StepContext and record its world-state diff (the first step uses the capture the context
+ * update was built from); record queued steered input; build the prompt; stream and record the
+ * model's finished items; `token_count`. Function calls end the loop with `requires_action`; an
+ * answer ends it with `task_complete`, unless steered input is queued, which buys one more step.
  */
 export async function* sampleTurn(
   scope: TaskScope,
@@ -43,6 +46,10 @@ export async function* sampleTurn(
   let step = firstStep;
   for (;;) {
     if (signal?.aborted) return yield* interruptTurn(scope, turn, startedAtMs);
+    if (step === undefined && contextExceedsAutoCompactLimit(scope.state, turn.model)) {
+      step = yield* compactWithinTurn(scope, turn, signal);
+      if (step === undefined) return yield* interruptTurn(scope, turn, startedAtMs);
+    }
     if (step === undefined) {
       step = captureStepContext(turn, clock.nowMs(), scope.state.previousTurnSettings?.model);
       const update = recordWorldStateUpdate(history, turn, step, sink);
@@ -153,34 +160,4 @@ async function* interruptTurn(
   sink.append(turnAbortedLine(turn.turnId, "interrupted", clock.nowMs(), startedAtMs));
   yield { type: "turn.interrupted", turn_id: turn.turnId, kind: "turn" };
   return { status: "interrupted", turn_id: turn.turnId };
-}
-
-/**
- * Drains one model request into `onEvent`; returns true when it ended because `signal` aborted
- * (the stream threw or ended after the abort). Events after the abort are not delivered.
- */
-export async function streamModel(
-  client: ModelClient,
-  prompt: ModelPrompt,
-  signal: AbortSignal | undefined,
-  onEvent: (event: ModelEvent) => void,
-): Promise<boolean> {
-  if (signal?.aborted) return true;
-  try {
-    for await (const event of client.stream(prompt, signal)) {
-      if (signal?.aborted) break;
-      onEvent(event);
-    }
-  } catch (err) {
-    if (!signal?.aborted) throw err;
-  }
-  return signal?.aborted === true;
-}
-
-export function isAssistantMessage(item: ResponseItem): item is MessageItem {
-  return item.type === "message" && item.role === "assistant";
-}
-
-export function messageText(item: MessageItem): string {
-  return item.content.map((p) => ("text" in p ? p.text : "")).join("");
 }

@@ -1,7 +1,14 @@
 import type { TruncationPolicy } from "../context-manager/index.ts";
 import type { ModelInfo } from "../models/index.ts";
-import type { FunctionTool, SessionConfiguration, TurnContextItem } from "../protocol/index.ts";
-import type { WorldStateInput } from "../world-state/index.ts";
+import type {
+  FunctionTool,
+  Prompt,
+  ReasoningEffort,
+  ReasoningSummary,
+  SessionConfiguration,
+  TurnContextItem,
+} from "../protocol/index.ts";
+import { hasNetworkAccess, type WorldStateInput } from "../world-state/index.ts";
 import { effectiveBaseInstructions } from "./configuration.ts";
 
 /** The frozen settings of one turn (design §3). Built once when the turn starts; never changed. */
@@ -13,6 +20,11 @@ export interface TurnContext {
   readonly truncationPolicy: TruncationPolicy;
   /** The calendar date in the thread's timezone when the turn started (YYYY-MM-DD). */
   readonly currentDate: string;
+  /** The thread's reasoning settings: its override, else the model's defaults. */
+  readonly effort?: ReasoningEffort;
+  readonly summary: ReasoningSummary;
+  /** What the turn's requests carry besides history and tools (`reasoning`, `text`). */
+  readonly request: Pick<Prompt, "reasoning" | "text">;
 }
 
 /**
@@ -61,6 +73,8 @@ export function buildTurnContext(
   nowMs: number,
 ): TurnContext {
   const frozen = structuredClone(config);
+  const effort = frozen.reasoning?.effort ?? model.reasoning?.effort;
+  const summary = frozen.reasoning?.summary ?? model.reasoning?.summary ?? "auto";
   return Object.freeze({
     turnId,
     config: frozen,
@@ -68,7 +82,30 @@ export function buildTurnContext(
     baseInstructions: effectiveBaseInstructions(frozen, model),
     truncationPolicy: truncationPolicyOf(frozen),
     currentDate: calendarDate(nowMs, frozen.timezone),
+    ...(effort === undefined ? {} : { effort }),
+    summary,
+    request: requestSettings(model, effort, summary),
   });
+}
+
+/**
+ * As Codex's request builder: a reasoning model gets `reasoning {effort, summary}`, the summary
+ * left out when it is `none`; a model with a verbosity gets `text {verbosity}`.
+ */
+function requestSettings(
+  model: ModelInfo,
+  effort: ReasoningEffort | undefined,
+  summary: ReasoningSummary,
+): TurnContext["request"] {
+  const request: TurnContext["request"] = {};
+  if (model.reasoning !== undefined) {
+    request.reasoning = {
+      ...(effort === undefined ? {} : { effort }),
+      ...(summary === "none" ? {} : { summary }),
+    };
+  }
+  if (model.verbosity !== undefined) request.text = { verbosity: model.verbosity };
+  return request;
 }
 
 /**
@@ -117,7 +154,7 @@ export function toTurnContextItem(turn: TurnContext): TurnContextItem {
     approval_policy: p.approval_policy,
     sandbox_policy: {
       mode: p.sandbox,
-      network_access: p.network_access,
+      network_access: hasNetworkAccess(p),
       ...(p.writable_roots.length > 0 ? { writable_roots: [...p.writable_roots] } : {}),
     },
     ...(c.network
@@ -131,7 +168,8 @@ export function toTurnContextItem(turn: TurnContext): TurnContextItem {
     model: turn.model.slug,
     ...(c.personality !== undefined ? { personality: c.personality } : {}),
     ...(c.collaboration_mode ? { collaboration_mode: { ...c.collaboration_mode } } : {}),
-    summary: "auto",
+    ...(turn.effort === undefined ? {} : { effort: turn.effort }),
+    summary: turn.summary,
     ...(c.developer_instructions !== undefined
       ? { developer_instructions: c.developer_instructions }
       : {}),

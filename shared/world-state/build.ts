@@ -66,6 +66,7 @@ export function buildWorldState(input: WorldStateInput): WorldState {
         currentDate: input.currentDate,
         timezone: input.timezone,
         ...(input.network === undefined ? {} : { network: input.network }),
+        permissions: input.permissions,
       }),
     )
     .addSection(contextSectionsSection(input.contextSections));

@@ -6,4 +6,5 @@
 export { buildWorldState, type WorldStateInput } from "./build.ts";
 export { applyMergePatch, mergePatchFrom, removeNullObjectFields } from "./merge-patch.ts";
 export { SECTION_IDS } from "./section-ids.ts";
+export { hasNetworkAccess } from "./sections/permissions.ts";
 export { type PreviousSectionState, WorldState, type WorldStateSection } from "./world-state.ts";

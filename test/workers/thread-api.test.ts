@@ -1005,6 +1005,96 @@ describe("the openai provider", () => {
     expect(thread.token_usage.last_token_usage.cached_input_tokens).toBe(20);
   });
 
+  it("a reasoning model's request carries reasoning {effort, summary}, encrypted reasoning and text {verbosity}; a turn override changes the effort", async () => {
+    const id = newThreadId();
+    await createThread(id, { model: "gpt-think", cwd: "/repo" });
+    const bodies: Record<string, unknown>[] = [];
+    vi.spyOn(globalThis, "fetch").mockImplementation(async (_input, init) => {
+      bodies.push(JSON.parse(String(init?.body)));
+      return new Response(responsesStream(answerEvents(`answer ${bodies.length}`)), {
+        headers: { "content-type": "text/event-stream" },
+      });
+    });
+    await turn(id, "hi");
+    await turn(id, "think harder", { overrides: { reasoning: { effort: "xhigh" } } });
+    const [first, second] = bodies;
+    const instructions = first?.instructions;
+    expect(typeof instructions).toBe("string");
+    expect({ ...first, input: undefined }).toEqual({
+      model: "gpt-5.4",
+      instructions,
+      input: undefined,
+      tools: [],
+      tool_choice: "auto",
+      parallel_tool_calls: true,
+      reasoning: { effort: "medium", summary: "auto" },
+      store: false,
+      stream: true,
+      include: ["reasoning.encrypted_content"],
+      prompt_cache_key: id,
+      text: { verbosity: "low" },
+    });
+    expect(second?.reasoning).toEqual({ effort: "xhigh", summary: "auto" });
+    expect((await prompt(id)) as unknown).toMatchObject({
+      reasoning: { effort: "xhigh", summary: "auto" },
+      text: { verbosity: "low" },
+    });
+  });
+
+  it("GET …/prompt is byte for byte the input of the next request, which only adds the new user message", async () => {
+    const id = newThreadId();
+    await createThread(id, {
+      model: "gpt-think",
+      cwd: "/repo",
+      agents_md: { directory: "/repo", text: "Be brief." },
+      tools: [{ name: "lookup", parameters: { type: "object" } }],
+    });
+    const bodies: { input: unknown[]; [key: string]: unknown }[] = [];
+    vi.spyOn(globalThis, "fetch").mockImplementation(async (_input, init) => {
+      bodies.push(JSON.parse(String(init?.body)));
+      return new Response(responsesStream(answerEvents(`answer ${bodies.length}`)), {
+        headers: { "content-type": "text/event-stream" },
+      });
+    });
+    await turn(id, "first");
+    const previewText = await promptText(id);
+    const preview = JSON.parse(previewText) as { input: Item[]; [key: string]: unknown };
+    // No bookkeeping: no item carries an id or the turn-id passthrough.
+    expect(previewText).not.toContain('"id"');
+    expect(previewText).not.toContain("internal_chat_message_metadata_passthrough");
+    await turn(id, "second");
+    const sent = bodies[1];
+    if (!sent) throw new Error("no second request");
+    const n = preview.input.length;
+    expect(JSON.stringify(sent.input.slice(0, n))).toBe(JSON.stringify(preview.input));
+    expect(sent.input.slice(n)).toEqual([
+      { type: "message", role: "user", content: [{ type: "input_text", text: "second" }] },
+    ]);
+    // The other channels as previewed; the provider adds model, tool_choice, store, stream,
+    // include, prompt_cache_key, and `strict: false` on a tool that does not set it.
+    expect(sent.instructions).toBe(preview.instructions);
+    expect(sent.parallel_tool_calls).toBe(preview.parallel_tool_calls);
+    expect(sent.reasoning).toEqual(preview.reasoning);
+    expect(sent.text).toEqual(preview.text);
+    expect(preview.tools).toEqual([
+      {
+        type: "function",
+        name: "lookup",
+        description: "",
+        parameters: { type: "object" },
+      },
+    ]);
+    expect(sent.tools).toEqual([
+      {
+        type: "function",
+        name: "lookup",
+        description: "",
+        parameters: { type: "object" },
+        strict: false,
+      },
+    ]);
+  });
+
   it("a stream cut mid-item fails the turn with provider_error and leaves no partial item", async () => {
     const id = newThreadId();
     await createThread(id, { model: "gpt-test" });

@@ -253,6 +253,44 @@ describe("checkpoints and cold starts", () => {
     expect(check.lines.length).toBe(before?.lastSeq);
   });
 
+  it("a compaction within a turn leaves it one user turn; eviction and a restore from R2 keep the turn, the count and the prompt", async () => {
+    const id = newThreadId();
+    await createThread(id, {
+      model: "spindle-local-lite",
+      cwd: "/repo",
+      tools: [{ name: "lookup" }],
+      auto_compact_fraction: 0.3,
+    });
+    const paused = await turn(id, "/call lookup {}");
+    const call = (paused as { pending_calls?: { call_id: string }[] }).pending_calls?.[0];
+    const done = await json<{ id: string; kind: string; status: string }>(
+      await api("POST", `/v1/threads/${id}/turns/${paused.id}/outputs`, {
+        items: [
+          { type: "function_call_output", call_id: call?.call_id, output: "result ".repeat(3500) },
+        ],
+      }),
+    );
+    expect([done.id, done.kind, done.status]).toEqual([paused.id, "turn", "completed"]);
+    const { lines } = await checkThreadRollout(id);
+    expect(lines.filter((l) => l.includes('"type":"compacted"'))).toHaveLength(1);
+    const threadOf = async () =>
+      json<{ turn_count: number }>(await api("GET", `/v1/threads/${id}`));
+    const turnOf = async () =>
+      json<{ kind: string; status: string }>(
+        await api("GET", `/v1/threads/${id}/turns/${paused.id}`),
+      );
+    expect((await threadOf()).turn_count).toBe(1);
+    const beforePrompt = await prompt(id);
+
+    await evictDurableObject(threadStub(id));
+    expect(await prompt(id)).toBe(beforePrompt);
+    await runDurableObjectAlarm(threadStub(id));
+    await json(await api("POST", `/v1/threads/${id}/restore`));
+    expect(await prompt(id)).toBe(beforePrompt);
+    expect((await threadOf()).turn_count).toBe(1);
+    expect(await turnOf()).toMatchObject({ kind: "turn", status: "completed" });
+  });
+
   it("the rollout checker finds every line once, in order, in R2 after a failed then retried flush", async () => {
     const id = newThreadId();
     await createThread(id);

@@ -5,39 +5,17 @@
 import { z } from "zod";
 import {
   type FunctionTool,
-  type KnownResponseItem,
   KnownResponseItemSchema,
+  modelVisibleItem,
   type TokenUsage,
 } from "../../protocol/index.ts";
 import { type ModelEvent, type ModelPrompt, ProviderError } from "../model-client.ts";
 import type { SseEvent } from "./sse.ts";
 
-/** Reasoning settings passed through as the request's `reasoning` object. */
-export interface OpenAIReasoningOptions {
-  effort?: "minimal" | "low" | "medium" | "high" | (string & {});
-  summary?: "auto" | "concise" | "detailed" | (string & {});
-}
-
 export interface RequestBodyOptions {
   model: string;
   /** Sent as `prompt_cache_key`; absent means the field is omitted. */
   promptCacheKey?: string;
-  reasoning?: OpenAIReasoningOptions;
-}
-
-/**
- * Fields that are ours, not the API's: item ids are assigned locally (and with `store: false`
- * the server could not resolve its own ids anyway), and the turn-id passthrough is Spindle
- * bookkeeping. Codex likewise never serializes item ids into a request.
- */
-const LOCAL_ONLY_ITEM_FIELDS = new Set(["id", "internal_chat_message_metadata_passthrough"]);
-
-function toWireItem(item: KnownResponseItem): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(item)) {
-    if (!LOCAL_ONLY_ITEM_FIELDS.has(key) && value !== undefined) out[key] = value;
-  }
-  return out;
 }
 
 function toWireTool(tool: FunctionTool): Record<string, unknown> {
@@ -57,21 +35,24 @@ export function buildRequestBody(
   prompt: ModelPrompt,
   options: RequestBodyOptions,
 ): Record<string, unknown> {
+  // Fields in the order of Codex's request.
   const body: Record<string, unknown> = {
     model: options.model,
     instructions: prompt.instructions,
     // A request holds every item: stored runs of history are read here.
-    input: prompt.input.toArray().map(toWireItem),
+    input: prompt.input.toArray().map(modelVisibleItem),
     tools: prompt.tools.map(toWireTool),
+    tool_choice: "auto",
     parallel_tool_calls: prompt.parallel_tool_calls,
   };
-  if (options.reasoning) body.reasoning = { ...options.reasoning };
+  if (prompt.reasoning !== undefined) body.reasoning = { ...prompt.reasoning };
   body.store = false;
   body.stream = true;
   // With `store: false` the server keeps no reasoning state; the encrypted copy is how reasoning
-  // carries over to the next request.
-  body.include = ["reasoning.encrypted_content"];
+  // carries over to the next request. A model that does not reason would refuse the request.
+  if (prompt.reasoning !== undefined) body.include = ["reasoning.encrypted_content"];
   if (options.promptCacheKey !== undefined) body.prompt_cache_key = options.promptCacheKey;
+  if (prompt.text !== undefined) body.text = { ...prompt.text };
   return body;
 }
 

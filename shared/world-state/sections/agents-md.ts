@@ -13,8 +13,14 @@ import { fingerprint, hasText } from "../internal/text.ts";
 import { SECTION_IDS } from "../section-ids.ts";
 import type { PreviousSectionState, WorldStateSection } from "../world-state.ts";
 
-/** The text itself is not stored: the fingerprint is enough to notice a change. */
-export type AgentsMdSnapshot = { directory: string; fingerprint: string };
+/**
+ * The text itself is not stored: the fingerprint is enough to notice a change. `{}` records
+ * that there is no AGENTS.md, as Codex's empty snapshot does: a Known "none" is how a thread
+ * remembers that it already withdrew instructions it could not see in a baseline.
+ */
+export type AgentsMdSnapshot = { directory: string; fingerprint: string } | NoAgentsMd;
+type NoAgentsMd = Record<string, never>;
+const NO_AGENTS_MD: NoAgentsMd = {};
 
 /** Our wording; model-visible. Opens the fragment that carries changed instructions. */
 export const AGENTS_MD_REPLACEMENT_NOTICE =
@@ -33,9 +39,11 @@ export const AGENTS_MD_REMOVAL_NOTICE =
  *   replacement form).
  * - Known and changed (text or directory), or Unknown (legacy AGENTS.md text in history, no
  *   snapshot): one fragment holding the replacement notice and then the full new text.
- * - Removed (no text now, previous Known): one removal notice, framed by the same markers so it
- *   stays contextual; the snapshot disappears. With an Unknown previous state nothing is sent,
- *   or the notice would repeat on every turn.
+ * - Removed (no text now) after a Known document: one removal notice for its directory, framed
+ *   by the same markers so it stays contextual. After an Unknown state (legacy text in history,
+ *   no snapshot): one removal notice under the bare `# AGENTS.md instructions` header, since no
+ *   directory is known. Either way the snapshot becomes `{}`, a Known "none", so the notice is
+ *   sent once.
  *
  * Retained matcher: any AGENTS.md instructions fragment other than a removal notice, so the
  * section is injected again when history no longer holds any.
@@ -49,9 +57,9 @@ export function agentsMdSection(
       : undefined;
   return {
     id: SECTION_IDS.agentsMd,
-    snapshot: () =>
+    snapshot: (): AgentsMdSnapshot =>
       current === undefined
-        ? undefined
+        ? NO_AGENTS_MD
         : { directory: current.directory, fingerprint: current.fingerprint },
     readSnapshot: readAgentsMdSnapshot,
     render(
@@ -59,7 +67,10 @@ export function agentsMdSection(
       retained?: RetainedHistory,
     ): Fragment[] {
       if (current === undefined) {
-        return previous.kind === "known"
+        if (previous.kind === "unknown") {
+          return [agentsMdFragment(undefined, AGENTS_MD_REMOVAL_NOTICE)];
+        }
+        return previous.kind === "known" && "directory" in previous.snapshot
           ? [agentsMdFragment(previous.snapshot.directory, AGENTS_MD_REMOVAL_NOTICE)]
           : [];
       }
@@ -74,6 +85,7 @@ export function agentsMdSection(
         case "unknown":
           return [replacement];
         case "known": {
+          if (!("directory" in previous.snapshot)) return [full];
           const unchanged =
             previous.snapshot.directory === current.directory &&
             previous.snapshot.fingerprint === current.fingerprint;
@@ -90,13 +102,15 @@ export function agentsMdSection(
   };
 }
 
-function agentsMdFragment(directory: string, content: string): Fragment {
+/** `directory` undefined: the bare header, for a withdrawal of instructions of unknown origin. */
+function agentsMdFragment(directory: string | undefined, content: string): Fragment {
   // The start marker is a prefix, so the directory travels in the body.
+  const header = directory === undefined ? "" : ` for ${directory}`;
   return fragment(
     "user",
     MARKERS.agentsMd.start,
     MARKERS.agentsMd.end,
-    ` for ${directory}\n\n<INSTRUCTIONS>\n${content}\n`,
+    `${header}\n\n<INSTRUCTIONS>\n${content}\n`,
   );
 }
 
@@ -119,6 +133,7 @@ function holdsAny(retained: RetainedHistory, fragments: readonly Fragment[]): bo
 
 function readAgentsMdSnapshot(stored: JsonValue): AgentsMdSnapshot | undefined {
   if (!isJsonObject(stored)) return undefined;
+  if (Object.keys(stored).length === 0) return NO_AGENTS_MD;
   const directory = getMember(stored, "directory");
   const hash = getMember(stored, "fingerprint");
   if (typeof directory !== "string" || typeof hash !== "string") return undefined;

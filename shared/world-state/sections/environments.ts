@@ -4,17 +4,20 @@ import type {
   JsonObject,
   JsonValue,
   NetworkConfig,
+  PermissionsConfig,
 } from "../../protocol/index.ts";
 import { compareCodePoints, getMember, isJsonObject, setMember } from "../internal/json.ts";
 import { escapeXml } from "../internal/text.ts";
 import { SECTION_IDS } from "../section-ids.ts";
 import type { PreviousSectionState, WorldStateSection } from "../world-state.ts";
+import { renderFilesystem } from "./filesystem.ts";
 
 /**
  * The classic environments snapshot (reference §3.6):
  * `{"environments": {"<id>": {"cwd": "file:///…", "is_primary"?: true}}, "current_date",
- * "timezone", "network"?: {"domains": {"<host>": "allow" | "deny"}}}`. `is_primary` is set on
- * the primary environment only when there are several. Status and shell are not persisted.
+ * "timezone", "network"?: {"domains": {"<host>": "allow" | "deny"}}, "filesystem"?: "<filesystem>…"}`.
+ * `is_primary` is set on the primary environment only when there are several; `filesystem` is the
+ * rendered line, as Codex stores it. Status and shell are not persisted.
  */
 export type EnvironmentsSnapshot = JsonObject;
 
@@ -25,6 +28,8 @@ export interface EnvironmentsSectionInput {
   currentDate: string;
   timezone: string;
   network?: NetworkConfig;
+  /** The permissions the `<filesystem>` line describes; undefined: no such line. */
+  permissions?: PermissionsConfig;
 }
 
 type DomainRule = "allow" | "deny";
@@ -43,6 +48,7 @@ interface StoredEnvironments {
   currentDate?: string;
   timezone?: string;
   domains?: Map<string, DomainRule>;
+  filesystem?: string;
 }
 
 /** One `<environments>` entry: a live environment (listed with its values) or a removed id. */
@@ -54,11 +60,12 @@ type Listing =
  * `<environment_context>` (user; reference §2.4, §3.6). One available environment renders flat
  * `<cwd>`/`<shell>` lines; otherwise an `<environments>` block lists them by sorted id
  * (`primary="true"` on the primary, `status="starting"` while starting). Then `<current_date>`,
- * `<timezone>` and, with a network configuration, a one-line `<network>` element.
+ * `<timezone>`, with a network configuration a one-line `<network>` element, and with
+ * permissions the one-line `<filesystem>` (`renderFilesystem`).
  *
  * Against a Known snapshot only what changed renders: environments that are new, whose cwd
  * changed or whose primary flag moved; removed ones as `status="unavailable"`; and the date,
- * timezone or network lines that changed (a removed network configuration renders
+ * timezone, network or filesystem lines that changed (a removed network configuration renders
  * `<network enabled="false" />`). A shell or status change alone renders nothing. While there is
  * a single available environment and there was at most one, no removals are listed and an
  * unchanged cwd (whatever the id) renders nothing.
@@ -70,6 +77,10 @@ export function environmentsSection(
   const primaryId = input.environments[0]?.id;
   const domains = input.network === undefined ? undefined : domainRules(input.network);
   const networkLine = input.network === undefined ? undefined : renderNetwork(input.network);
+  const filesystemLine =
+    input.permissions === undefined
+      ? undefined
+      : renderFilesystem(input.permissions, input.environments[0]?.cwd);
 
   return {
     id: SECTION_IDS.environments,
@@ -86,6 +97,7 @@ export function environmentsSection(
         timezone: input.timezone,
       };
       if (domains !== undefined) snapshot.network = { domains: domainsToJson(domains) };
+      if (filesystemLine !== undefined) snapshot.filesystem = filesystemLine;
       return snapshot;
     },
     readSnapshot: (stored) =>
@@ -98,6 +110,7 @@ export function environmentsSection(
           element("timezone", input.timezone),
         ];
         if (networkLine !== undefined) topLines.push(networkLine);
+        if (filesystemLine !== undefined) topLines.push(filesystemLine);
         const only = soleAvailable(live);
         if (only !== undefined) return [environmentContext([...flatLines(only), ...topLines])];
         const listings: Listing[] = live.map((environment) => ({
@@ -116,6 +129,10 @@ export function environmentsSection(
       if (stored.timezone !== input.timezone) topLines.push(element("timezone", input.timezone));
       if (!sameDomains(stored.domains, domains)) {
         topLines.push(networkLine ?? '<network enabled="false" />');
+      }
+      // A baseline from before the line (no `filesystem`) gets it once.
+      if (filesystemLine !== undefined && stored.filesystem !== filesystemLine) {
+        topLines.push(filesystemLine);
       }
 
       const environment = soleAvailable(live);
@@ -243,8 +260,8 @@ function sameDomains(
 }
 
 /**
- * Reads a stored snapshot. Unknown members (a legacy `status`/`shell`, Codex's `filesystem`) are
- * ignored, so they never cause a diff.
+ * Reads a stored snapshot. Unknown members (a legacy `status`/`shell`) are ignored, so they never
+ * cause a diff; a `filesystem` that is not a string reads as none.
  */
 function readStored(stored: JsonValue): StoredEnvironments | undefined {
   if (!isJsonObject(stored)) return undefined;
@@ -278,6 +295,8 @@ function readStored(stored: JsonValue): StoredEnvironments | undefined {
     if (typeof timezone !== "string") return undefined;
     result.timezone = timezone;
   }
+  const filesystem = getMember(stored, "filesystem");
+  if (typeof filesystem === "string") result.filesystem = filesystem;
   const network = getMember(stored, "network");
   if (network !== undefined) {
     if (!isJsonObject(network)) return undefined;

@@ -89,10 +89,26 @@ function renderPermissionsBody(permissions: PermissionsConfig): string {
       lines.push("Writable roots:", ...permissions.writable_roots.map((root) => `- ${root}`));
     }
   }
-  lines.push(
-    permissions.network_access
-      ? "Network access: enabled. Sandboxed commands may use the network."
-      : "Network access: disabled. Sandboxed commands cannot reach the network.",
-  );
+  lines.push(NETWORK_TEXT[networkText(permissions)]);
   return `\n${lines.join("\n")}\n`;
+}
+
+const NETWORK_TEXT = {
+  unsandboxed: "Network access: enabled. Commands may use the network.",
+  enabled: "Network access: enabled. Sandboxed commands may use the network.",
+  disabled: "Network access: disabled. Sandboxed commands cannot reach the network.",
+} as const;
+
+function networkText(permissions: PermissionsConfig): keyof typeof NETWORK_TEXT {
+  if (permissions.sandbox === "danger-full-access") return "unsandboxed";
+  return hasNetworkAccess(permissions) ? "enabled" : "disabled";
+}
+
+/**
+ * Whether commands may use the network. Without a filesystem sandbox there is no network
+ * sandbox either, as in Codex: `danger-full-access` has network access whatever `network_access`
+ * says.
+ */
+export function hasNetworkAccess(permissions: PermissionsConfig): boolean {
+  return permissions.sandbox === "danger-full-access" || permissions.network_access;
 }

@@ -133,6 +133,29 @@ describe("turnRowsFromRollout", () => {
     ]);
   });
 
+  it("a user turn that compacted between its steps, or before its user message, stays a turn", () => {
+    const compactedLine = { timestamp: at, type: "compacted", payload: { message: "s" } };
+    const userMessage = ev({ type: "user_message", message: "hi" });
+    const lines = [
+      ev({ type: "task_started", turn_id: "mid" }),
+      userMessage,
+      compactedLine as RolloutLine,
+      ev({ type: "task_complete", turn_id: "mid" }),
+      ev({ type: "task_started", turn_id: "pre" }),
+      compactedLine as RolloutLine,
+      userMessage,
+      ev({ type: "task_complete", turn_id: "pre" }),
+      ev({ type: "task_started", turn_id: "task" }),
+      compactedLine as RolloutLine,
+      ev({ type: "task_complete", turn_id: "task" }),
+    ].map((line, i) => ({ seq: i + 1, line }));
+    expect(turnRowsFromRollout(lines).map((r) => [r.id, r.kind])).toEqual([
+      ["mid", "turn"],
+      ["pre", "turn"],
+      ["task", "compaction"],
+    ]);
+  });
+
   it("reads a failed turn's error whatever its shape: a code outside the vocabulary is provider_error", () => {
     const lines = [
       ev({ type: "task_started", turn_id: "a" }),

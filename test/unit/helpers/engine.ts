@@ -1,10 +1,15 @@
 import { ContextManager } from "../../../shared/context-manager/index.ts";
-import { DEFAULT_MODEL_CATALOG, DEFAULT_MODEL_SLUG } from "../../../shared/models/index.ts";
+import {
+  DEFAULT_MODEL_CATALOG,
+  DEFAULT_MODEL_SLUG,
+  type ModelCatalog,
+} from "../../../shared/models/index.ts";
 import { type Clock, fixedClock, sequentialIds } from "../../../shared/ports/index.ts";
 import type {
   FunctionCallItem,
   Prompt,
   RolloutItem,
+  RolloutLine,
   ThreadConfig,
 } from "../../../shared/protocol/index.ts";
 import {
@@ -13,6 +18,7 @@ import {
   type ModelEvent,
   type ModelPrompt,
 } from "../../../shared/providers/index.ts";
+import { reconstructRollout } from "../../../shared/rollout/index.ts";
 import {
   type EngineDeps,
   MemoryRolloutSink,
@@ -21,6 +27,7 @@ import {
   type ToolCallOutput,
   type TurnEvent,
   type TurnOutcome,
+  truncationPolicyOf,
 } from "../../../shared/session/index.ts";
 
 /** 2026-03-01T12:00:00Z */
@@ -54,6 +61,8 @@ export interface HarnessOptions {
   clock?: Clock;
   /** Serves every model request instead of the recording local model (which still records). */
   model?: ModelClient;
+  /** Default: the built-in catalog. */
+  catalog?: ModelCatalog;
 }
 
 export function newSession(
@@ -66,7 +75,7 @@ export function newSession(
   const deps: EngineDeps = {
     clock: options.clock ?? fixedClock(T0, stepMs),
     ids: sequentialIds("u"),
-    catalog: DEFAULT_MODEL_CATALOG,
+    catalog: options.catalog ?? DEFAULT_MODEL_CATALOG,
     defaultModel: DEFAULT_MODEL_SLUG,
     modelClient: () => client,
     sink,
@@ -85,6 +94,25 @@ export function rebuild(h: Harness): Harness {
     history: new ContextManager(structuredClone(history.toState())),
   };
   if (previousTurnSettings !== undefined) state.previousTurnSettings = { ...previousTurnSettings };
+  return { ...h, session: new ThreadSession(state, h.deps) };
+}
+
+/** Rollout items as stored lines (every line gets the same timestamp). */
+export function asLines(items: readonly RolloutItem[]): RolloutLine[] {
+  return items.map((item) => ({ timestamp: "2026-03-01T12:00:00.000Z", ...item }) as RolloutLine);
+}
+
+/**
+ * A fresh session rebuilt from rollout items alone (default: all of `h`'s), with `h`'s
+ * configuration and deps: a cold start that replays the rollout, or a fork of a prefix of it.
+ */
+export function replayed(h: Harness, items: readonly RolloutItem[] = h.sink.items): Harness {
+  const config = structuredClone(h.session.state.config);
+  const rebuilt = reconstructRollout(asLines(items), { truncation: truncationPolicyOf(config) });
+  const state: SessionState = { config, history: new ContextManager(rebuilt.history) };
+  if (rebuilt.previousTurnSettings !== undefined) {
+    state.previousTurnSettings = rebuilt.previousTurnSettings;
+  }
   return { ...h, session: new ThreadSession(state, h.deps) };
 }
 
@@ -178,6 +206,35 @@ export function shapeOf(items: readonly RolloutItem[]): string[] {
     return i.type;
   });
 }
+
+/** The lines a turn wrote from `from` (its `task_started`) up to its user message, both left out. */
+export function contextLinesOf(items: readonly RolloutItem[], from: number): RolloutItem[] {
+  const lines = items.slice(from);
+  const user = lines.findIndex((l) => l.type === "event_msg" && l.payload.type === "user_message");
+  // The user's response_item comes right before its user_message event.
+  return lines.slice(1, user - 1);
+}
+
+/** The lines of a turn that sends no context and answers in one step. */
+export const QUIET_TURN_LINES = [
+  "event_msg/task_started",
+  "turn_context",
+  "response_item/user",
+  "event_msg/user_message",
+  "response_item/assistant",
+  "event_msg/token_count",
+  "event_msg/task_complete",
+];
+
+/** The lines of an automatic compaction task before a turn (it re-injects the turn's context). */
+export const AUTO_COMPACTION_TASK_LINES = [
+  "event_msg/task_started",
+  "compacted",
+  "world_state",
+  "turn_context",
+  "event_msg/token_count",
+  "event_msg/task_complete",
+];
 
 /** Serialized prompt input without its closing bracket: a byte-prefix test on the JSON. */
 export function isBytePrefix(earlier: Prompt, later: Prompt): boolean {

@@ -20,6 +20,58 @@ describe("parseConfiguredModels", () => {
     expect(DEFAULT_MODEL_CATALOG.with(model ? [model] : []).get("gpt-x")?.provider).toBe("openai");
   });
 
+  it("takes a reasoning model's defaults (summary auto unless given) and a verbosity", () => {
+    const models = parseConfiguredModels(
+      "openai",
+      JSON.stringify([
+        { slug: "gpt-r", context_window: 400000, reasoning: { effort: "high" }, verbosity: "low" },
+        { slug: "gpt-s", context_window: 400000, reasoning: { summary: "none" } },
+        { slug: "gpt-plain", context_window: 128000 },
+      ]),
+    );
+    expect(models).toEqual([
+      {
+        slug: "gpt-r",
+        provider: "openai",
+        providerModel: "gpt-r",
+        instructions: expect.any(String),
+        contextWindowTokens: 400000,
+        inputModalities: ["text", "image"],
+        supportsParallelToolCalls: true,
+        personalities: {},
+        reasoning: { effort: "high", summary: "auto" },
+        verbosity: "low",
+      },
+      {
+        slug: "gpt-s",
+        provider: "openai",
+        providerModel: "gpt-s",
+        instructions: expect.any(String),
+        contextWindowTokens: 400000,
+        inputModalities: ["text", "image"],
+        supportsParallelToolCalls: true,
+        personalities: {},
+        reasoning: { summary: "none" },
+      },
+      {
+        slug: "gpt-plain",
+        provider: "openai",
+        providerModel: "gpt-plain",
+        instructions: expect.any(String),
+        contextWindowTokens: 128000,
+        inputModalities: ["text", "image"],
+        supportsParallelToolCalls: true,
+        personalities: {},
+      },
+    ]);
+    const bad = (entry: object) =>
+      parseConfiguredModels("openai", JSON.stringify([{ slug: "x", context_window: 1, ...entry }]));
+    expect(() => bad({ reasoning: { effort: "extreme" } })).toThrow();
+    expect(() => bad({ reasoning: { summary: "short" } })).toThrow();
+    expect(() => bad({ reasoning: { effort: "low", budget: 3 } })).toThrow();
+    expect(() => bad({ verbosity: "loud" })).toThrow();
+  });
+
   it("gives no models when unset and fails loudly on a malformed configuration", () => {
     expect(parseConfiguredModels("openai", undefined)).toEqual([]);
     expect(parseConfiguredModels("openai", " ")).toEqual([]);

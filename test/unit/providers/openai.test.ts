@@ -417,12 +417,61 @@ describe("OpenAIResponsesClient request", () => {
           strict: true,
         },
       ],
+      tool_choice: "auto",
       parallel_tool_calls: false,
       store: false,
       stream: true,
-      include: ["reasoning.encrypted_content"],
+      // No `reasoning` in the prompt: a model that does not reason, so no encrypted reasoning
+      // is asked for (the API refuses it for such models).
       prompt_cache_key: "thr_42",
     });
+  });
+
+  it("sends a reasoning model's settings as reasoning {effort, summary}, asks for encrypted reasoning, and sends text {verbosity}", async () => {
+    script(sseOk(completedFrame()));
+    const p: ModelPrompt = {
+      ...prompt(),
+      reasoning: { effort: "high", summary: "detailed" },
+      text: { verbosity: "low" },
+    };
+    const { error } = await drain(harness({ model: "gpt-5.4", threadId: "thr_7" }).client, p);
+    expect(error).toBeUndefined();
+    expect(JSON.parse(requests[0]?.body ?? "")).toEqual({
+      model: "gpt-5.4",
+      instructions: "be helpful",
+      input: [{ type: "message", role: "user", content: [{ type: "input_text", text: "hi" }] }],
+      tools: [],
+      tool_choice: "auto",
+      parallel_tool_calls: true,
+      reasoning: { effort: "high", summary: "detailed" },
+      store: false,
+      stream: true,
+      include: ["reasoning.encrypted_content"],
+      prompt_cache_key: "thr_7",
+      text: { verbosity: "low" },
+    });
+    // Codex's field order, which the body keeps.
+    expect(Object.keys(JSON.parse(requests[0]?.body ?? ""))).toEqual([
+      "model",
+      "instructions",
+      "input",
+      "tools",
+      "tool_choice",
+      "parallel_tool_calls",
+      "reasoning",
+      "store",
+      "stream",
+      "include",
+      "prompt_cache_key",
+      "text",
+    ]);
+  });
+
+  it("a reasoning model with no effort and no summary still reasons: reasoning {} and encrypted reasoning", () => {
+    const body = harness().client.requestBody({ ...prompt(), reasoning: {} });
+    expect(body.reasoning).toEqual({});
+    expect(body.include).toEqual(["reasoning.encrypted_content"]);
+    expect(body).not.toHaveProperty("text");
   });
 
   it("does not mutate the prompt it serializes", async () => {
@@ -431,12 +480,6 @@ describe("OpenAIResponsesClient request", () => {
     const before = structuredClone(input);
     await drain(harness().client, prompt(input));
     expect(input).toEqual(before);
-  });
-
-  it("passes reasoning settings through when configured", () => {
-    const { client } = harness({ reasoning: { effort: "high", summary: "auto" } });
-    expect(client.requestBody(prompt()).reasoning).toEqual({ effort: "high", summary: "auto" });
-    expect(harness().client.requestBody(prompt())).not.toHaveProperty("reasoning");
   });
 });
 

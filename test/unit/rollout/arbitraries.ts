@@ -31,9 +31,10 @@ import {
  * Random well-formed rollouts, as a thread writes them: turns (task_started, context items,
  * turn_context before or after the user message, world_state full/patch, the user message and
  * its event, model items and tool calls, token counts, task_complete / turn_aborted / nothing),
- * messages injected between turns, inter-agent messages, rollbacks, manual compactions (with
- * replacement history, occasionally legacy ones without), mid-turn compactions and standalone
- * tasks without a user message.
+ * messages injected between turns, inter-agent messages, rollbacks, compaction tasks (with
+ * replacement history, occasionally legacy ones without; some re-inject context and write a full
+ * world_state and a turn_context after it, as an automatic compaction before a turn does),
+ * mid-turn compactions and standalone tasks without a user message.
  */
 
 const PERMISSIONS = "<permissions instructions>\nsandbox text\n</permissions instructions>";
@@ -68,7 +69,13 @@ type Action =
   | { kind: "inject"; text: string }
   | { kind: "interAgent" }
   | { kind: "rollback"; numTurns: number }
-  | { kind: "compaction"; legacy: boolean; windowNumber: number | undefined }
+  | {
+      kind: "compaction";
+      legacy: boolean;
+      windowNumber: number | undefined;
+      /** With replacement history: the context, a full world_state and a turn_context. */
+      injected: { state: JsonObject } | undefined;
+    }
   | { kind: "standalone"; withContext: boolean };
 
 const cwd = fc.constantFrom("/a", "/b", "/c");
@@ -147,6 +154,10 @@ const action: fc.Arbitrary<Action> = fc.oneof(
       kind: fc.constant("compaction" as const),
       legacy: fc.boolean().chain((b) => (b ? fc.boolean() : fc.constant(false))),
       windowNumber: fc.option(fc.integer({ min: 1, max: 9 }), { nil: undefined }),
+      injected: fc.option(
+        fullState.map((state) => ({ state })),
+        { nil: undefined },
+      ),
     }),
   },
   {
@@ -240,13 +251,20 @@ export function linesOf(actions: readonly Action[]): RolloutLine[] {
         lines.push(rollback(a.numTurns));
         break;
       case "compaction":
-        lines.push(
-          taskStarted(id),
-          a.legacy
-            ? compacted(`legacy ${n}`)
-            : compacted(`summary ${n}`, [user(`summary ${n}`)], a.windowNumber),
-          taskComplete(id),
-        );
+        lines.push(taskStarted(id));
+        if (a.legacy) {
+          lines.push(compacted(`legacy ${n}`));
+        } else if (a.injected === undefined) {
+          lines.push(compacted(`summary ${n}`, [user(`summary ${n}`)], a.windowNumber));
+        } else {
+          const replacement = [developer(PERMISSIONS), user(ENV_CONTEXT), user(`summary ${n}`)];
+          lines.push(
+            compacted(`summary ${n}`, replacement, a.windowNumber),
+            worldStateFull(a.injected.state),
+            turnContext(ctx("m1", { turn_id: id })),
+          );
+        }
+        lines.push(taskComplete(id));
         break;
       case "standalone":
         lines.push(taskStarted(id));

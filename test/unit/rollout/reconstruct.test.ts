@@ -9,6 +9,7 @@ import {
   assistant,
   compacted,
   ctx,
+  developer,
   ENV_CONTEXT,
   interAgentLine,
   item,
@@ -233,6 +234,49 @@ describe("reverse scan (reference §6.1)", () => {
     const next = rebuild([...lines, ...turn({ id: "t2", input: "U2", reply: "A2", model: "m2" })]);
     expect(next.history.referenceContextItem).toEqual(ctx("m2", { turn_id: "t2" }));
     expect(next.history.items).toEqual([user("summary"), user("U2"), assistant("A2")]);
+  });
+
+  it("a compaction task that re-injected context (full world_state and turn_context after it) is the reference and baseline; the previous settings stay the last user turn's", () => {
+    const replacement = [
+      user("U1"),
+      developer("<permissions instructions>\np\n</permissions instructions>"),
+      user(ENV_CONTEXT),
+      user("summary"),
+    ];
+    const reference = ctx("m2", { turn_id: "c" });
+    const state = rebuild([
+      ...turn({ id: "t1", input: "U1", reply: "A1", model: "m1" }),
+      taskStarted("c"),
+      compacted("summary", replacement, 1),
+      worldStateFull({ env: { cwd: "/repo" } }),
+      turnContext(reference),
+      taskComplete("c"),
+    ]);
+    expect(state).toEqual({
+      history: {
+        items: replacement,
+        historyVersion: 1,
+        referenceContextItem: reference,
+        worldStateBaseline: { env: { cwd: "/repo" } },
+      },
+      previousTurnSettings: { model: "m1" },
+      windowNumber: 1,
+      rewrites: 1,
+      warnings: [],
+    });
+  });
+
+  it("without a full world_state after the compaction, a compaction task's turn_context hydrates nothing: the older turn's reference stands, with no baseline", () => {
+    const state = rebuild([
+      ...turn({ id: "t1", input: "U1", reply: "A1", model: "m1" }),
+      taskStarted("c"),
+      worldStateFull({ env: { cwd: "/repo" } }),
+      compacted("summary", [user("summary")], 1),
+      turnContext(ctx("m2", { turn_id: "c" })),
+      taskComplete("c"),
+    ]);
+    expect(state.history.referenceContextItem).toEqual(ctx("m1", { turn_id: "t1" }));
+    expect(state.history.worldStateBaseline).toBeUndefined();
   });
 
   it.each([

@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { isContextualUserMessageContent } from "../../../shared/context/index.ts";
+import {
+  isContextualUserMessageContent,
+  isUserTurnBoundary,
+} from "../../../shared/context/index.ts";
 import { PromptInput } from "../../../shared/context-manager/index.ts";
 import { SPINDLE_LOCAL, SPINDLE_LOCAL_LITE } from "../../../shared/models/index.ts";
 import type { MessageItem, Prompt, ResponseItem } from "../../../shared/protocol/index.ts";
@@ -20,6 +23,7 @@ import {
   TurnNotSteerableError,
 } from "../../../shared/session/index.ts";
 import {
+  AUTO_COMPACTION_TASK_LINES,
   drain,
   type Harness,
   isBytePrefix,
@@ -311,13 +315,7 @@ describe("auto-compaction before a turn", () => {
     expect(outcome.status).toBe("completed");
     expect(compactedLines(h)).toHaveLength(1);
     const shape = shapeOf(h.sink.items.slice(mark));
-    expect(shape.slice(0, 5)).toEqual([
-      "event_msg/task_started",
-      "compacted",
-      "event_msg/token_count",
-      "event_msg/task_complete",
-      "event_msg/task_started",
-    ]);
+    expect(shape.slice(0, 7)).toEqual([...AUTO_COMPACTION_TASK_LINES, "event_msg/task_started"]);
     expect(events.filter((e) => e.type === "turn.started").map((e) => e.kind)).toEqual([
       "compaction",
       "turn",
@@ -325,9 +323,8 @@ describe("auto-compaction before a turn", () => {
     const compaction = events.find((e) => e.type === "compaction.completed");
     expect(compaction).toMatchObject({ trigger: "auto" });
     expect(compaction?.turn_id).not.toBe(outcome.turn_id);
-    // The user turn then ran on the compacted history, re-injecting the full context.
-    expect(shape.slice(5, 6)).toEqual(["response_item/developer"]);
-    expect(shape).toContain("turn_context");
+    // The compaction re-injected the context, so the user turn sends no context of its own.
+    expect(shape.slice(7, 9)).toEqual(["turn_context", "response_item/user"]);
     expect(h.session.history.items.some((i) => textOf(i).startsWith(SUMMARY_PREFIX))).toBe(true);
   });
 
@@ -372,12 +369,24 @@ describe("auto-compaction before a turn", () => {
     const replacement = events.find((e) => e.type === "compaction.completed");
     const kept =
       replacement?.type === "compaction.completed"
-        ? replacement.replacement_history.slice(0, -1).map(textOf)
+        ? replacement.replacement_history.slice(0, -1).filter(isUserTurnBoundary).map(textOf)
         : [];
     expect(kept.length).toBeGreaterThan(0);
     const keptBytes = kept.reduce((n, t) => n + t.length, 0);
     expect(keptBytes).toBeLessThanOrEqual(4_000 * 4 + 40);
     expect(keptBytes).toBeGreaterThan(3_900 * 4);
+    // The re-injected context announces the switch to the lite model; the turn then sends
+    // no context of its own, so the switch is announced once.
+    const switches = JSON.stringify(h.session.history.items).split("<model_switch>");
+    expect(switches).toHaveLength(2);
+    const context =
+      replacement?.type === "compaction.completed"
+        ? replacement.replacement_history.filter((i) => !isUserTurnBoundary(i))
+        : [];
+    expect(textOf(context[0]).startsWith("<model_switch>")).toBe(true);
+    expect(h.client.prompts.at(-1)?.input.at(-1)).toMatchObject({
+      content: [{ type: "input_text", text: "go" }],
+    });
   });
 });
 

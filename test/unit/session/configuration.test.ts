@@ -110,6 +110,24 @@ describe("resolveSessionConfiguration", () => {
     );
   });
 
+  it("keeps a reasoning override whole as the new default; null goes back to the model's defaults", () => {
+    const first = resolve(undefined, { reasoning: { effort: "high", summary: "concise" } });
+    expect(first.reasoning).toEqual({ effort: "high", summary: "concise" });
+    expect(resolve(first, { timezone: "UTC" }).reasoning).toEqual(first.reasoning);
+    // A new object replaces the old one: its summary is not kept.
+    expect(resolve(first, { reasoning: { effort: "low" } }).reasoning).toEqual({ effort: "low" });
+    expect(resolve(first, { reasoning: null })).not.toHaveProperty("reasoning");
+  });
+
+  it("accepts only the known reasoning efforts and summaries", () => {
+    const accepts = (reasoning: unknown) => ThreadConfigSchema.safeParse({ reasoning }).success;
+    expect(accepts({ effort: "xhigh", summary: "none" })).toBe(true);
+    expect(accepts({})).toBe(true);
+    expect(accepts({ effort: "extreme" })).toBe(false);
+    expect(accepts({ summary: "brief" })).toBe(false);
+    expect(accepts({ effort: "low", verbosity: "low" })).toBe(false);
+  });
+
   it("accepts auto_compact_fraction only in (0, 1]", () => {
     expect(ThreadConfigSchema.safeParse({ auto_compact_fraction: 1 }).success).toBe(true);
     expect(ThreadConfigSchema.safeParse({ auto_compact_fraction: 0 }).success).toBe(false);

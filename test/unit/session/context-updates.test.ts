@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { ContextManager } from "../../../shared/context-manager/index.ts";
 import { DEFAULT_MODEL_CATALOG, DEFAULT_MODEL_SLUG } from "../../../shared/models/index.ts";
-import type { MessageItem, ThreadConfig } from "../../../shared/protocol/index.ts";
+import type {
+  MessageItem,
+  PermissionsConfig,
+  ThreadConfig,
+} from "../../../shared/protocol/index.ts";
 import {
   buildTurnContext,
   captureStepContext,
@@ -201,5 +205,18 @@ describe("toTurnContextItem", () => {
         truncation_policy: { mode: "tokens", limit: 10000 },
       }),
     );
+  });
+
+  it("records network access for danger-full-access, which has no network sandbox, whatever the flag says", () => {
+    const permissions: PermissionsConfig = {
+      sandbox: "danger-full-access",
+      approval_policy: "never",
+      writable_roots: [],
+      network_access: false,
+    };
+    expect(toTurnContextItem(turnOf({ cwd: "/repo", permissions })).sandbox_policy).toEqual({
+      mode: "danger-full-access",
+      network_access: true,
+    });
   });
 });

@@ -70,16 +70,25 @@ describe("agents_md section", () => {
     ]);
   });
 
-  test("removal renders one notice framed as AGENTS.md and nulls the snapshot key (catalog 18/21 analogue)", () => {
+  test("removal renders one notice framed as AGENTS.md and patches the snapshot to the empty one (catalog 18/21 analogue)", () => {
     const previous = world(v1);
     const current = world(undefined);
     expect(diff(current, previous)).toEqual([full("/repo", REMOVAL)]);
-    expect(mergePatchFrom(previous.snapshot(), current.snapshot())).toEqual({ agents_md: null });
+    expect(mergePatchFrom(previous.snapshot(), current.snapshot())).toEqual({
+      agents_md: { directory: null, fingerprint: null },
+    });
   });
 
-  test("blank text counts as removed and persists nothing", () => {
+  test("no document persists the empty snapshot {}, which reads back as Known and renders nothing", () => {
+    expect(world(undefined).snapshot()).toEqual({ agents_md: {} });
+    expect(diff(world(undefined), world(undefined))).toEqual([]);
+    // A document that appears after a Known "none" is sent in full, not as a replacement.
+    expect(diff(world(v1), world(undefined))).toEqual([full("/repo", "Use tabs.")]);
+  });
+
+  test("blank text counts as removed", () => {
     const blank = world({ directory: "/repo", text: "  \n" });
-    expect(blank.snapshot()).toEqual({});
+    expect(blank.snapshot()).toEqual({ agents_md: {} });
     expect(blank.renderFull()).toEqual([]);
     expect(diff(blank, world(v1))).toEqual([full("/repo", REMOVAL)]);
   });
@@ -90,7 +99,6 @@ describe("agents_md section", () => {
     expect(removal).toEqual([full("/repo", REMOVAL)]);
     const next = [...history, user(removal[0] ?? "")];
     expect(historyDiff(world(undefined), world(undefined), next)).toEqual([]);
-    expect(historyDiff(world(undefined), undefined, next)).toEqual([]);
   });
 
   test("growth, change, no change and removal across turns (catalog 21 analogue)", () => {
@@ -121,8 +129,19 @@ describe("agents_md section", () => {
     expect(rendered.map(renderFragment)).toEqual([full("/repo", `${REPLACEMENT}\n\nUse tabs.`)]);
   });
 
-  test("Unknown with no document now renders nothing, so no notice repeats", () => {
-    expect(historyDiff(world(undefined), undefined, [user(full("/repo", "old"))])).toEqual([]);
+  test("Unknown with no document now withdraws the legacy text once, under the bare header, and the empty snapshot keeps it from repeating", () => {
+    const history = [user(full("/repo", "old")), user("hi")];
+    const removal = historyDiff(world(undefined), undefined, history);
+    expect(removal).toEqual([
+      `# AGENTS.md instructions\n\n<INSTRUCTIONS>\n${REMOVAL}\n</INSTRUCTIONS>`,
+    ]);
+    const next = [...history, user(removal[0] ?? "")];
+    expect(historyDiff(world(undefined), world(undefined), next)).toEqual([]);
+    // The bare notice is contextual (never a turn boundary) and not retained instructions.
+    expect(isContextualUserFragment({ type: "input_text", text: removal[0] ?? "" })).toBe(true);
+    expect(historyDiff(world(v1), world(v1), [user(removal[0] ?? "")])).toEqual([
+      full("/repo", "Use tabs."),
+    ]);
   });
 
   test("missing retained fragment is rendered again, and not when it is present (catalog 23 analogue)", () => {

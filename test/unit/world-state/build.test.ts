@@ -63,7 +63,10 @@ describe("buildWorldState", () => {
       "permissions",
       "personality",
     ]);
+    // No AGENTS.md is a Known "none" (`{}`), so a withdrawal is remembered.
+    expect(buildWorldState(input()).snapshot().agents_md).toEqual({});
     expect(Object.keys(buildWorldState(input()).snapshot())).toEqual([
+      "agents_md",
       "environments",
       "model",
       "permissions",

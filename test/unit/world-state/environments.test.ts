@@ -1,16 +1,17 @@
 import { describe, expect, test } from "vitest";
 import { isContextualUserFragment, renderFragment } from "../../../shared/context/index.ts";
 import type { EnvironmentConfig, JsonObject } from "../../../shared/protocol/index.ts";
-import { mergePatchFrom, WorldState } from "../../../shared/world-state/index.ts";
+import { applyMergePatch, mergePatchFrom, WorldState } from "../../../shared/world-state/index.ts";
 import {
   type EnvironmentsSectionInput,
   environmentsSection,
   fileUri,
 } from "../../../shared/world-state/sections/environments.ts";
-import { roundTrip } from "./builders.ts";
+import { roundTrip, workspaceWrite } from "./builders.ts";
 
-// Filesystem permission profiles and subagent lists are not part of Spindle's hosted
-// environment context, so the catalog cases are reproduced without those lines.
+// Subagent lists are not part of Spindle's hosted environment context. The catalog cases are
+// reproduced without a `<filesystem>` line (no permissions given); the filesystem cases below
+// give permissions.
 
 function env(id: string, cwd: string, shell?: string, status?: "starting"): EnvironmentConfig {
   return { id, cwd, ...(shell ? { shell } : {}), ...(status ? { status } : {}) };
@@ -370,6 +371,94 @@ describe("environments section: diffs", () => {
   <timezone>America/Los_Angeles</timezone>
 </environment_context>`,
     ]);
+  });
+});
+
+describe("environments section: the <filesystem> line", () => {
+  const READ_ROOT = '<entry access="read"><special>:root</special></entry>';
+  const write = (path: string) => `<entry access="write"><path>${path}</path></entry>`;
+  const managed = (entries: string) =>
+    `<permission_profile type="managed"><file_system type="restricted">${entries}</file_system></permission_profile>`;
+  const ROOTS = "<workspace_roots><root>/repo</root></workspace_roots>";
+  const withPermissions = (permissions = workspaceWrite, overrides = {}) =>
+    state({ permissions, ...overrides });
+
+  test("closes the full render: workspace root and the permission profile of each sandbox", () => {
+    const line = (w: WorldState) => rendered(w)[0]?.split("\n").at(-2);
+    expect({
+      workspace: line(withPermissions({ ...workspaceWrite, writable_roots: ["/data", "/repo"] })),
+      readOnly: line(withPermissions({ ...workspaceWrite, sandbox: "read-only" })),
+      full: line(withPermissions({ ...workspaceWrite, sandbox: "danger-full-access" })),
+      noEnvironment: line(withPermissions(workspaceWrite, { environments: [] })),
+      escaped: line(withPermissions({ ...workspaceWrite, writable_roots: ["/a&b<c>"] })),
+    }).toEqual({
+      workspace: `  <filesystem>${ROOTS}${managed(READ_ROOT + write("/repo") + write("/data"))}</filesystem>`,
+      readOnly: `  <filesystem>${ROOTS}${managed(READ_ROOT)}</filesystem>`,
+      full: `  <filesystem>${ROOTS}<permission_profile type="disabled"><file_system type="unrestricted" /></permission_profile></filesystem>`,
+      noEnvironment: `  <filesystem>${managed(READ_ROOT)}</filesystem>`,
+      escaped: `  <filesystem>${ROOTS}${managed(READ_ROOT + write("/repo") + write("/a&amp;b&lt;c&gt;"))}</filesystem>`,
+    });
+    expect(rendered(withPermissions())).toEqual([
+      `<environment_context>
+  <cwd>/repo</cwd>
+  <shell>bash</shell>
+  <current_date>2026-06-20</current_date>
+  <timezone>America/Los_Angeles</timezone>
+  <filesystem>${ROOTS}${managed(READ_ROOT + write("/repo"))}</filesystem>
+</environment_context>`,
+    ]);
+  });
+
+  test("the snapshot stores the rendered line; a changed writable root or sandbox renders exactly that line and patches exactly that member", () => {
+    const before = withPermissions();
+    expect(before.snapshot()).toEqual({
+      environments: {
+        environments: { local: { cwd: "file:///repo" } },
+        current_date: "2026-06-20",
+        timezone: "America/Los_Angeles",
+        filesystem: `<filesystem>${ROOTS}${managed(READ_ROOT + write("/repo"))}</filesystem>`,
+      },
+    });
+    const root = withPermissions({ ...workspaceWrite, writable_roots: ["/data"] });
+    const line = `<filesystem>${ROOTS}${managed(READ_ROOT + write("/repo") + write("/data"))}</filesystem>`;
+    expect(rendered(root, before)).toEqual([
+      `<environment_context>\n  ${line}\n</environment_context>`,
+    ]);
+    expect(mergePatchFrom(before.snapshot(), root.snapshot())).toEqual({
+      environments: { filesystem: line },
+    });
+    const readOnly = withPermissions({ ...workspaceWrite, sandbox: "read-only" });
+    expect(mergePatchFrom(before.snapshot(), readOnly.snapshot())).toEqual({
+      environments: { filesystem: `<filesystem>${ROOTS}${managed(READ_ROOT)}</filesystem>` },
+    });
+    expect(rendered(withPermissions(), before)).toEqual([]);
+  });
+
+  test("a moved cwd renders the cwd and the filesystem line, whose workspace root moved with it", () => {
+    const moved = withPermissions(workspaceWrite, {
+      environments: [env("local", "/next", "bash")],
+    });
+    expect(rendered(moved, withPermissions())).toEqual([
+      `<environment_context>
+  <cwd>/next</cwd>
+  <shell>bash</shell>
+  <filesystem><workspace_roots><root>/next</root></workspace_roots>${managed(READ_ROOT + write("/next"))}</filesystem>
+</environment_context>`,
+    ]);
+  });
+
+  test("a baseline from before the line gets it once: the patch adds it, and the next diff is empty", () => {
+    const old = state().snapshot();
+    const current = withPermissions();
+    const diff = current.renderDiff(roundTrip(old)).map(renderFragment);
+    expect(diff).toEqual([
+      `<environment_context>\n  <filesystem>${ROOTS}${managed(READ_ROOT + write("/repo"))}</filesystem>\n</environment_context>`,
+    ]);
+    const patch = mergePatchFrom(old, current.snapshot());
+    if (patch === undefined) throw new Error("expected a patch");
+    const next = applyMergePatch(old, patch);
+    expect(next).toEqual(current.snapshot());
+    expect(current.renderDiff(roundTrip(next))).toEqual([]);
   });
 });
 

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { describe, expect, test } from "vitest";
 import { renderFragment } from "../../../shared/context/index.ts";
 import type { PermissionsConfig } from "../../../shared/protocol/index.ts";
-import { WorldState } from "../../../shared/world-state/index.ts";
+import { hasNetworkAccess, WorldState } from "../../../shared/world-state/index.ts";
 import { permissionsSection } from "../../../shared/world-state/sections/permissions.ts";
 import { developer, roundTrip, user, workspaceWrite } from "./builders.ts";
 
@@ -66,7 +66,8 @@ describe("permissions section", () => {
     const configs: PermissionsConfig[] = [];
     for (const sandbox of ["read-only", "workspace-write", "danger-full-access"] as const) {
       for (const approval_policy of ["never", "on-request", "on-failure", "untrusted"] as const) {
-        for (const network_access of [false, true]) {
+        // Under danger-full-access the network flag changes nothing (see below).
+        for (const network_access of sandbox === "danger-full-access" ? [true] : [false, true]) {
           configs.push({ sandbox, approval_policy, writable_roots: [], network_access });
         }
       }
@@ -74,6 +75,43 @@ describe("permissions section", () => {
     configs.push({ ...workspaceWrite, writable_roots: ["/data"] });
     const fingerprints = configs.map((c) => JSON.stringify(world(c).snapshot()));
     expect(new Set(fingerprints).size).toBe(configs.length);
+  });
+
+  test("each sandbox and network combination renders its own text; no filesystem sandbox always means network access", () => {
+    const rendered = (sandbox: PermissionsConfig["sandbox"], network_access: boolean) =>
+      texts(world({ ...workspaceWrite, sandbox, network_access }).renderFull())[0];
+    const approval =
+      "Approval policy: `on-request`. Commands run inside the sandbox. When one truly needs to run outside it, you may ask the user to approve that specific command.";
+    const readOnly =
+      "Sandbox mode: `read-only`. Commands can read files but cannot create, change or delete any.";
+    const workspace =
+      "Sandbox mode: `workspace-write`. Commands can read any file, and can write only inside the working directory and the writable roots listed below.";
+    const unsandboxed = `<permissions instructions>
+Sandbox mode: \`danger-full-access\`. There is no filesystem sandbox: commands can read and write anywhere the user can.
+${approval}
+Network access: enabled. Commands may use the network.
+</permissions instructions>`;
+    const disabled = "Network access: disabled. Sandboxed commands cannot reach the network.";
+    const enabled = "Network access: enabled. Sandboxed commands may use the network.";
+    const roots = "Writable roots: none besides the working directory.";
+    expect({
+      readOnlyOff: rendered("read-only", false),
+      readOnlyOn: rendered("read-only", true),
+      workspaceOff: rendered("workspace-write", false),
+      workspaceOn: rendered("workspace-write", true),
+      fullOff: rendered("danger-full-access", false),
+      fullOn: rendered("danger-full-access", true),
+    }).toEqual({
+      readOnlyOff: `<permissions instructions>\n${readOnly}\n${approval}\n${disabled}\n</permissions instructions>`,
+      readOnlyOn: `<permissions instructions>\n${readOnly}\n${approval}\n${enabled}\n</permissions instructions>`,
+      workspaceOff: `<permissions instructions>\n${workspace}\n${approval}\n${roots}\n${disabled}\n</permissions instructions>`,
+      workspaceOn: `<permissions instructions>\n${workspace}\n${approval}\n${roots}\n${enabled}\n</permissions instructions>`,
+      fullOff: unsandboxed,
+      fullOn: unsandboxed,
+    });
+    expect(hasNetworkAccess({ ...workspaceWrite, sandbox: "danger-full-access" })).toBe(true);
+    expect(hasNetworkAccess(workspaceWrite)).toBe(false);
+    expect(hasNetworkAccess({ ...workspaceWrite, network_access: true })).toBe(true);
   });
 
   test("a model switch does not re-send permissions whose text is model-independent (catalog 28, deliberate deviation)", () => {
