@@ -1,3 +1,4 @@
+import { v7 as uuidv7 } from "uuid";
 import type {
   FunctionCallOutputInput,
   RpcResult,
@@ -52,6 +53,16 @@ export class TaskControl {
   /** The task running now, if any. */
   get running(): RunningTask | undefined {
     return this.#running;
+  }
+
+  /**
+   * The turn a start request is about: the running one it steers into, else a new one (with
+   * nothing running, `on_busy` does not apply and a steer starts a turn of its own).
+   */
+  turnIdFor(req: StartTurnRequest): string {
+    const running = this.#running?.turnId;
+    const steersInto = req.onBusy === "steer" && running !== undefined;
+    return steersInto && req.expectedTurnId === running ? running : newTurnId();
   }
 
   /** `thread_busy` while a task runs, else undefined. */
@@ -349,6 +360,8 @@ function saveConfigIfChanged(live: LiveThread, meta: MetaStore, before: string):
   meta.put("config", config);
   live.log.append({ type: "spindle_config", payload: config });
 }
+
+export const newTurnId = () => `turn_${uuidv7()}`;
 
 /** The parts of a request's input messages, in order: what the engine takes as user content. */
 export function contentOf(input: readonly { content: readonly ContentItem[] }[]): ContentItem[] {

@@ -1,5 +1,4 @@
 import { DurableObject } from "cloudflare:workers";
-import { v7 as uuidv7 } from "uuid";
 import type { Env } from "../env.ts";
 import type {
   CompactRequest,
@@ -43,21 +42,10 @@ import { importFingerprint, readRolloutStream } from "./rollout-import.ts";
 import { RolloutLog } from "./rollout-log.ts";
 import { migrate } from "./schema.ts";
 import { SegmentStore } from "./segments.ts";
-import { contentOf, TaskControl } from "./task-control.ts";
+import { contentOf, newTurnId, TaskControl } from "./task-control.ts";
 import { importThread, restoreThread } from "./thread-from-rollout.ts";
 import { TurnQueue } from "./turn-queue.ts";
 import { Upkeep } from "./upkeep.ts";
-
-const newTurnId = () => `turn_${uuidv7()}`;
-
-/**
- * The turn a start request is about: the running one it steers into, else a new one (with
- * nothing running, `on_busy` does not apply and a steer starts a turn of its own).
- */
-const turnIdOf = (req: StartTurnRequest, runningTurnId: string | undefined) =>
-  req.onBusy === "steer" && req.expectedTurnId !== undefined && req.expectedTurnId === runningTurnId
-    ? req.expectedTurnId
-    : newTurnId();
 
 /**
  * One conversation thread (design §5-§7): the object's wiring. It builds the stores over SQLite
@@ -238,7 +226,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       const earlier = this.#admission.earlier(req.idempotency);
       if (!earlier.ok) return earlier;
       if (earlier.value?.turnId) return this.#awaitedTurn(live, earlier.value.turnId);
-      const turnId = turnIdOf(req, this.#tasks.running?.turnId);
+      const turnId = this.#tasks.turnIdFor(req);
       const admitted = await this.#admission.keyed(req.idempotency, turnId, () =>
         this.#tasks.admitTurn(live, req, turnId),
       );
@@ -253,7 +241,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       const earlier = this.#admission.earlier(req.idempotency);
       if (!earlier.ok) return earlier;
       if (earlier.value?.turnId) return this.#replayedStream(earlier.value);
-      const turnId = turnIdOf(req, this.#tasks.running?.turnId);
+      const turnId = this.#tasks.turnIdFor(req);
       // Subscribe first, so the stream holds every event of the turn from its start.
       const stream = this.#events.subscribe(this.#events.lastSeq, turnId);
       const admitted = await this.#admission.keyed(req.idempotency, turnId, () =>
