@@ -19,16 +19,30 @@ async function freePort(): Promise<number> {
   });
 }
 
+/** What `startInspectedWorker` runs, when not the Spindle worker as configured. */
+export interface InspectedWorkerOptions {
+  /** The wrangler config (default: the repository's `wrangler.toml`). */
+  config?: string;
+  /** Another entry module for that config (e.g. a benchmark's subclass of a Durable Object). */
+  entrypoint?: string;
+  /** Plain-text variables, besides `SPINDLE_ENV=development`. */
+  vars?: Record<string, string>;
+}
+
 /**
- * Starts the Spindle worker (as development, so the local key works) with wrangler's
- * `unstable_startWorker` on `persist`, with the inspector on a free port.
+ * Starts the Spindle worker (as development, so the local key works), or the worker `options`
+ * name, with wrangler's `unstable_startWorker` on `persist`, with the inspector on a free port.
  */
-export async function startInspectedWorker(persist: string) {
+export async function startInspectedWorker(persist: string, options: InspectedWorkerOptions = {}) {
   const { unstable_startWorker } = await import("wrangler");
   const inspectorPort = await freePort();
+  const vars = { SPINDLE_ENV: "development", ...options.vars };
   const worker = await unstable_startWorker({
-    config: join(ROOT, "wrangler.toml"),
-    bindings: { SPINDLE_ENV: { type: "plain_text", value: "development" } },
+    config: options.config ?? join(ROOT, "wrangler.toml"),
+    ...(options.entrypoint ? { entrypoint: options.entrypoint } : {}),
+    bindings: Object.fromEntries(
+      Object.entries(vars).map(([name, value]) => [name, { type: "plain_text", value }] as const),
+    ),
     dev: {
       persist,
       server: { hostname: "127.0.0.1", port: 0 },
