@@ -36,9 +36,16 @@ export function resolveSessionConfiguration(
   const model = catalog.get(modelSlug);
   if (model === undefined) throw new UnknownModelError(modelSlug);
 
+  const provider = update.provider ?? providerFor(current, update, model);
+  // Checked when the request chooses it (a create chooses everything): a provider that can
+  // serve no turn here is refused up front instead of failing every turn.
+  const chosen =
+    current === undefined || update.provider !== undefined || update.model !== undefined;
+  if (chosen && !catalog.serves(provider)) throw unservedProvider(provider, model, update, catalog);
+
   const next: SessionConfiguration = {
     model: model.slug,
-    provider: update.provider ?? providerFor(current, update, model),
+    provider,
     permissions: update.permissions ?? current?.permissions ?? DEFAULT_PERMISSIONS,
     environments: resolveEnvironments(current?.environments ?? [], update),
     timezone: checkTimezone(update.timezone ?? current?.timezone ?? DEFAULT_TIMEZONE),
@@ -64,6 +71,24 @@ export function resolveSessionConfiguration(
     current?.auto_compact_fraction,
   );
   return next;
+}
+
+function unservedProvider(
+  provider: string,
+  model: ModelInfo,
+  update: ThreadConfig,
+  catalog: ModelCatalog,
+): InvalidConfigurationError {
+  const available = `available here: ${catalog.providers().join(", ")}`;
+  return update.provider !== undefined
+    ? new InvalidConfigurationError(
+        "provider",
+        `provider "${provider}" is not configured; ${available}`,
+      )
+    : new InvalidConfigurationError(
+        "model",
+        `model "${model.slug}" is served by provider "${provider}", which is not configured; ${available}`,
+      );
 }
 
 /** A model switch without an explicit provider moves to the new model's own provider. */
@@ -103,12 +128,13 @@ function resolveSections(
   current: SessionConfiguration["context_sections"],
   update: ThreadConfig["context_sections"],
 ): SessionConfiguration["context_sections"] {
-  const next = { ...current };
+  // Built from entries, which define own members: no id can reach the object's prototype.
+  const next = new Map(Object.entries(current));
   for (const [id, section] of Object.entries(update ?? {})) {
-    if (section === null) delete next[id];
-    else next[id] = { ...section };
+    if (section === null) next.delete(id);
+    else next.set(id, { ...section });
   }
-  return next;
+  return Object.fromEntries(next);
 }
 
 /** The instructions a turn sends: the thread's override, else the model's own. */
