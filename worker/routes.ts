@@ -17,6 +17,7 @@ import {
   IdempotencyHeadersSchema,
   ImportQuerySchema,
   InjectBodySchema,
+  jsonBodyMaxBytes,
   type ProblemCode,
   PromptResourceSchema,
   RollbackBodySchema,
@@ -29,8 +30,8 @@ import {
   ThreadResourceSchema,
   TurnParamsSchema,
   TurnResourceSchema,
+  turnBodyMaxBytes,
 } from "../shared/api/index.ts";
-import { jsonBodyMaxBytes, turnBodyMaxBytes } from "./validate.ts";
 
 export const HealthSchema = z.object({ ok: z.literal(true), service: z.literal("spindle") });
 
