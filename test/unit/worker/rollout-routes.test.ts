@@ -239,6 +239,27 @@ describe("POST /v1/threads/import", () => {
     expect(fake.calls).toEqual([]);
   });
 
+  it("a body that breaks off mid-upload is 400, and nothing is created", async () => {
+    const { upload, fake } = importSetup();
+    let sent = false;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent) return controller.error(new TypeError("Network connection lost."));
+        sent = true;
+        controller.enqueue(new TextEncoder().encode(`${rollout}\n{"timest`));
+      },
+    });
+    const res = await upload(body, "application/x-ndjson");
+    expect(await problemOf(res)).toEqual({
+      type: "/problems/invalid_request",
+      title: "The request is invalid",
+      status: 400,
+      detail: "The request body broke off before its end.",
+      code: "invalid_request",
+    });
+    expect(fake.threads.size).toBe(0);
+  });
+
   it("the default limit is 64 MiB", () => {
     expect(importBodyMaxBytes).toBe(64 * 1024 * 1024);
   });
