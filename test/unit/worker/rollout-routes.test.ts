@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
-import { createApp } from "../../../worker/app.ts";
 import { importBodyMaxBytes } from "../../../shared/api/index.ts";
+import { createApp } from "../../../worker/app.ts";
 import { apiKeys, FakeThreads, keyA, problemOf, setup, thread } from "./fake-thread.ts";
 
 const rollout = [
