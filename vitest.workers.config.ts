@@ -23,6 +23,8 @@ export default defineConfig({
           OPENAI_BASE_URL: "https://openai.test/v1",
           OPENAI_API_KEY: "sk-test-openai",
           SPINDLE_OPENAI_MODELS: JSON.stringify([{ slug: "gpt-test", context_window: 128_000 }]),
+          // Requests of the API fuzz test (test/workers/api-fuzz.test.ts); empty: its default.
+          SPINDLE_FUZZ_RUNS: process.env.SPINDLE_FUZZ_RUNS ?? "",
         },
       },
     }),
