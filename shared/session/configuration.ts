@@ -1,3 +1,4 @@
+import { turnBodyMaxBytes } from "../api/index.ts";
 import type { ModelCatalog, ModelInfo } from "../models/index.ts";
 import type {
   EnvironmentConfig,
@@ -19,6 +20,8 @@ export const DEFAULT_TIMEZONE = "UTC";
 /** Codex's default tool-output budget. */
 export const DEFAULT_TRUNCATION: TruncationConfig = { tokens: 10_000 };
 export const DEFAULT_ENVIRONMENT_ID = "local";
+/** The largest resolved configuration, as JSON: what one turn body may carry. */
+export const MAX_CONFIGURATION_BYTES = turnBodyMaxBytes;
 
 /**
  * Applies a create/override request to the current configuration (or to the defaults for a new
@@ -70,7 +73,23 @@ export function resolveSessionConfiguration(
     update.auto_compact_fraction,
     current?.auto_compact_fraction,
   );
+  checkConfigurationSize(next);
   return next;
+}
+
+/**
+ * Overrides accumulate (custom sections merge per id), so a configuration could outgrow any one
+ * request; it is written whole as a `spindle_config` line, which must stay importable. Refused
+ * past the size of the largest request body.
+ */
+function checkConfigurationSize(config: SessionConfiguration): void {
+  const bytes = new TextEncoder().encode(JSON.stringify(config)).byteLength;
+  if (bytes > MAX_CONFIGURATION_BYTES) {
+    throw new InvalidConfigurationError(
+      "",
+      `the configuration would be ${bytes} bytes of JSON; at most ${MAX_CONFIGURATION_BYTES}`,
+    );
+  }
 }
 
 function unservedProvider(

@@ -13,6 +13,7 @@ import {
 import {
   DEFAULT_PERMISSIONS,
   InvalidConfigurationError,
+  MAX_CONFIGURATION_BYTES,
   resolveSessionConfiguration,
   UnknownModelError,
 } from "../../../shared/session/index.ts";
@@ -176,6 +177,25 @@ describe("resolveSessionConfiguration", () => {
       ["valueOf", { role: "user", text: "valueOf" }],
     ]);
     expect(Object.getPrototypeOf(second.context_sections)).toBe(Object.prototype);
+  });
+
+  it("refuses a configuration that outgrows a turn body as overrides accumulate", () => {
+    const section = (text: string) => ({ role: "user" as const, text });
+    const big = "s".repeat(3 * 1024 * 1024);
+    const one = resolve(undefined, { context_sections: { a: section(big) } });
+    const two = resolve(one, { context_sections: { b: section(big) } });
+    const error = configurationError(() => resolve(two, { context_sections: { c: section(big) } }));
+    expect(error).toEqual({
+      path: "",
+      message: expect.stringMatching(
+        /^the configuration would be \d+ bytes of JSON; at most 8388608$/,
+      ),
+    });
+    // Replacing a section instead of adding one stays within the bound.
+    expect(
+      Object.keys(resolve(two, { context_sections: { b: section("small") } }).context_sections),
+    ).toEqual(["a", "b"]);
+    expect(MAX_CONFIGURATION_BYTES).toBe(8 * 1024 * 1024);
   });
 
   it("refuses __proto__ as a context section id, where an object would drop it", () => {
