@@ -155,9 +155,10 @@ export const API_ROUTES = {
     summary: "Import a Codex rollout as a new thread",
     description:
       "The body is a Codex rollout JSONL file (one rollout line per line), streamed and limited " +
-      "to 64 MiB (413 `payload_too_large`, also mid-upload). Other media types than the ones " +
-      "listed are 415 `unsupported_media_type`, with `Accept-Post`. A line that cannot be read " +
-      "is 400 `invalid_request` with `errors[0].path` `/line/{n}`. The thread resumes from the " +
+      "to 64 MiB, each line to 32 MiB (413 `payload_too_large`, also mid-upload). Other media " +
+      "types than the ones listed are 415 `unsupported_media_type`, with `Accept-Post`. A line " +
+      "that cannot be read (not JSON, nested deeper than 64 levels, a wrong envelope) is 400 " +
+      "`invalid_request` with `errors[0].path` `/line/{n}`. The thread resumes from the " +
       "rollout: no context is written before its first turn.",
     query: ImportQuerySchema,
     headers: IdempotencyHeadersSchema,
