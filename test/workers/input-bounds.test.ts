@@ -8,6 +8,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import app from "../../worker/index.ts";
+import { breakingStream } from "../helpers/streams.ts";
 import { api, BASE, DEV_KEY, importRollout, json, newThreadId, post } from "./helpers/api.ts";
 
 interface Thread {
@@ -268,18 +269,6 @@ describe("imports: linear in line length, size limits enforced while streaming",
 });
 
 describe("a request body that breaks off is the client's failure: 400, nothing stored, nothing logged", () => {
-  /** Sends `text`, then fails as a connection lost mid-upload does. */
-  function breaking(text: string): ReadableStream<Uint8Array> {
-    let sent = false;
-    return new ReadableStream<Uint8Array>({
-      pull(controller) {
-        if (sent) return controller.error(new TypeError("Network connection lost."));
-        sent = true;
-        controller.enqueue(new TextEncoder().encode(text));
-      },
-    });
-  }
-
   /** The worker's own fetch handler, given the broken stream directly (a service call would end it cleanly). */
   async function send(
     path: string,
@@ -315,7 +304,7 @@ describe("a request body that breaks off is the client's failure: 400, nothing s
       const res = await send(
         "/v1/threads",
         "application/json",
-        breaking(`{"id":"${id}","cw`),
+        breakingStream(`{"id":"${id}","cw`),
         length,
       );
       expect(await problem(res)).toEqual(broken);
@@ -331,7 +320,7 @@ describe("a request body that breaks off is the client's failure: 400, nothing s
     const res = await send(
       `/v1/threads/import?id=${id}`,
       "application/x-ndjson",
-      breaking(`${meta}\n{"timestamp":"2026-01-01T00:00:01Z","ty`),
+      breakingStream(`${meta}\n{"timestamp":"2026-01-01T00:00:01Z","ty`),
     );
     expect(await problem(res)).toEqual(broken);
     await expectNoThread(id);

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { type ImportResult, readRolloutStream } from "../../../durable-objects/rollout-import.ts";
 import { rolloutLineMaxBytes } from "../../../shared/api/index.ts";
 import { decodeRolloutJsonl } from "../../../shared/rollout/index.ts";
+import { breakingStream } from "../../helpers/streams.ts";
 
 const AT = "2026-03-01T10:00:00.000Z";
 const META = JSON.stringify({ timestamp: AT, type: "session_meta", payload: { id: "src" } });
@@ -109,15 +110,7 @@ describe("readRolloutStream", () => {
   });
 
   it("reports a body that breaks off at the line being read", async () => {
-    let sent = false;
-    const stream = new ReadableStream<Uint8Array>({
-      pull(controller) {
-        if (sent) return controller.error(new TypeError("Network connection lost."));
-        sent = true;
-        controller.enqueue(encode(`${META}\n{"timest`));
-      },
-    });
-    expect(await readRolloutStream(stream)).toEqual({
+    expect(await readRolloutStream(breakingStream(`${META}\n{"timest`))).toEqual({
       ok: false,
       code: "invalid_request",
       lineNumber: 2,

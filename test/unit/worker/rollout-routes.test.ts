@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { importBodyMaxBytes } from "../../../shared/api/index.ts";
 import { createApp } from "../../../worker/app.ts";
+import { breakingStream } from "../../helpers/streams.ts";
 import { apiKeys, FakeThreads, keyA, problemOf, setup, thread } from "./fake-thread.ts";
 
 const rollout = [
@@ -241,15 +242,7 @@ describe("POST /v1/threads/import", () => {
 
   it("a body that breaks off mid-upload is 400, and nothing is created", async () => {
     const { upload, fake } = importSetup();
-    let sent = false;
-    const body = new ReadableStream<Uint8Array>({
-      pull(controller) {
-        if (sent) return controller.error(new TypeError("Network connection lost."));
-        sent = true;
-        controller.enqueue(new TextEncoder().encode(`${rollout}\n{"timest`));
-      },
-    });
-    const res = await upload(body, "application/x-ndjson");
+    const res = await upload(breakingStream(`${rollout}\n{"timest`), "application/x-ndjson");
     expect(await problemOf(res)).toEqual({
       type: "/problems/invalid_request",
       title: "The request is invalid",

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { breakingStream } from "../../helpers/streams.ts";
 import { problemOf, setup, thread } from "./fake-thread.ts";
 
 const anyMessage = expect.any(String);
@@ -312,18 +313,6 @@ describe("numeric query parameters", () => {
 });
 
 describe("bodies that break off", () => {
-  /** A body that sends `text`, then fails as a connection lost mid-upload does. */
-  function breaking(text: string): ReadableStream<Uint8Array> {
-    let sent = false;
-    return new ReadableStream<Uint8Array>({
-      pull(controller) {
-        if (sent) return controller.error(new TypeError("Network connection lost."));
-        sent = true;
-        controller.enqueue(new TextEncoder().encode(text));
-      },
-    });
-  }
-
   const brokenProblem = {
     type: "/problems/invalid_request",
     title: "The request is invalid",
@@ -338,7 +327,7 @@ describe("bodies that break off", () => {
       const res = await request("/v1/threads", {
         method: "POST",
         headers: { "content-type": "application/json", ...headers },
-        body: breaking('{"id":"t1","cwd":"/re'),
+        body: breakingStream('{"id":"t1","cwd":"/re'),
         duplex: "half",
       } as RequestInit);
       expect(await problemOf(res)).toEqual(brokenProblem);
