@@ -51,7 +51,7 @@ async function expectNoThread(id: string): Promise<void> {
 const exportOf = async (id: string) => {
   const res = await api("GET", `/v1/threads/${id}/rollout`);
   expect(res.status).toBe(200);
-  return res.text();
+  return new TextDecoder().decode(await res.arrayBuffer());
 };
 
 /** The lines of an export after its `session_meta`, which an import writes anew. */
