@@ -3,8 +3,9 @@
  * OpenAPI document the worker serves, and near misses and malicious variants of them (wrong
  * types, unknown fields, JSON nested thousands of levels deep, large strings, unicode edge cases,
  * invalid UTF-8, bad percent-encoding, odd headers and keys), over every route and two tenants.
- * Every answer must be below 500, and every 4xx a problem document of its code; afterwards every
- * thread the run touched must still take a turn and export its rollout.
+ * Every answer must be below 500, every 4xx a problem document of its code, and no request may
+ * succeed on a thread only the other tenant has; afterwards every thread the run touched must
+ * still take a turn, export its rollout, and import that export again.
  *
  * CI runs `DEFAULT_RUNS` requests; `SPINDLE_FUZZ_RUNS=5000 npx vitest run --config
  * vitest.workers.config.ts test/workers/api-fuzz.test.ts` runs more (the seed of a failure is
@@ -472,11 +473,22 @@ async function drainEvents(res: Response, untilTerminal: boolean): Promise<void>
   }
 }
 
+/** Whether the request names, in its path, a thread only the other tenant has. */
+function isForeign(req: FuzzRequest): boolean {
+  if (req.tenant === undefined) return false;
+  const [, v1, threads, id] = new URL(req.url).pathname.split("/");
+  if (v1 !== "v1" || threads !== "threads" || id === undefined || id === "import") return false;
+  const other: Tenant = req.tenant === "acme" ? "globex" : "acme";
+  return known.threads[other].has(id) && !known.threads[req.tenant].has(id);
+}
+
 /** The answer's invariants; records what it revealed (threads, turns, calls). */
 async function check(req: FuzzRequest, res: Response): Promise<void> {
   const type = res.headers.get("content-type") ?? "";
   const where = `${req.method} ${req.url} → ${res.status}`;
   expect(res.status, where).toBeLessThan(500);
+  if (isForeign(req))
+    expect(res.status, `${where}: another tenant's thread`).toBeGreaterThanOrEqual(400);
   if (type.startsWith("text/event-stream")) {
     expect(res.status, where).toBe(200);
     await drainEvents(res, !req.url.includes("/events"));
@@ -580,7 +592,7 @@ afterAll(() => {
 });
 
 describe("the API under fuzzed requests", () => {
-  it(`answers ${RUNS} generated requests below 500, every 4xx a problem document`, async () => {
+  it(`answers ${RUNS} generated requests below 500, every 4xx a problem document, no tenant reaching another`, async () => {
     const statuses = new Map<number, number>();
     const operations = operationsOf(document);
     expect(operations.length).toBeGreaterThan(15);
