@@ -147,7 +147,7 @@ export const API_ROUTES = {
     headers: IdempotencyHeadersSchema,
     body: jsonBody(CreateThreadBodySchema, jsonBodyMaxBytes),
     responses: { 201: threadCreated("The new thread.") },
-    errors: ["thread_exists", "unknown_model", "idempotency_key_reused"],
+    errors: ["thread_exists", "unknown_model", "context_window_exceeded", "idempotency_key_reused"],
   },
   importThread: {
     method: "post",

@@ -351,6 +351,17 @@ describe("settings that could never work are refused at the door", () => {
     expect((await json<Thread>(await api("GET", `/v1/threads/${id}`))).turn_count).toBe(0);
   });
 
+  it("instructions that alone overflow the model's window, which no turn could run with", async () => {
+    const id = newThreadId();
+    const body = { id, model: "spindle-local-lite", base_instructions: "x".repeat(100_000) };
+    expect(await problem(await post("/v1/threads", body))).toEqual({
+      status: 400,
+      code: "context_window_exceeded",
+      errors: undefined,
+    });
+    await expectNoThread(id);
+  });
+
   it("a context section id __proto__, which a JavaScript object would drop", async () => {
     const id = newThreadId();
     const body = `{"id":"${id}","context_sections":{"__proto__":{"role":"user","text":"x"}}}`;
