@@ -5,5 +5,6 @@ export default defineConfig({
   test: {
     include: ["test/unit/**/*.test.ts"],
     environment: "node",
+    setupFiles: ["test/unit/setup/workerd-globals.ts"],
   },
 });

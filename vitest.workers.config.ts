@@ -32,6 +32,8 @@ export default defineConfig({
               verbosity: "low",
             },
           ]),
+          // Requests of the API fuzz test (test/workers/api-fuzz.test.ts); empty: its default.
+          SPINDLE_FUZZ_RUNS: process.env.SPINDLE_FUZZ_RUNS ?? "",
         },
       },
     }),

@@ -19,6 +19,7 @@ import {
   reconstructRollout,
 } from "../shared/rollout/index.ts";
 import {
+  assertContextFits,
   type EngineDeps,
   resolveSessionConfiguration,
   ThreadSession,
@@ -163,6 +164,9 @@ export class LiveThread {
       parts.catalog,
       DEFAULT_MODEL_SLUG,
     );
+    // A thread whose instructions and context alone overflow its model could take no turn.
+    const model = parts.catalog.get(config.model);
+    if (model) assertContextFits(config, model, systemClock.nowMs(), undefined);
     const now = new Date(systemClock.nowMs()).toISOString();
     const meta = newThreadMeta(req.tenant, req.threadId, now, null);
     const log = new RolloutLog(parts.sql, systemClock, 0);

@@ -12,9 +12,19 @@ import {
   ProviderError,
 } from "../shared/providers/index.ts";
 
-/** The catalog of a deployment: the local models plus the configured provider models. */
+/**
+ * The catalog of a deployment: the local models plus the configured provider models, served by
+ * the providers `modelClientFactory` can build a client for here.
+ */
 export function catalogOf(env: Env): ModelCatalog {
-  return DEFAULT_MODEL_CATALOG.with(parseConfiguredModels("openai", env.SPINDLE_OPENAI_MODELS));
+  return DEFAULT_MODEL_CATALOG.with(
+    parseConfiguredModels("openai", env.SPINDLE_OPENAI_MODELS),
+  ).servedBy(configuredProviders(env));
+}
+
+/** `local` always; `openai` once its key is set (`createOpenAIClientFromEnv` needs it). */
+function configuredProviders(env: Env): string[] {
+  return env.OPENAI_API_KEY?.trim() ? ["local", "openai"] : ["local"];
 }
 
 /** Chooses the model client of a thread's turn (design §9). */

@@ -87,7 +87,7 @@ export function importThread(
   inTransaction: () => void,
 ): RpcResult<LiveThread> {
   if (!read.ok) {
-    return fail("invalid_request", `Line ${read.lineNumber}: ${read.reason}`, [
+    return fail(read.code, `Line ${read.lineNumber}: ${read.reason}`, [
       { path: `/line/${read.lineNumber}`, message: read.reason },
     ]);
   }

@@ -7,6 +7,7 @@ import { type Context, Hono, type MiddlewareHandler } from "hono";
 import {
   type IdempotencyKey,
   type InputMessage,
+  importBodyMaxBytes,
   isProblemCode,
   PROBLEM_CONTENT_TYPE,
   type RpcResult,
@@ -31,7 +32,6 @@ import {
 import { SSE_HEADERS, serverSentEvents } from "./sse.ts";
 import { getThreadStub, type ThreadStubFactory } from "./thread-stub.ts";
 import {
-  importBodyMaxBytes,
   limitBody,
   limitStream,
   mediaTypeOf,
@@ -134,7 +134,8 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       // The body streams past the worker, so the DO adds its digest to this fingerprint.
       const keyed = await idempotencyOf(header, "importThread", { param: query, body: null });
       const threadId = query.id ?? (await newOrKeyedThreadId("importThread", keyed));
-      // Streamed to the DO as it arrives; past the limit the DO's read fails and nothing is kept.
+      // Streamed to the DO as it arrives; past the limit, or when the upload breaks off, the DO's
+      // read fails and nothing is kept.
       const upload = limitStream(body, importMaxBytes);
       let result: RpcResult<unknown>;
       try {
@@ -146,10 +147,10 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
           ...keyed,
         });
       } catch (thrown) {
-        if (upload.exceeded()) throw tooLarge(importMaxBytes);
-        throw thrown;
+        throw upload.failure() ?? thrown;
       }
-      if (upload.exceeded()) throw tooLarge(importMaxBytes);
+      const failure = upload.failure();
+      if (failure) throw failure;
       return c.json(unwrap(result), 201, { Location: threadUrl(threadId) });
     },
 

@@ -9,6 +9,7 @@ import {
   problemTitle,
   problemType,
 } from "../shared/api/index.ts";
+import { jsonPointer } from "../shared/protocol/index.ts";
 
 export interface ApiErrorOptions {
   errors?: FieldError[];
@@ -89,7 +90,7 @@ export function issuesToFieldErrors(
   part: RequestPart,
 ): FieldError[] {
   return flattenIssues(issues, []).map(({ path, message }) => ({
-    path: part === "body" ? toJsonPointer(path) : path.map(String).join("."),
+    path: part === "body" ? jsonPointer(path) : path.map(String).join("."),
     message,
   }));
 }
@@ -130,9 +131,4 @@ function flattenIssues(
 
 function isTopLevelTypeMismatch(issue: z.core.$ZodIssue): boolean {
   return issue.code === "invalid_type" && issue.path.length === 0;
-}
-
-/** RFC 6901: `~` is written `~0` and `/` is written `~1`. */
-function toJsonPointer(path: readonly PropertyKey[]): string {
-  return path.map((key) => `/${String(key).replaceAll("~", "~0").replaceAll("/", "~1")}`).join("");
 }

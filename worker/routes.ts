@@ -17,6 +17,7 @@ import {
   IdempotencyHeadersSchema,
   ImportQuerySchema,
   InjectBodySchema,
+  jsonBodyMaxBytes,
   type ProblemCode,
   PromptResourceSchema,
   RollbackBodySchema,
@@ -29,8 +30,8 @@ import {
   ThreadResourceSchema,
   TurnParamsSchema,
   TurnResourceSchema,
+  turnBodyMaxBytes,
 } from "../shared/api/index.ts";
-import { jsonBodyMaxBytes, turnBodyMaxBytes } from "./validate.ts";
 
 export const HealthSchema = z.object({ ok: z.literal(true), service: z.literal("spindle") });
 
@@ -146,7 +147,7 @@ export const API_ROUTES = {
     headers: IdempotencyHeadersSchema,
     body: jsonBody(CreateThreadBodySchema, jsonBodyMaxBytes),
     responses: { 201: threadCreated("The new thread.") },
-    errors: ["thread_exists", "unknown_model", "idempotency_key_reused"],
+    errors: ["thread_exists", "unknown_model", "context_window_exceeded", "idempotency_key_reused"],
   },
   importThread: {
     method: "post",
@@ -154,9 +155,10 @@ export const API_ROUTES = {
     summary: "Import a Codex rollout as a new thread",
     description:
       "The body is a Codex rollout JSONL file (one rollout line per line), streamed and limited " +
-      "to 64 MiB (413 `payload_too_large`, also mid-upload). Other media types than the ones " +
-      "listed are 415 `unsupported_media_type`, with `Accept-Post`. A line that cannot be read " +
-      "is 400 `invalid_request` with `errors[0].path` `/line/{n}`. The thread resumes from the " +
+      "to 64 MiB, each line to 32 MiB (413 `payload_too_large`, also mid-upload). Other media " +
+      "types than the ones listed are 415 `unsupported_media_type`, with `Accept-Post`. A line " +
+      "that cannot be read (not JSON, nested deeper than 64 levels, a wrong envelope) is 400 " +
+      "`invalid_request` with `errors[0].path` `/line/{n}`. The thread resumes from the " +
       "rollout: no context is written before its first turn.",
     query: ImportQuerySchema,
     headers: IdempotencyHeadersSchema,

@@ -5,68 +5,90 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { z } from "zod";
+import { JsonNestingError, jsonPointer, parseJsonWithin } from "../shared/protocol/index.ts";
 import type { AppEnv } from "./app-env.ts";
 import { ApiError, issuesToFieldErrors, type RequestPart } from "./errors.ts";
-
-/** A turn's body may carry inline images. */
-export const turnBodyMaxBytes = 8 * 1024 * 1024;
-/** Every other JSON body. */
-export const jsonBodyMaxBytes = 1024 * 1024;
-/** A rollout uploaded to `POST /v1/threads/import`, unless `createApp` is given another limit. */
-export const importBodyMaxBytes = 64 * 1024 * 1024;
 
 /**
  * Rejects a body over `maxBytes` with 413 `payload_too_large`. A declared `Content-Length` is
  * checked up front; otherwise (chunked, RFC 9112 §6.3) Hono's `bodyLimit` counts the bytes as
- * they stream and stops reading at the limit.
+ * they stream and stops reading at the limit. A body that breaks off while it is counted is the
+ * client's failure: 400 (`brokenBody`).
  */
 export function limitBody(maxBytes: number): MiddlewareHandler<AppEnv> {
-  return bodyLimit({
+  const limit = bodyLimit({
     maxSize: maxBytes,
     onError: () => {
       throw tooLarge(maxBytes);
     },
   });
+  return async (c, next) => {
+    // `next` runs outside, so that only a failure of reading the body is taken for one.
+    let within = false;
+    try {
+      await limit(c, async () => {
+        within = true;
+      });
+    } catch (err) {
+      throw err instanceof ApiError ? err : brokenBody(err);
+    }
+    if (within) await next();
+  };
 }
 
 /**
- * `body` counting the bytes that pass through it: past `maxBytes` it errors (the reader sees
- * `payload_too_large`) and cancels `body`, so an oversized upload is never read to its end.
- * `exceeded()` tells the caller afterwards why its reader failed. The result is a byte stream
- * (`type: "bytes"`), the kind Workers RPC passes on.
+ * A request body that could not be read to its end: the client went away mid-upload, or sent a
+ * malformed chunk. Its fault, so 400 `invalid_request`, never a 5xx.
+ */
+export function brokenBody(cause: unknown): ApiError {
+  return new ApiError("invalid_request", "The request body broke off before its end.", { cause });
+}
+
+/**
+ * `body` copied into a stream for the Thread DO, its bytes counted: past `maxBytes`, or when
+ * `body` breaks off, the copy is aborted (the DO's read fails) and `body` released, so an
+ * oversized upload is never read to its end. `failure()` tells the caller afterwards why the DO's
+ * read failed: `payload_too_large`, a broken body (400), or undefined. The copy is workerd's
+ * native `IdentityTransformStream`: its abort reaches a reader across RPC as a failed read,
+ * where an errored JS stream would also leave an uncaught rejection in the runtime's RPC pump.
  */
 export function limitStream(
   body: ReadableStream<Uint8Array>,
   maxBytes: number,
-): { stream: ReadableStream<Uint8Array>; exceeded: () => boolean } {
+): { stream: ReadableStream<Uint8Array>; failure: () => ApiError | undefined } {
+  const pipe = new IdentityTransformStream();
+  const writer = pipe.writable.getWriter();
   const reader = body.getReader();
-  let seenBytes = 0;
-  let exceeded = false;
-  const stream = new ReadableStream({
-    type: "bytes",
-    async pull(controller) {
-      const { done, value } = await reader.read();
-      if (done) {
-        controller.close();
-        return;
+  let failure: ApiError | undefined;
+  const stop = async (error: ApiError) => {
+    failure = error;
+    await writer.abort(error).catch(() => {});
+  };
+  const copy = async () => {
+    let seenBytes = 0;
+    for (;;) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (cause) {
+        return stop(brokenBody(cause));
       }
-      seenBytes += value.byteLength;
+      if (chunk.done) return writer.close().catch(() => {});
+      seenBytes += chunk.value.byteLength;
       if (seenBytes > maxBytes) {
-        exceeded = true;
-        const error = tooLarge(maxBytes);
-        controller.error(error);
-        await reader.cancel(error).catch(() => {});
-        return;
+        await reader.cancel().catch(() => {});
+        return stop(tooLarge(maxBytes));
       }
-      // A byte stream takes ownership of the chunk's buffer; copy a view into a shared one.
-      const whole = value.byteOffset === 0 && value.byteLength === value.buffer.byteLength;
-      controller.enqueue(whole ? value : value.slice());
-    },
-    cancel(reason) {
-      return reader.cancel(reason);
-    },
-  });
-  return { stream, exceeded: () => exceeded };
+      try {
+        await writer.write(chunk.value);
+      } catch {
+        // The DO stopped reading (it refused a line, or the thread exists): read no further.
+        return reader.cancel().catch(() => {});
+      }
+    }
+  };
+  void copy();
+  return { stream: pipe.readable, failure: () => failure };
 }
 
 export function tooLarge(maxBytes: number): ApiError {
@@ -86,7 +108,13 @@ const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
  * a parse error.
  */
 export async function readJsonBody(c: Context<AppEnv>): Promise<unknown> {
-  const text = await c.req.text();
+  let text: string;
+  try {
+    // Decoded here rather than by `text()`, which workerd warns about for a non-text type.
+    text = new TextDecoder().decode(await c.req.arrayBuffer());
+  } catch (cause) {
+    throw brokenBody(cause);
+  }
   if (text.trim() === "") return {};
   if (!JSON_MEDIA_TYPE.test(mediaTypeOf(c))) {
     throw new ApiError(
@@ -95,8 +123,18 @@ export async function readJsonBody(c: Context<AppEnv>): Promise<unknown> {
     );
   }
   try {
-    return JSON.parse(text);
+    return parseJsonWithin(text);
   } catch (cause) {
+    if (cause instanceof JsonNestingError) {
+      const message = `Nested deeper than ${cause.maxDepth} levels`;
+      throw new ApiError(
+        "invalid_request",
+        `The request body nests deeper than ${cause.maxDepth} levels.`,
+        {
+          errors: [{ path: jsonPointer(cause.path), message }],
+        },
+      );
+    }
     throw new ApiError("invalid_request", "The request body is not valid JSON.", { cause });
   }
 }

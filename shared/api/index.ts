@@ -5,6 +5,7 @@
  */
 export * from "./events.ts";
 export * from "./ids.ts";
+export * from "./limits.ts";
 export * from "./problems.ts";
 export * from "./requests.ts";
 export * from "./resources.ts";

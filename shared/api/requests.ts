@@ -140,13 +140,18 @@ export const InjectBodySchema = z
   .meta({ oneOf: [{ required: ["text"] }, { required: ["items"] }] });
 
 /**
- * An event sequence number in a query parameter or header: decimal digits only, so `""`, `-1`,
- * `1e3` and `0x10` are errors rather than coerced; 15 digits stay below 2^53.
+ * A number in a query parameter or header: decimal digits only, so `""`, ` 5`, `-1`, `1.0`,
+ * `1e3` and `0x10` are errors rather than read as numbers (as `Number()` would read them). At
+ * most `digits` digits (15 stay below 2^53).
  */
-const seqParam = z
-  .string()
-  .regex(/^\d{1,15}$/, "an event sequence number: 0 or more, decimal digits only")
-  .transform(Number);
+const decimalParam = (digits: number, what: string) =>
+  z
+    .string()
+    .regex(new RegExp(`^[0-9]{1,${digits}}$`), `${what}, in decimal digits only`)
+    .transform(Number);
+
+/** An event sequence number: 0 or more. */
+const seqParam = decimalParam(15, "an event sequence number: 0 or more");
 
 /** `GET /v1/threads/{id}/events`: replay after this sequence number, then tail. */
 export const EventsQuerySchema = z.object({
@@ -192,7 +197,10 @@ export const ImportQuerySchema = z.object({
 
 /** `GET /v1/threads/{id}/history`. The cursor is opaque: only the DO reads it. */
 export const HistoryQuerySchema = z.object({
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  limit: decimalParam(4, "1-1000 items")
+    .pipe(z.number().min(1).max(1000))
+    .prefault("100")
+    .describe("Items per page: 1-1000, in decimal digits; default 100."),
   cursor: z.string().min(1).max(512).optional(),
 });
 

@@ -59,17 +59,39 @@ export const SPINDLE_LOCAL_LITE: ModelInfo = {
 
 export const DEFAULT_MODEL_SLUG = SPINDLE_LOCAL.slug;
 
-/** A lookup of known models; unknown slugs are a client error (400 `unknown_model`). */
+/**
+ * A lookup of known models (unknown slugs are a client error, 400 `unknown_model`), and of the
+ * providers that can serve turns here: a thread set to any other provider is refused when it is
+ * configured, rather than failing every turn.
+ */
 export class ModelCatalog {
   readonly #models: ReadonlyMap<string, ModelInfo>;
+  readonly #providers: ReadonlySet<string>;
 
-  constructor(models: readonly ModelInfo[]) {
+  /** `providers` defaults to every provider the models name. */
+  constructor(models: readonly ModelInfo[], providers?: readonly string[]) {
     const map = new Map<string, ModelInfo>();
     for (const m of models) {
       if (map.has(m.slug)) throw new Error(`duplicate model slug in catalog: ${m.slug}`);
       map.set(m.slug, m);
     }
     this.#models = map;
+    this.#providers = new Set(providers ?? models.map((m) => m.provider));
+  }
+
+  /** Whether turns can run on `provider` here. */
+  serves(provider: string): boolean {
+    return this.#providers.has(provider);
+  }
+
+  /** The providers that can serve turns, in the order given. */
+  providers(): string[] {
+    return [...this.#providers];
+  }
+
+  /** The same models, served by exactly `providers` (those a deployment has configured). */
+  servedBy(providers: readonly string[]): ModelCatalog {
+    return new ModelCatalog([...this.#models.values()], providers);
   }
 
   get(slug: string): ModelInfo | undefined {
@@ -80,9 +102,13 @@ export class ModelCatalog {
     return [...this.#models.keys()];
   }
 
-  /** A catalog with extra entries (e.g. provider models configured from the environment). */
+  /**
+   * A catalog with extra entries (e.g. provider models configured from the environment), served
+   * by these providers and the new models' own.
+   */
   with(models: readonly ModelInfo[]): ModelCatalog {
-    return new ModelCatalog([...this.#models.values(), ...models]);
+    const providers = [...this.#providers, ...models.map((m) => m.provider)];
+    return new ModelCatalog([...this.#models.values(), ...models], [...new Set(providers)]);
   }
 }
 

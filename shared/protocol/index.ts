@@ -1,4 +1,5 @@
 export * from "./json.ts";
+export * from "./json-nesting.ts";
 export * from "./prompt.ts";
 export * from "./response-item.ts";
 export * from "./rollout-line.ts";

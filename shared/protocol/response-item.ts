@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MAX_ITEM_DEPTH, nestedWithin } from "./json-nesting.ts";
 
 /**
  * ResponseItem wire shapes (Codex `protocol/src/models.rs`, reference §1.2).
@@ -136,17 +137,20 @@ export const CompactionItemSchema = z.looseObject({
   ...metadata,
 });
 
-export const KnownResponseItemSchema = z.discriminatedUnion("type", [
-  MessageItemSchema,
-  ReasoningItemSchema,
-  LocalShellCallItemSchema,
-  FunctionCallItemSchema,
-  FunctionCallOutputItemSchema,
-  CustomToolCallItemSchema,
-  CustomToolCallOutputItemSchema,
-  WebSearchCallItemSchema,
-  CompactionItemSchema,
-]);
+/** An item nested deeper than `MAX_ITEM_DEPTH` is not one: it never enters history. */
+export const KnownResponseItemSchema = z
+  .discriminatedUnion("type", [
+    MessageItemSchema,
+    ReasoningItemSchema,
+    LocalShellCallItemSchema,
+    FunctionCallItemSchema,
+    FunctionCallOutputItemSchema,
+    CustomToolCallItemSchema,
+    CustomToolCallOutputItemSchema,
+    WebSearchCallItemSchema,
+    CompactionItemSchema,
+  ])
+  .check(nestedWithin(MAX_ITEM_DEPTH, "an item"));
 
 /** Any item type this build does not know. Its payload is not kept and it is never recorded. */
 export const OtherItemSchema = z

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MAX_TOOL_PARAMETERS_DEPTH, nestedWithin } from "./json-nesting.ts";
 
 /**
  * Thread configuration as the API accepts it (design §8). The same shape serves thread creation
@@ -36,6 +37,23 @@ export const AgentsMdConfigSchema = z.strictObject({
 export const ContextSectionIdSchema = z
   .string()
   .regex(/^[A-Za-z0-9_.-]{1,64}$/, "section ids are 1-64 chars of [A-Za-z0-9_.-]");
+/**
+ * A JSON object as a record, refusing a `__proto__` key: assigning that key to a JavaScript
+ * object sets the object's prototype instead of a member, so zod's record (and most clients)
+ * would drop it without a word.
+ */
+function recordOf<K extends z.core.$ZodRecordKey, V extends z.ZodType>(key: K, value: V) {
+  return z.preprocess(
+    (input, ctx) => {
+      if (typeof input === "object" && input !== null && Object.hasOwn(input, "__proto__")) {
+        ctx.addIssue({ code: "custom", path: ["__proto__"], message: "__proto__ cannot be a key" });
+      }
+      return input;
+    },
+    z.record(key, value),
+  );
+}
+
 export const ContextSectionConfigSchema = z.strictObject({
   role: z.enum(["user", "developer"]),
   text: z.string(),
@@ -45,7 +63,9 @@ export const FunctionToolSchema = z.strictObject({
   type: z.literal("function").default("function"),
   name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "tool names are 1-64 chars of [A-Za-z0-9_-]"),
   description: z.string().default(""),
-  parameters: z.record(z.string(), z.unknown()).default({ type: "object", properties: {} }),
+  parameters: recordOf(z.string(), z.unknown())
+    .check(nestedWithin(MAX_TOOL_PARAMETERS_DEPTH, "parameters"))
+    .default({ type: "object", properties: {} }),
   strict: z.boolean().optional(),
 });
 
@@ -95,9 +115,10 @@ export const ThreadConfigSchema = z.strictObject({
   timezone: z.string().min(1).optional(),
   network: NetworkConfigSchema.nullable().optional(),
   agents_md: AgentsMdConfigSchema.nullable().optional(),
-  context_sections: z
-    .record(ContextSectionIdSchema, ContextSectionConfigSchema.nullable())
-    .optional(),
+  context_sections: recordOf(
+    ContextSectionIdSchema,
+    ContextSectionConfigSchema.nullable(),
+  ).optional(),
   tools: z.array(FunctionToolSchema).max(128).optional(),
   truncation: TruncationConfigSchema.optional(),
   /**
@@ -144,7 +165,7 @@ export const SessionConfigurationSchema = z.object({
   network: NetworkConfigSchema.optional(),
   agents_md: AgentsMdConfigSchema.optional(),
   /** Insertion-ordered; the order is model-visible. */
-  context_sections: z.record(ContextSectionIdSchema, ContextSectionConfigSchema),
+  context_sections: recordOf(ContextSectionIdSchema, ContextSectionConfigSchema),
   tools: z.array(FunctionToolSchema),
   truncation: TruncationConfigSchema,
   /** Unset: the engine's default (0.9). */

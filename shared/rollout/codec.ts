@@ -1,4 +1,4 @@
-import { type RolloutLine, RolloutLineSchema } from "../protocol/index.ts";
+import { parseJsonWithin, type RolloutLine, RolloutLineSchema } from "../protocol/index.ts";
 
 /**
  * The rollout JSONL codec: one `RolloutLine` per line, in the Codex envelope
@@ -104,8 +104,9 @@ function envelopeProblem(value: unknown): string | undefined {
 }
 
 /**
- * Decodes one JSONL line. Throws `RolloutDecodeError` when the text is not JSON or the envelope
- * is wrong (not an object, no string `timestamp`/`type`, no `payload`).
+ * Decodes one JSONL line. Throws `RolloutDecodeError` when the text is not JSON, nests deeper
+ * than `MAX_JSON_DEPTH`, or the envelope is wrong (not an object, no string `timestamp`/`type`,
+ * no `payload`).
  *
  * A known line type whose payload does not fit its schema is not an error: it decodes as an
  * `unknown` line (with its `original_type`), so it re-encodes unchanged and reconstruction can
@@ -115,10 +116,12 @@ function envelopeProblem(value: unknown): string | undefined {
 export function decodeRolloutLine(text: string, lineNumber = 1): RolloutLine {
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = parseJsonWithin(text);
   } catch (error) {
-    const detail = error instanceof Error ? error.message : String(error);
-    throw new RolloutDecodeError(lineNumber, `invalid JSON (${detail})`);
+    if (!(error instanceof SyntaxError)) {
+      throw new RolloutDecodeError(lineNumber, (error as Error).message);
+    }
+    throw new RolloutDecodeError(lineNumber, `invalid JSON (${error.message})`);
   }
   const problem = envelopeProblem(value);
   if (problem !== undefined || !isPlainObject(value)) {

@@ -1,3 +1,4 @@
+import { turnBodyMaxBytes } from "../api/index.ts";
 import type { ModelCatalog, ModelInfo } from "../models/index.ts";
 import type {
   EnvironmentConfig,
@@ -19,6 +20,8 @@ export const DEFAULT_TIMEZONE = "UTC";
 /** Codex's default tool-output budget. */
 export const DEFAULT_TRUNCATION: TruncationConfig = { tokens: 10_000 };
 export const DEFAULT_ENVIRONMENT_ID = "local";
+/** The largest resolved configuration, as JSON: what one turn body may carry. */
+export const MAX_CONFIGURATION_BYTES = turnBodyMaxBytes;
 
 /**
  * Applies a create/override request to the current configuration (or to the defaults for a new
@@ -36,9 +39,16 @@ export function resolveSessionConfiguration(
   const model = catalog.get(modelSlug);
   if (model === undefined) throw new UnknownModelError(modelSlug);
 
+  const provider = update.provider ?? providerFor(current, update, model);
+  // Checked when the request chooses it (a create chooses everything): a provider that can
+  // serve no turn here is refused up front instead of failing every turn.
+  const chosen =
+    current === undefined || update.provider !== undefined || update.model !== undefined;
+  if (chosen && !catalog.serves(provider)) throw unservedProvider(provider, model, update, catalog);
+
   const next: SessionConfiguration = {
     model: model.slug,
-    provider: update.provider ?? providerFor(current, update, model),
+    provider,
     permissions: update.permissions ?? current?.permissions ?? DEFAULT_PERMISSIONS,
     environments: resolveEnvironments(current?.environments ?? [], update),
     timezone: checkTimezone(update.timezone ?? current?.timezone ?? DEFAULT_TIMEZONE),
@@ -64,7 +74,41 @@ export function resolveSessionConfiguration(
     current?.auto_compact_fraction,
   );
   setOptional(next, "reasoning", update.reasoning, current?.reasoning);
+  checkConfigurationSize(next);
   return next;
+}
+
+/**
+ * Overrides accumulate (custom sections merge per id), so a configuration could outgrow any one
+ * request; it is written whole as a `spindle_config` line, which must stay importable. Refused
+ * past the size of the largest request body.
+ */
+function checkConfigurationSize(config: SessionConfiguration): void {
+  const bytes = new TextEncoder().encode(JSON.stringify(config)).byteLength;
+  if (bytes > MAX_CONFIGURATION_BYTES) {
+    throw new InvalidConfigurationError(
+      "",
+      `the configuration would be ${bytes} bytes of JSON; at most ${MAX_CONFIGURATION_BYTES}`,
+    );
+  }
+}
+
+function unservedProvider(
+  provider: string,
+  model: ModelInfo,
+  update: ThreadConfig,
+  catalog: ModelCatalog,
+): InvalidConfigurationError {
+  const available = `available here: ${catalog.providers().join(", ")}`;
+  return update.provider !== undefined
+    ? new InvalidConfigurationError(
+        "provider",
+        `provider "${provider}" is not configured; ${available}`,
+      )
+    : new InvalidConfigurationError(
+        "model",
+        `model "${model.slug}" is served by provider "${provider}", which is not configured; ${available}`,
+      );
 }
 
 /** A model switch without an explicit provider moves to the new model's own provider. */
@@ -104,12 +148,13 @@ function resolveSections(
   current: SessionConfiguration["context_sections"],
   update: ThreadConfig["context_sections"],
 ): SessionConfiguration["context_sections"] {
-  const next = { ...current };
+  // Built from entries, which define own members: no id can reach the object's prototype.
+  const next = new Map(Object.entries(current));
   for (const [id, section] of Object.entries(update ?? {})) {
-    if (section === null) delete next[id];
-    else next[id] = { ...section };
+    if (section === null) next.delete(id);
+    else next.set(id, { ...section });
   }
-  return next;
+  return Object.fromEntries(next);
 }
 
 /** The instructions a turn sends: the thread's override, else the model's own. */

@@ -1,9 +1,4 @@
-import {
-  ContextManager,
-  estimateItemsTokenCount,
-  estimateTextTokenCount,
-  frozenItem,
-} from "../context-manager/index.ts";
+import { ContextManager, frozenItem } from "../context-manager/index.ts";
 import type { ModelInfo } from "../models/index.ts";
 import type {
   ContentItem,
@@ -15,22 +10,12 @@ import type {
   SessionConfiguration,
   ThreadConfig,
 } from "../protocol/index.ts";
-import { buildWorldState } from "../world-state/index.ts";
 import type { CompactionTrigger } from "./compaction.ts";
 import { autoCompactionModel, runCompaction } from "./compaction-task.ts";
-import { effectiveBaseInstructions, resolveSessionConfiguration } from "./configuration.ts";
-import {
-  buildInitialContext,
-  previousTurnSettingsOf,
-  recordContextUpdates,
-  withTurnId,
-} from "./context-updates.ts";
-import {
-  ContextWindowExceededError,
-  InvalidInputError,
-  SessionBusyError,
-  TurnNotSteerableError,
-} from "./errors.ts";
+import { resolveSessionConfiguration } from "./configuration.ts";
+import { assertContextFits } from "./context-fit.ts";
+import { previousTurnSettingsOf, recordContextUpdates, withTurnId } from "./context-updates.ts";
+import { InvalidInputError, SessionBusyError, TurnNotSteerableError } from "./errors.ts";
 import { turnAbortedMessage } from "./notices.ts";
 import { buildPrompt, modelVisiblePrompt } from "./prompt.ts";
 import { recordUserInput, sampleTurn } from "./sampling.ts";
@@ -170,24 +155,11 @@ export class ThreadSession {
     this.state.config = next;
   }
 
-  /**
-   * A turn whose smallest possible prompt cannot fit its model's window is refused before
-   * anything is recorded: no compaction can help, since one leaves at least the base
-   * instructions, the full initial context and the new input.
-   */
+  /** A turn whose smallest possible prompt cannot fit is refused before anything is recorded. */
   #checkInputFits(config: SessionConfiguration, input: UserInput): void {
     const model = this.#model(config.model);
-    const nowMs = this.#deps.clock.nowMs();
-    const turn = buildTurnContext("fit-check", config, model, nowMs);
-    const step = captureStepContext(turn, nowMs, this.state.previousTurnSettings?.model);
-    const initial = buildInitialContext(turn, buildWorldState(step.worldState));
-    const userItem: MessageItem = { type: "message", role: "user", content: [...input.content] };
-    const needed =
-      estimateTextTokenCount(effectiveBaseInstructions(config, model)) +
-      estimateItemsTokenCount([...initial, userItem]);
-    if (needed > model.contextWindowTokens) {
-      throw new ContextWindowExceededError(needed, model.contextWindowTokens);
-    }
+    const previousModel = this.state.previousTurnSettings?.model;
+    assertContextFits(config, model, this.#deps.clock.nowMs(), previousModel, input.content);
   }
 
   #newTurnContext(turnId: string): TurnContext {

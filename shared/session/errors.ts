@@ -27,7 +27,10 @@ export class UnknownModelError extends SessionError {
 export class InvalidConfigurationError extends SessionError {
   readonly code = "invalid_request";
   constructor(
-    /** The field within the configuration, as a JSON Pointer without its leading `/`. */
+    /**
+     * The field within the configuration, as a JSON Pointer without its leading `/`; `""` for
+     * the configuration as a whole.
+     */
     readonly path: string,
     message: string,
   ) {
@@ -36,7 +39,7 @@ export class InvalidConfigurationError extends SessionError {
   }
 
   override fieldErrors(): FieldError[] {
-    return [{ path: `/${this.path}`, message: this.message }];
+    return [{ path: this.path === "" ? "" : `/${this.path}`, message: this.message }];
   }
 }
 

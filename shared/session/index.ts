@@ -1,5 +1,6 @@
 export * from "./compaction.ts";
 export * from "./configuration.ts";
+export { assertContextFits } from "./context-fit.ts";
 export {
   buildInitialContext,
   buildSettingsUpdateItems,

@@ -6,6 +6,8 @@ type TestWorker = typeof import("./worker.ts");
 declare namespace Cloudflare {
   interface Env extends Omit<SpindleEnv, "THREAD"> {
     THREAD: DurableObjectNamespace<import("./worker.ts").TestThread>;
+    /** Test only: how many requests the API fuzz test sends (vitest.workers.config.ts). */
+    SPINDLE_FUZZ_RUNS?: string;
   }
   interface GlobalProps {
     mainModule: TestWorker;

@@ -133,7 +133,7 @@ describe("importThread: a thread from an uploaded or forked rollout", () => {
       const imported = importThread(
         parts,
         { tenant: "local", threadId },
-        { ok: false, lineNumber: 3, reason: "not JSON" },
+        { ok: false, code: "invalid_request", lineNumber: 3, reason: "not JSON" },
         () => {
           recorded += 1;
         },

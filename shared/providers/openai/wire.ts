@@ -7,6 +7,7 @@ import {
   type FunctionTool,
   KnownResponseItemSchema,
   modelVisibleItem,
+  parseJsonWithin,
   type TokenUsage,
 } from "../../protocol/index.ts";
 import { type ModelEvent, type ModelPrompt, ProviderError } from "../model-client.ts";
@@ -119,15 +120,12 @@ function isUnknownItemType(error: z.ZodError): boolean {
 export function interpretEvent(frame: SseEvent): ModelEvent | undefined {
   let json: unknown;
   try {
-    json = JSON.parse(frame.data);
+    json = parseJsonWithin(frame.data);
   } catch (cause) {
-    throw new ProviderError(
-      `the model stream sent an event that is not JSON (${frame.event})`,
-      undefined,
-      {
-        cause,
-      },
-    );
+    const what = cause instanceof SyntaxError ? "that is not JSON" : (cause as Error).message;
+    throw new ProviderError(`the model stream sent an event ${what} (${frame.event})`, undefined, {
+      cause,
+    });
   }
   if (typeof json !== "object" || json === null) return undefined;
   const typeField = (json as { type?: unknown }).type;

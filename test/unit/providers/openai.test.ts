@@ -695,6 +695,28 @@ describe("OpenAIResponsesClient failures", () => {
   });
 });
 
+describe("OpenAIResponsesClient and nesting", () => {
+  const deepItem = (levels: number) =>
+    `event: response.output_item.done\ndata: {"type":"response.output_item.done","output_index":0,"item":{"type":"message","role":"assistant","content":[],"extra":${"[".repeat(levels)}${"]".repeat(levels)}}}\n\n`;
+
+  it("fails on an event nested deeper than 64 levels, yielding nothing of it", async () => {
+    script(sseOk(deepItem(5_000), completedFrame()));
+    const { events, error } = await drain(harness().client);
+    expect(events).toEqual([]);
+    expect(error).toBeInstanceOf(ProviderError);
+    expect((error as Error).message).toBe(
+      `the model stream sent an event nested deeper than 64 levels (at /item/extra${"/0".repeat(62)}) (response.output_item.done)`,
+    );
+  });
+
+  it("fails on an item nested deeper than an item may be, though the event is within 64", async () => {
+    script(sseOk(deepItem(50), completedFrame()));
+    const { events, error } = await drain(harness().client);
+    expect(events).toEqual([]);
+    expect((error as Error).message).toBe("the model stream sent a malformed message item");
+  });
+});
+
 describe("OpenAIResponsesClient abort and timeout", () => {
   it("stops promptly mid-stream when the caller aborts, with an abort error", async () => {
     script(sseHang(CREATED, delta("Hel")));

@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_MODEL_CATALOG, DEFAULT_MODEL_SLUG } from "../../../shared/models/index.ts";
+import {
+  DEFAULT_MODEL_CATALOG,
+  DEFAULT_MODEL_SLUG,
+  type ModelInfo,
+  SPINDLE_LOCAL,
+} from "../../../shared/models/index.ts";
 import {
   type SessionConfiguration,
   type ThreadConfig,
@@ -8,12 +13,35 @@ import {
 import {
   DEFAULT_PERMISSIONS,
   InvalidConfigurationError,
+  MAX_CONFIGURATION_BYTES,
   resolveSessionConfiguration,
   UnknownModelError,
 } from "../../../shared/session/index.ts";
 
-function resolve(current: SessionConfiguration | undefined, update: ThreadConfig) {
-  return resolveSessionConfiguration(current, update, DEFAULT_MODEL_CATALOG, DEFAULT_MODEL_SLUG);
+function resolve(
+  current: SessionConfiguration | undefined,
+  update: ThreadConfig,
+  catalog = DEFAULT_MODEL_CATALOG,
+) {
+  return resolveSessionConfiguration(current, update, catalog, DEFAULT_MODEL_SLUG);
+}
+
+/** A deployment with an `openai` model whose provider has no key: `openai` serves no turn. */
+const OPENAI_MODEL: ModelInfo = {
+  ...SPINDLE_LOCAL,
+  slug: "gpt-x",
+  provider: "openai",
+};
+const WITHOUT_OPENAI_KEY = DEFAULT_MODEL_CATALOG.with([OPENAI_MODEL]).servedBy(["local"]);
+
+function configurationError(run: () => unknown): { path: string; message: string } | undefined {
+  try {
+    run();
+  } catch (err) {
+    if (err instanceof InvalidConfigurationError) return { path: err.path, message: err.message };
+    throw err;
+  }
+  return undefined;
 }
 
 describe("resolveSessionConfiguration", () => {
@@ -94,10 +122,90 @@ describe("resolveSessionConfiguration", () => {
   });
 
   it("switches to the new model's provider when the model changes without a provider", () => {
-    const first = resolve(undefined, { provider: "custom" });
+    const catalog = DEFAULT_MODEL_CATALOG.servedBy(["local", "custom"]);
+    const first = resolve(undefined, { provider: "custom" }, catalog);
     expect(first.provider).toBe("custom");
-    expect(resolve(first, { model: "spindle-local-lite" }).provider).toBe("local");
-    expect(resolve(first, { timezone: "UTC" }).provider).toBe("custom");
+    expect(resolve(first, { model: "spindle-local-lite" }, catalog).provider).toBe("local");
+    expect(resolve(first, { timezone: "UTC" }, catalog).provider).toBe("custom");
+  });
+
+  it("refuses a provider the deployment does not serve, named or implied by the model", () => {
+    expect(configurationError(() => resolve(undefined, { provider: "nope" }))).toEqual({
+      path: "provider",
+      message: 'provider "nope" is not configured; available here: local',
+    });
+    const local = resolve(undefined, {}, WITHOUT_OPENAI_KEY);
+    expect(
+      configurationError(() => resolve(local, { model: "gpt-x" }, WITHOUT_OPENAI_KEY)),
+    ).toEqual({
+      path: "model",
+      message:
+        'model "gpt-x" is served by provider "openai", which is not configured; available here: local',
+    });
+    expect(
+      configurationError(() => resolve(local, { provider: "openai" }, WITHOUT_OPENAI_KEY)),
+    ).toEqual({
+      path: "provider",
+      message: 'provider "openai" is not configured; available here: local',
+    });
+  });
+
+  it("serves a provider once it is configured", () => {
+    const withKey = DEFAULT_MODEL_CATALOG.with([OPENAI_MODEL]);
+    expect(withKey.providers()).toEqual(["local", "openai"]);
+    expect(resolve(undefined, { model: "gpt-x" }, withKey).provider).toBe("openai");
+  });
+
+  it("keeps a thread whose provider went away usable for overrides that do not choose one", () => {
+    const withKey = DEFAULT_MODEL_CATALOG.with([OPENAI_MODEL]);
+    const onOpenai = resolve(undefined, { model: "gpt-x" }, withKey);
+    expect(resolve(onOpenai, { timezone: "Asia/Tokyo" }, WITHOUT_OPENAI_KEY)).toEqual({
+      ...onOpenai,
+      timezone: "Asia/Tokyo",
+    });
+  });
+
+  it("merges context sections as own members: ids named like Object.prototype's stay data", () => {
+    const ids = ["constructor", "toString", "hasOwnProperty", "valueOf"];
+    const first = resolve(undefined, {
+      context_sections: Object.fromEntries(ids.map((id) => [id, { role: "user", text: id }])),
+    });
+    const second = resolve(first, { context_sections: { toString: null, extra: null } });
+    expect(Object.entries(second.context_sections)).toEqual([
+      ["constructor", { role: "user", text: "constructor" }],
+      ["hasOwnProperty", { role: "user", text: "hasOwnProperty" }],
+      ["valueOf", { role: "user", text: "valueOf" }],
+    ]);
+    expect(Object.getPrototypeOf(second.context_sections)).toBe(Object.prototype);
+  });
+
+  it("refuses a configuration that outgrows a turn body as overrides accumulate", () => {
+    const section = (text: string) => ({ role: "user" as const, text });
+    const big = "s".repeat(3 * 1024 * 1024);
+    const one = resolve(undefined, { context_sections: { a: section(big) } });
+    const two = resolve(one, { context_sections: { b: section(big) } });
+    const error = configurationError(() => resolve(two, { context_sections: { c: section(big) } }));
+    expect(error).toEqual({
+      path: "",
+      message: expect.stringMatching(
+        /^the configuration would be \d+ bytes of JSON; at most 8388608$/,
+      ),
+    });
+    // Replacing a section instead of adding one stays within the bound.
+    expect(
+      Object.keys(resolve(two, { context_sections: { b: section("small") } }).context_sections),
+    ).toEqual(["a", "b"]);
+    expect(MAX_CONFIGURATION_BYTES).toBe(8 * 1024 * 1024);
+  });
+
+  it("refuses __proto__ as a context section id, where an object would drop it", () => {
+    const parsed = ThreadConfigSchema.safeParse(
+      JSON.parse('{"context_sections":{"__proto__":{"role":"user","text":"x"}}}'),
+    );
+    expect(parsed.success).toBe(false);
+    expect(parsed.error?.issues.map(({ path, message }) => ({ path, message }))).toEqual([
+      { path: ["context_sections", "__proto__"], message: "__proto__ cannot be a key" },
+    ]);
   });
 
   it("carries auto_compact_fraction as a new default; null goes back to the engine default", () => {

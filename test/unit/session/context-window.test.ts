@@ -1,6 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { SPINDLE_LOCAL, SPINDLE_LOCAL_LITE } from "../../../shared/models/index.ts";
-import { ContextWindowExceededError } from "../../../shared/session/index.ts";
+import {
+  DEFAULT_MODEL_CATALOG,
+  DEFAULT_MODEL_SLUG,
+  SPINDLE_LOCAL,
+  SPINDLE_LOCAL_LITE,
+} from "../../../shared/models/index.ts";
+import type { ThreadConfig } from "../../../shared/protocol/index.ts";
+import {
+  assertContextFits,
+  ContextWindowExceededError,
+  resolveSessionConfiguration,
+} from "../../../shared/session/index.ts";
 import { drain, newSession, runTurn, text, textOfTokens } from "../helpers/engine.ts";
 
 const LITE = { model: SPINDLE_LOCAL_LITE.slug };
@@ -47,5 +57,36 @@ describe("an input that cannot fit the context window", () => {
     const outcome = await runTurn(h, textOfTokens(1_800));
     expect(outcome.status).toBe("completed");
     expect(h.sink.items.filter((i) => i.type === "compacted").length).toBeGreaterThan(0);
+  });
+});
+
+describe("assertContextFits: a configuration that could take no turn", () => {
+  const resolved = (config: ThreadConfig) =>
+    resolveSessionConfiguration(undefined, config, DEFAULT_MODEL_CATALOG, DEFAULT_MODEL_SLUG);
+
+  it("refuses instructions and context that alone exceed the window, with no input at all", () => {
+    const config = resolved({
+      ...LITE,
+      base_instructions: textOfTokens(SPINDLE_LOCAL_LITE.contextWindowTokens + 10),
+    });
+    const error = (() => {
+      try {
+        assertContextFits(config, SPINDLE_LOCAL_LITE, 0, undefined);
+      } catch (err) {
+        return err;
+      }
+      return undefined;
+    })();
+    expect(error).toBeInstanceOf(ContextWindowExceededError);
+    expect((error as ContextWindowExceededError).windowTokens).toBe(16_000);
+  });
+
+  it("takes a configuration that leaves room, and counts a turn's input when given one", () => {
+    const config = resolved({ ...LITE, base_instructions: textOfTokens(8_000) });
+    expect(() => assertContextFits(config, SPINDLE_LOCAL_LITE, 0, undefined)).not.toThrow();
+    const input = [{ type: "input_text" as const, text: textOfTokens(8_100) }];
+    expect(() => assertContextFits(config, SPINDLE_LOCAL_LITE, 0, undefined, input)).toThrow(
+      ContextWindowExceededError,
+    );
   });
 });

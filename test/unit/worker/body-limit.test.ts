@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { jsonBodyMaxBytes, turnBodyMaxBytes } from "../../../worker/validate.ts";
+import { jsonBodyMaxBytes, turnBodyMaxBytes } from "../../../shared/api/index.ts";
 import { keyA, problemOf, setup, thread } from "./fake-thread.ts";
 
 const chunkBytes = 64 * 1024;

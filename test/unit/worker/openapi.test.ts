@@ -198,7 +198,8 @@ describe("the OpenAPI document", () => {
     const history = doc.paths["/v1/threads/{id}/history"]?.get as Operation;
     expect(history.parameters?.find((p) => p.name === "limit")).toMatchObject({
       required: false,
-      schema: { type: "integer", minimum: 1, maximum: 1000, default: 100 },
+      description: "Items per page: 1-1000, in decimal digits; default 100.",
+      schema: { type: "string", pattern: "^[0-9]{1,4}$", default: "100" },
     });
   });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
+import { importBodyMaxBytes } from "../../../shared/api/index.ts";
 import { createApp } from "../../../worker/app.ts";
-import { importBodyMaxBytes } from "../../../worker/validate.ts";
+import { breakingStream } from "../../helpers/streams.ts";
 import { apiKeys, FakeThreads, keyA, problemOf, setup, thread } from "./fake-thread.ts";
 
 const rollout = [
@@ -237,6 +238,19 @@ describe("POST /v1/threads/import", () => {
     });
     expect(res.status).toBe(413);
     expect(fake.calls).toEqual([]);
+  });
+
+  it("a body that breaks off mid-upload is 400, and nothing is created", async () => {
+    const { upload, fake } = importSetup();
+    const res = await upload(breakingStream(`${rollout}\n{"timest`), "application/x-ndjson");
+    expect(await problemOf(res)).toEqual({
+      type: "/problems/invalid_request",
+      title: "The request is invalid",
+      status: 400,
+      detail: "The request body broke off before its end.",
+      code: "invalid_request",
+    });
+    expect(fake.threads.size).toBe(0);
   });
 
   it("the default limit is 64 MiB", () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { breakingStream } from "../../helpers/streams.ts";
 import { problemOf, setup, thread } from "./fake-thread.ts";
 
 const anyMessage = expect.any(String);
@@ -211,6 +212,125 @@ describe("path and query parameters", () => {
       expect(await problemOf(res)).toEqual(
         invalid("query", [{ path: "limit", message: anyMessage }]),
       );
+    }
+    expect(fake.calls).toEqual([]);
+  });
+});
+
+describe("JSON nesting", () => {
+  /** A create body whose tool parameters hold `levels` nested arrays, as text. */
+  const deepCreate = (levels: number) =>
+    `{"id":"t1","tools":[{"name":"t","parameters":{"x":${"[".repeat(levels)}${"]".repeat(levels)}}}]}`;
+  const deepProblem = (path: string) => ({
+    type: "/problems/invalid_request",
+    title: "The request is invalid",
+    status: 400,
+    detail: "The request body nests deeper than 64 levels.",
+    code: "invalid_request",
+    errors: [{ path, message: "Nested deeper than 64 levels" }],
+  });
+
+  it("a body nested deeper than 64 levels is refused at the first level past them, whatever its depth", async () => {
+    const { request, fake } = setup();
+    // body, tools, tool, parameters and x hold the first five levels.
+    const path = `/tools/0/parameters/x${"/0".repeat(60)}`;
+    for (const levels of [61, 1_900, 2_000, 2_500, 100_000]) {
+      const res = await request("/v1/threads", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: deepCreate(levels),
+      });
+      expect(await problemOf(res)).toEqual(deepProblem(path));
+    }
+    expect(fake.calls).toEqual([]);
+  });
+
+  it("turn overrides and tool outputs are bounded the same way", async () => {
+    const { request, fake } = setup();
+    fake.threads.set("A:t1", thread("t1"));
+    const deep = `${"[".repeat(3_000)}${"]".repeat(3_000)}`;
+    const turn = await request("/v1/threads/t1/turns", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: `{"input":"hi","overrides":{"tools":[{"name":"t","parameters":{"x":${deep}}}]}}`,
+    });
+    expect(await problemOf(turn)).toEqual(
+      deepProblem(`/overrides/tools/0/parameters/x${"/0".repeat(59)}`),
+    );
+    const outputs = await request("/v1/threads/t1/turns/turn_1/outputs", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: `{"items":[{"type":"function_call_output","call_id":"c","output":${deep}}]}`,
+    });
+    expect(await problemOf(outputs)).toEqual(deepProblem(`/items/0/output${"/0".repeat(61)}`));
+    expect(fake.calls).toEqual([]);
+  });
+
+  it("a tool's parameters may nest 32 levels, not 33", async () => {
+    const { json, fake } = setup();
+    const nested = (levels: number): unknown =>
+      levels === 1 ? {} : { type: "object", properties: { a: nested(levels - 1) } };
+    // Each nested schema adds two levels, itself and its `properties`: nested(16) has 31.
+    const within = await json("/v1/threads", {
+      id: "t1",
+      tools: [{ name: "t", parameters: { wrap: nested(16) } }],
+    });
+    expect(within.status).toBe(201);
+    const beyond = await json("/v1/threads", {
+      id: "t2",
+      tools: [{ name: "t", parameters: { wrap: { deeper: nested(16) } } }],
+    });
+    expect(await problemOf(beyond)).toEqual(
+      invalid("request body", [
+        {
+          path: `/tools/0/parameters/wrap/deeper${"/properties/a".repeat(15)}`,
+          message: "parameters nests deeper than 32 levels",
+        },
+      ]),
+    );
+    expect(fake.calls.map((c) => c.name)).toEqual(["A:t1"]);
+  });
+});
+
+describe("numeric query parameters", () => {
+  it("a history limit must be decimal digits: hex, exponents, decimals, signs and spaces are refused", async () => {
+    const { request, fake } = setup();
+    for (const limit of ["0x10", "1e3", "1.0", "%205", "+5", "-1", "5%20", "0b1", "Infinity"]) {
+      const res = await request(`/v1/threads/t1/history?limit=${limit}`);
+      expect(await problemOf(res)).toEqual(
+        invalid("query", [{ path: "limit", message: "1-1000 items, in decimal digits only" }]),
+      );
+    }
+    expect(fake.calls).toEqual([]);
+  });
+
+  it("leading zeros are still decimal", async () => {
+    const { request, fake } = setup();
+    fake.threads.set("A:t1", thread("t1"));
+    await request("/v1/threads/t1/history?limit=0010");
+    expect(fake.calls.map((c) => c.args)).toEqual([[{ limit: 10 }]]);
+  });
+});
+
+describe("bodies that break off", () => {
+  const brokenProblem = {
+    type: "/problems/invalid_request",
+    title: "The request is invalid",
+    status: 400,
+    detail: "The request body broke off before its end.",
+    code: "invalid_request",
+  };
+
+  it("is a 400, chunked or with a Content-Length, and reaches no thread", async () => {
+    const { request, fake } = setup();
+    for (const headers of [{}, { "content-length": "40" }]) {
+      const res = await request("/v1/threads", {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: breakingStream('{"id":"t1","cwd":"/re'),
+        duplex: "half",
+      } as RequestInit);
+      expect(await problemOf(res)).toEqual(brokenProblem);
     }
     expect(fake.calls).toEqual([]);
   });

@@ -1,0 +1,18 @@
+/**
+ * Size limits of HTTP API v1, shared by the worker, which counts request bodies, and the Thread
+ * DO, which reads an import's lines.
+ */
+
+/** A turn's body (turns, outputs, steer, inject) may carry inline images. */
+export const turnBodyMaxBytes = 8 * 1024 * 1024;
+/** Every other JSON body. */
+export const jsonBodyMaxBytes = 1024 * 1024;
+/** A rollout uploaded to `POST /v1/threads/import` (unless the app is given another limit). */
+export const importBodyMaxBytes = 64 * 1024 * 1024;
+/**
+ * One line of an imported rollout, without its line end. The largest line a turn writes holds
+ * its body's text re-encoded, which can grow it threefold (an invalid UTF-8 byte reads as
+ * U+FFFD, three bytes); four turn bodies leave room for the line's own fields, so every line
+ * Spindle exports imports again.
+ */
+export const rolloutLineMaxBytes = 4 * turnBodyMaxBytes;
