@@ -32,6 +32,7 @@ const KNOWN_LINE_TYPES: ReadonlySet<string> = new Set([
   "world_state",
   "compacted",
   "event_msg",
+  "spindle_config",
 ]);
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -91,8 +92,29 @@ export function encodeRolloutJsonl(lines: readonly RolloutLine[]): string {
   return out;
 }
 
+/**
+ * Codex 0.2–0.31 wrote rollouts before the envelope: a header `{id, timestamp, instructions?,
+ * git?}` without `type`, then bare items and `{"record_type": "state"}` lines. No Codex since 0.32
+ * reads them and none converts them; Spindle does not import them either (docs/api.md).
+ */
+export const LEGACY_ROLLOUT_REASON =
+  "this is a legacy Codex rollout (written by Codex 0.2–0.31, before session_meta lines); " +
+  "only Codex 0.8–0.31 can read it and no Codex release converts it to the current format, " +
+  "so it cannot be imported: Spindle imports rollouts written by Codex 0.32 and later";
+
+function isLegacyLine(value: Record<string, unknown>): boolean {
+  if (Object.hasOwn(value, "record_type")) return true;
+  return (
+    !Object.hasOwn(value, "type") &&
+    typeof value.id === "string" &&
+    typeof value.timestamp === "string" &&
+    !Object.hasOwn(value, "payload")
+  );
+}
+
 function envelopeProblem(value: unknown): string | undefined {
   if (!isPlainObject(value)) return "expected a JSON object";
+  if (isLegacyLine(value)) return LEGACY_ROLLOUT_REASON;
   if (typeof value.timestamp !== "string") return 'expected a string "timestamp"';
   if (typeof value.type !== "string") return 'expected a string "type"';
   if (!Object.hasOwn(value, "payload")) return 'missing "payload"';
@@ -172,7 +194,7 @@ const KNOWN_EVENT_TYPES: ReadonlySet<string> = new Set([
  * not fit its schema and was therefore kept as `unknown`/`other` (and is ignored by
  * reconstruction, except that an unreadable `world_state` clears the baseline).
  */
-function schemaMismatch(line: RolloutLine): string | undefined {
+export function schemaMismatch(line: RolloutLine): string | undefined {
   if (line.type === "unknown") {
     if (!KNOWN_LINE_TYPES.has(line.original_type)) return undefined;
     if (line.original_type === "response_item" && isPlainObject(line.payload)) {
