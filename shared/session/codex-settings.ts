@@ -168,7 +168,9 @@ function profileAccess(
   const fileSystem = profile.file_system;
   if (profile.type === "managed" && isObject(fileSystem)) {
     if (fileSystem.type === "unrestricted") {
-      if (network === false) notes.push("a network restriction without a file-system sandbox");
+      if (network === false) {
+        notes.push("the network restriction of an unrestricted file system is not kept");
+      }
       return { sandbox: "danger-full-access", writableRoots: [], network: true };
     }
     return { ...entriesAccess(fileSystem.entries, cwd, notes), network: network ?? false };

@@ -4,6 +4,7 @@ import {
   type SessionConfiguration,
   type ThreadConfig,
   ThreadConfigSchema,
+  type TurnContextItem,
 } from "../protocol/index.ts";
 import { worldStateOf } from "../rollout/index.ts";
 import {
@@ -90,31 +91,36 @@ export function configOfRollout(
     if (fromWorld.update.environments) delete sourced.update.cwd;
     addSource(sourced, where(newestWorldState.seq, "world_state"), fromWorld);
   }
-  const context = newestTurnSettings(lines);
-  if (context !== undefined) {
-    addSource(sourced, where(context.seq, context.type), settingsFromTurnContext(context.item));
+  for (const settings of newestTurnSettings(lines)) {
+    addSource(sourced, where(settings.seq, settings.type), settingsFromTurnContext(settings.item));
   }
   return { ...resolveWithWarnings(catalog, defaultModel, sourced, undefined), stored: false };
 }
 
+/**
+ * The newest `turn_context`, then a newer `thread_settings_applied` if there is one: it carries
+ * no timezone, so the `turn_context` before it still gives that.
+ */
 function newestTurnSettings(lines: readonly NumberedLine[]) {
+  const found: { seq: number; type: string; item: TurnContextItem }[] = [];
   for (let i = lines.length - 1; i >= 0; i--) {
     const numbered = lines[i];
     const line = numbered?.line;
     if (numbered === undefined || line === undefined) continue;
     if (line.type === "turn_context") {
-      return { seq: numbered.seq, type: "turn_context", item: line.payload };
+      found.unshift({ seq: numbered.seq, type: "turn_context", item: line.payload });
+      break;
     }
-    if (
+    const applied =
       line.type === "event_msg" &&
       line.payload.type === "other" &&
-      line.payload.original_type === "thread_settings_applied"
-    ) {
-      const item = threadSettingsAsTurnContext(line.payload);
-      if (item !== undefined) return { seq: numbered.seq, type: "thread_settings_applied", item };
-    }
+      line.payload.original_type === "thread_settings_applied" &&
+      found.length === 0
+        ? threadSettingsAsTurnContext(line.payload)
+        : undefined;
+    if (applied) found.push({ seq: numbered.seq, type: "thread_settings_applied", item: applied });
   }
-  return undefined;
+  return found;
 }
 
 function resolveWithWarnings(
