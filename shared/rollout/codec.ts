@@ -6,9 +6,11 @@ import { type RolloutLine, RolloutLineSchema } from "../protocol/index.ts";
  *
  * Round trip: a line decoded here encodes back to the same JSON, key order included, except for
  * the accepted aliases (`turn_started`, `turn_complete`, `compaction_summary`, a numeric
- * compaction `window_id`), which come back in their canonical spelling. Line types, event types
- * and response-item types this build does not know keep their original `type` and payload, so an
- * imported Codex rollout exports unchanged.
+ * compaction `window_id`), which come back in their canonical spelling, and for items of a type
+ * this build does not know inside a compaction's replacement history (Codex's `additional_tools`),
+ * which decode to their type alone. Line types, event types and response-item lines of types this
+ * build does not know keep their original `type` and payload. Imported and copied lines are
+ * stored as their text, never re-encoded, so an imported Codex rollout exports unchanged.
  */
 
 /** A line that could not be decoded. The message names the 1-based line number and the reason. */

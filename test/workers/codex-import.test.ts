@@ -132,6 +132,9 @@ describe("importing a Codex rollout of each shape", () => {
     await runDurableObjectAlarm(threadStub(copy));
     const restored = await json<Thread>(await api("POST", `/v1/threads/${copy}/restore`));
     expect(restored).toMatchObject({ forked_from: null, imported_from: again.imported_from });
+    // A fork is forked from the thread, and came from the same rollout.
+    const fork = await json<Thread>(await api("POST", `/v1/threads/${copy}/fork`, {}), 201);
+    expect(fork).toMatchObject({ forked_from: copy, imported_from: again.imported_from });
   });
 
   it("refuses a legacy rollout from before session_meta, naming the Codex versions that read it", async () => {
