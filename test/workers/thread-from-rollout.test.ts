@@ -42,6 +42,17 @@ function threadTables(state: DurableObjectState) {
 }
 const EMPTY_TABLES = { rollout: 0, meta: 0, turns: 0, idempotency: 0 };
 
+/** Loses the object's local state and restores the thread from what R2 holds. */
+function restoreFromR2Alone(parts: StorageParts, threadId: string, state: DurableObjectState) {
+  state.storage.sql.exec("DELETE FROM spindle_rollout; DELETE FROM spindle_meta;");
+  state.storage.sql.exec("DELETE FROM spindle_turns; DELETE FROM spindle_segments;");
+  return restoreThread(
+    parts,
+    { tenant: "local", threadId },
+    new RolloutLog(parts.sql, systemClock, 0),
+  );
+}
+
 /** The JSONL text of lines, as an upload sends it. */
 const upload = (lines: readonly object[]) =>
   new Blob([lines.map((l) => `${JSON.stringify(l)}\n`).join("")]).stream();
@@ -271,21 +282,7 @@ describe("importThread: a thread from an uploaded or forked rollout", () => {
     const poisoned = {
       timestamp: at(1),
       type: "spindle_config",
-      payload: {
-        model: "nope",
-        provider: "local",
-        permissions: {
-          sandbox: "read-only",
-          approval_policy: "never",
-          writable_roots: [],
-          network_access: false,
-        },
-        environments: [{ id: "local", cwd: "/src" }],
-        timezone: "Not/AZone",
-        context_sections: {},
-        tools: [],
-        truncation: { tokens: 10_000 },
-      },
+      payload: { ...RESOLVED_CONFIG, model: "nope", timezone: "Not/AZone" },
     };
     const result = await inFreshObject(async (parts, threadId, state) => {
       const imported = await importThread(
@@ -297,12 +294,7 @@ describe("importThread: a thread from an uploaded or forked rollout", () => {
       if (!imported.ok) return { imported };
       await imported.value.segments.flush();
       const before = { config: imported.value.session.state.config, meta: imported.value.meta };
-      state.storage.sql.exec("DELETE FROM spindle_rollout; DELETE FROM spindle_meta;");
-      const restored = await restoreThread(
-        parts,
-        { tenant: "local", threadId },
-        new RolloutLog(parts.sql, systemClock, 0),
-      );
+      const restored = await restoreFromR2Alone(parts, threadId, state);
       if (!restored.ok) return { restored };
       const after = { config: restored.value.session.state.config, meta: restored.value.meta };
       return { before, after, prompt: restored.value.session.previewPrompt().instructions };
@@ -343,12 +335,7 @@ describe("importThread: a thread from an uploaded or forked rollout", () => {
       if (!imported.ok) return { imported };
       await imported.value.segments.flush();
       const first = decodeTolerantly(imported.value.log.rawAfter(0, 1)).lines[0];
-      state.storage.sql.exec("DELETE FROM spindle_rollout; DELETE FROM spindle_meta;");
-      const restored = await restoreThread(
-        parts,
-        { tenant: "local", threadId },
-        new RolloutLog(parts.sql, systemClock, 0),
-      );
+      const restored = await restoreFromR2Alone(parts, threadId, state);
       return {
         threadId,
         first,
@@ -576,14 +563,7 @@ describe("restoreThread: a thread rebuilt from R2 alone", () => {
         turns: ["turn_1", "turn_2", "turn_c", "turn_3"].map((id) => parts.meta.turn(id)),
         lines: original.log.rawAfter(0).map((r) => r.line),
       };
-      // Local state lost: only R2 is left.
-      state.storage.sql.exec("DELETE FROM spindle_rollout; DELETE FROM spindle_meta;");
-      state.storage.sql.exec("DELETE FROM spindle_turns; DELETE FROM spindle_segments;");
-      const restored = await restoreThread(
-        parts,
-        { tenant: "local", threadId },
-        new RolloutLog(parts.sql, systemClock, 0),
-      );
+      const restored = await restoreFromR2Alone(parts, threadId, state);
       if (!restored.ok) return { restored };
       const live = restored.value;
       return {
