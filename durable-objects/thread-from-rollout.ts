@@ -228,7 +228,8 @@ async function sourceLines(
     );
   }
   const meta = first.line.payload;
-  const base = meta.history_base ?? undefined;
+  // A fork copies a thread's lines, whole whatever rollout the thread came from.
+  const base = req.forkedFrom ? undefined : (meta.history_base ?? undefined);
   if (req.parent === undefined) {
     if (base === undefined) return ok({ meta, lines: rest, ...fork(req), lost });
     return fail(

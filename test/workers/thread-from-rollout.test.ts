@@ -513,6 +513,26 @@ describe("importThread: a thread from an uploaded or forked rollout", () => {
     });
   });
 
+  it("a fork copies a thread whole, even one whose session_meta names a history_base", async () => {
+    const paginated = {
+      ...SOURCE_META,
+      payload: {
+        ...SOURCE_META.payload,
+        history_base: { thread_id: "codex-parent", end_ordinal_exclusive: 9 },
+      },
+    };
+    const result = await inFreshObject(async (parts, threadId) => {
+      const imported = await importThread(
+        parts,
+        { tenant: "local", threadId, forkedFrom: "t_source" },
+        await readRolloutStream(upload([paginated, ...CODEX_ROLLOUT.slice(1, 6)])),
+        () => {},
+      );
+      return imported.ok ? pick(imported.value.meta) : imported;
+    });
+    expect(result).toEqual({ forked_from: "t_source", imported_from: null, turn_count: 1 });
+  });
+
   it("a fork of a damaged rollout starts with its warnings", async () => {
     const result = await inFreshObject(async (parts, threadId) => {
       const imported = await importThread(
