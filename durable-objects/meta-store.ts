@@ -1,5 +1,5 @@
 import type { TurnResource, Warning } from "../shared/api/index.ts";
-import type { ContentItem, SessionConfiguration } from "../shared/protocol/index.ts";
+import type { ContentItem, ImportedFrom, SessionConfiguration } from "../shared/protocol/index.ts";
 import type { Sql } from "./sql.ts";
 import { TextParts } from "./text-parts.ts";
 
@@ -10,6 +10,8 @@ export interface ThreadMeta {
   created_at: string;
   updated_at: string;
   forked_from: string | null;
+  /** The rollout an import came from. Absent in rows written before it was kept: none. */
+  imported_from?: ImportedFrom | null;
   turn_count: number;
   warnings: Warning[];
 }
@@ -27,6 +29,7 @@ export function newThreadMeta(
     created_at: createdAt,
     updated_at: createdAt,
     forked_from: forkedFrom,
+    imported_from: null,
     turn_count: 0,
     warnings: [],
   };

@@ -30,6 +30,7 @@ export function threadResource(live: LiveThread, running: boolean): ThreadResour
     created_at: meta.created_at,
     updated_at: meta.updated_at,
     forked_from: meta.forked_from,
+    imported_from: meta.imported_from ?? null,
     warnings: meta.warnings,
   };
 }

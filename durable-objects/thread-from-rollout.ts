@@ -1,17 +1,20 @@
 import type { CreateFromRolloutRequest, RpcResult } from "../shared/api/index.ts";
 import { DEFAULT_MODEL_SLUG, type ModelCatalog } from "../shared/models/index.ts";
-import type { RolloutLine, SessionConfiguration, ThreadConfig } from "../shared/protocol/index.ts";
+import type {
+  HistoryBase,
+  ImportedFrom,
+  RolloutLine,
+  SessionConfiguration,
+  SessionMeta,
+} from "../shared/protocol/index.ts";
 import {
   createCheckpoint,
   encodeRolloutLine,
   type ReconstructedState,
   reconstructRollout,
+  unreadLineWarnings,
 } from "../shared/rollout/index.ts";
-import {
-  resolveSessionConfiguration,
-  threadConfigFromTurnContext,
-  truncationPolicyOf,
-} from "../shared/session/index.ts";
+import { configOfRollout, type NumberedLine, truncationPolicyOf } from "../shared/session/index.ts";
 import {
   LiveThread,
   readWholeRollout,
@@ -19,9 +22,9 @@ import {
   systemClock,
   withoutContextBaseline,
 } from "./live-thread.ts";
-import { newThreadMeta, type ThreadMeta, type TurnRow } from "./meta-store.ts";
+import { newThreadMeta, sessionMetaPayload, type ThreadMeta, type TurnRow } from "./meta-store.ts";
 import { fail, ok } from "./results.ts";
-import type { ImportedLine, ImportResult } from "./rollout-import.ts";
+import { type ImportedLine, type ImportResult, readRolloutStream } from "./rollout-import.ts";
 import { RolloutLog } from "./rollout-log.ts";
 import { clearRolloutState } from "./schema.ts";
 import { SegmentStore } from "./segments.ts";
@@ -41,7 +44,7 @@ interface RebuiltThread {
 interface RebuildInput {
   tenant: string;
   threadId: string;
-  lines: readonly { seq: number; line: RolloutLine }[];
+  lines: readonly NumberedLine[];
   createdAt: string;
   updatedAt: string;
   forkedFrom: string | null;
@@ -52,78 +55,114 @@ interface RebuildInput {
   lost: readonly string[];
 }
 
-function rebuildThread(catalog: ModelCatalog, input: RebuildInput): RpcResult<RebuiltThread> {
+/**
+ * The thread the lines describe. Never refused: what of them cannot be used becomes a warning.
+ * Warnings, in order: lines lost on the way (`rollout_repaired`), lines or parts of lines this
+ * build cannot read (`rollout_line_unread`), settings an import could not carry over (kept in
+ * its `session_meta`) or the configuration could not use (`rollout_setting_unsupported`), and
+ * repairs of the world-state replay (`rollout_repaired`).
+ */
+function rebuildThread(catalog: ModelCatalog, input: RebuildInput): RebuiltThread {
   const lines = input.lines.map((l) => l.line);
-  const session = lines.find((l) => l.type === "session_meta");
-  const cwd = session?.type === "session_meta" ? session.payload.cwd : undefined;
-  const resolved = configOfRollout(catalog, lines, cwd);
-  if (!resolved.ok) return resolved;
-  const { config } = resolved.value;
+  const session = sessionMetaOf(lines);
+  const { config, warnings: configWarnings } = configOfRollout(
+    catalog,
+    DEFAULT_MODEL_SLUG,
+    input.lines,
+  );
   const turns = turnRowsFromRollout(input.lines);
   const rebuilt = reconstructRollout(lines, { truncation: truncationPolicyOf(config) });
   const state = input.lost.length > 0 ? withoutContextBaseline(rebuilt) : rebuilt;
+  const warning = (code: string) => (message: string) => ({ code, message });
   const meta: ThreadMeta = {
     ...newThreadMeta(input.tenant, input.threadId, input.createdAt, input.forkedFrom),
     updated_at: input.updatedAt,
     turn_count: turns.filter((t) => t.kind !== "compaction").length,
-    warnings: [...input.lost, ...resolved.value.warnings, ...state.warnings].map((message) => ({
-      code: "rollout_repaired",
-      message,
-    })),
+    imported_from: session?.imported_from ?? null,
+    warnings: [
+      ...input.lost.map(warning("rollout_repaired")),
+      ...unreadLineWarnings(input.lines).map(warning("rollout_line_unread")),
+      ...(session?.import_warnings ?? []),
+      ...configWarnings.map(warning("rollout_setting_unsupported")),
+      ...state.warnings.map(warning("rollout_repaired")),
+    ],
   };
-  return ok({ meta, config, turns, state });
+  return { meta, config, turns, state };
 }
 
+function sessionMetaOf(lines: readonly RolloutLine[]): SessionMeta | undefined {
+  const first = lines.find((l) => l.type === "session_meta");
+  return first?.type === "session_meta" ? first.payload : undefined;
+}
+
+/** An import or fork request, with the parent a paginated fork's history starts from. */
+export type ImportRequest = Pick<
+  CreateFromRolloutRequest,
+  "tenant" | "threadId" | "forkedFrom" | "warnings" | "parent"
+>;
+
 /**
- * Creates a thread from an uploaded or forked rollout (as read and decoded): its own
- * `session_meta` (its id, `forked_from_id`) replaces the source's, every other line is kept as it
- * came. `inTransaction` runs in the step that makes the thread exist (to record the request's
- * key). Nothing is written when the rollout is refused.
+ * Creates a thread from an uploaded or forked rollout (as read and decoded). The thread gets its
+ * own `session_meta`: a fork's is the source's with the fork's id, time and `forked_from_id`; an
+ * import's names the thread and keeps where it came from (`imported_from`: the source's session
+ * id, Codex version and originator, kept through re-imports) and what the import could not carry
+ * over (`import_warnings`). Every other line is kept as it came. A paginated Codex fork (its
+ * `session_meta` has a `history_base`) starts with its parent's lines, from `req.parent`; without
+ * one it is refused. When the rollout's configuration is not exactly its newest `spindle_config`
+ * line, a `spindle_config` line with the configuration used ends the rollout. `inTransaction`
+ * runs in the step that makes the thread exist (to record the request's key). Nothing is written
+ * when the rollout is refused.
  */
-export function importThread(
+export async function importThread(
   parts: StorageParts,
-  req: Pick<CreateFromRolloutRequest, "tenant" | "threadId" | "forkedFrom" | "warnings">,
+  req: ImportRequest,
   read: ImportResult,
   inTransaction: () => void,
-): RpcResult<LiveThread> {
-  if (!read.ok) {
-    return fail(read.code, `Line ${read.lineNumber}: ${read.reason}`, [
-      { path: `/line/${read.lineNumber}`, message: read.reason },
-    ]);
-  }
-  const [first, ...rest] = read.lines;
-  if (!first) {
-    return fail("invalid_request", "The rollout is empty.", [
-      { path: "/line/1", message: "no line" },
-    ]);
-  }
-  if (first.line.type !== "session_meta") {
-    return fail("invalid_request", "The first line must be session_meta.", [
-      { path: "/line/1", message: `expected session_meta, got ${first.line.type}` },
-    ]);
-  }
+): Promise<RpcResult<LiveThread>> {
+  const source = await sourceLines(req, read);
+  if (!source.ok) return source;
+  const { meta: sourceMeta, lines: rest, forkedFrom, lost } = source.value;
   const now = new Date(systemClock.nowMs()).toISOString();
-  const forkedFrom = req.forkedFrom ?? null;
-  const ownMeta = {
-    ...first.line.payload,
-    id: req.threadId,
-    timestamp: now,
-    ...(forkedFrom ? { forked_from_id: forkedFrom } : {}),
-  };
-  const metaLine: RolloutLine = { timestamp: now, type: "session_meta", payload: ownMeta };
-  const stored: ImportedLine[] = [{ text: encodeRolloutLine(metaLine), line: metaLine }, ...rest];
+  const numbered = (lines: readonly RolloutLine[]) =>
+    lines.map((line, i) => ({ seq: i + 1, line }));
+  const configured = configOfRollout(
+    parts.catalog,
+    DEFAULT_MODEL_SLUG,
+    numbered([
+      { timestamp: now, type: "session_meta", payload: sourceMeta },
+      ...rest.map((l) => l.line),
+    ]),
+  );
+  const importWarnings = [
+    ...(sourceMeta.import_warnings ?? []),
+    ...configured.warnings.map((message) => ({ code: "rollout_setting_unsupported", message })),
+  ];
+  const ownMeta: SessionMeta = req.forkedFrom
+    ? { ...sourceMeta, id: req.threadId, timestamp: now, forked_from_id: req.forkedFrom }
+    : {
+        ...sessionMetaPayload(req.threadId, now, configured.config),
+        ...(forkedFrom ? { forked_from_id: forkedFrom } : {}),
+        imported_from: sourceMeta.imported_from ?? importedFrom(sourceMeta),
+      };
+  if (importWarnings.length > 0) ownMeta.import_warnings = importWarnings;
+  const stored: ImportedLine[] = [
+    encoded({ timestamp: now, type: "session_meta", payload: ownMeta }),
+    ...rest,
+  ];
+  if (!configured.stored) {
+    stored.push(encoded({ timestamp: now, type: "spindle_config", payload: configured.config }));
+  }
   const rebuilt = rebuildThread(parts.catalog, {
     tenant: req.tenant,
     threadId: req.threadId,
-    lines: stored.map((l, i) => ({ seq: i + 1, line: l.line })),
+    lines: numbered(stored.map((l) => l.line)),
     createdAt: now,
     updatedAt: now,
-    forkedFrom,
+    forkedFrom: forkedFrom ?? null,
     // A fork of a damaged rollout lacks lines: as for its source, the context is sent again.
-    lost: req.warnings ?? [],
+    lost,
   });
-  if (!rebuilt.ok) return rebuilt;
-  const { meta, config, turns, state } = rebuilt.value;
+  const { meta, config, turns, state } = rebuilt;
   const log = new RolloutLog(parts.sql, systemClock, 0);
   parts.storage.transactionSync(() => {
     for (const line of stored) log.appendText(line.text);
@@ -133,6 +172,138 @@ export function importThread(
     inTransaction();
   });
   return ok(new LiveThread(parts, meta, config, log, undefined, state));
+}
+
+/** Cancels what an import request streams that is still unread: its upload, its parent's lines. */
+export async function cancelUpload(req: Pick<ImportRequest, "parent"> & { lines: ReadableStream }) {
+  await Promise.all([
+    req.lines.cancel().catch(() => undefined),
+    req.parent?.lines.cancel().catch(() => undefined),
+  ]);
+}
+
+function encoded(line: RolloutLine): ImportedLine {
+  return { text: encodeRolloutLine(line), line };
+}
+
+function importedFrom(meta: SessionMeta): ImportedFrom {
+  return {
+    session_id: meta.id,
+    cli_version: meta.cli_version ?? null,
+    originator: meta.originator ?? null,
+  };
+}
+
+/** What a rollout refused at `/line/1` is told. */
+const lineOne = (detail: string, message: string) =>
+  fail("invalid_request", detail, [{ path: "/line/1", message }]);
+
+/**
+ * The lines a new thread is made of, before its own `session_meta`: the source's first line (its
+ * `session_meta`) and the rest, a paginated fork's parent lines first.
+ */
+async function sourceLines(
+  req: ImportRequest,
+  read: ImportResult,
+): Promise<
+  RpcResult<{ meta: SessionMeta; lines: ImportedLine[]; forkedFrom?: string; lost: string[] }>
+> {
+  if (!read.ok) {
+    await cancelParent(req);
+    return fail(read.code, `Line ${read.lineNumber}: ${read.reason}`, [
+      { path: `/line/${read.lineNumber}`, message: read.reason },
+    ]);
+  }
+  const [first, ...rest] = read.lines;
+  const lost = [...(req.warnings ?? [])];
+  if (!first) {
+    await cancelParent(req);
+    return lineOne("The rollout is empty.", "no line");
+  }
+  if (first.line.type !== "session_meta") {
+    await cancelParent(req);
+    return lineOne(
+      "The first line must be session_meta.",
+      `expected session_meta, got ${first.line.type}`,
+    );
+  }
+  const meta = first.line.payload;
+  // A fork copies a thread's lines, whole whatever rollout the thread came from.
+  const base = req.forkedFrom ? undefined : (meta.history_base ?? undefined);
+  if (req.parent === undefined) {
+    if (base === undefined) return ok({ meta, lines: rest, ...fork(req), lost });
+    return fail(
+      "parent_rollout_required",
+      `This rollout is a paginated fork: its history starts in its parent session ${base.thread_id}, ` +
+        "which it does not contain. Import the parent first, then import this rollout with " +
+        "?parent=<the parent's thread id>.",
+      [{ path: "/line/1", message: `history_base names session ${base.thread_id}` }],
+    );
+  }
+  if (base === undefined) {
+    await cancelParent(req);
+    return fail("invalid_request", "The rollout is not a paginated fork: it takes no parent.", [
+      { path: "parent", message: "the rollout's session_meta has no history_base" },
+    ]);
+  }
+  const prefix = parentPrefix(req.parent.threadId, await readRolloutStream(req.parent.lines), base);
+  if (!prefix.ok) return prefix;
+  return ok({
+    meta,
+    lines: [...prefix.value, ...rest],
+    forkedFrom: req.parent.threadId,
+    lost: [...lost, ...req.parent.warnings],
+  });
+}
+
+async function cancelParent(req: ImportRequest): Promise<void> {
+  await req.parent?.lines.cancel().catch(() => undefined);
+}
+
+function fork(req: ImportRequest): { forkedFrom?: string } {
+  return req.forkedFrom ? { forkedFrom: req.forkedFrom } : {};
+}
+
+/**
+ * The parent thread's lines a paginated fork's history starts with: those the Codex parent
+ * rollout held before `end_ordinal_exclusive` (Codex numbers paginated lines with `ordinal`),
+ * without the parent's `session_meta`. The parent must be the thread imported from the session
+ * `history_base` names, and hold every line up to there.
+ */
+function parentPrefix(
+  parentId: string,
+  parent: ImportResult,
+  base: HistoryBase,
+): RpcResult<ImportedLine[]> {
+  const refuse = (message: string) =>
+    fail("invalid_request", `Thread ${parentId} cannot be this fork's parent: ${message}.`, [
+      { path: "parent", message },
+    ]);
+  if (!parent.ok) return refuse(`its rollout cannot be read (line ${parent.lineNumber})`);
+  const [first, ...rest] = parent.lines;
+  const session = first?.line.type === "session_meta" ? first.line.payload : undefined;
+  const origin = session?.imported_from?.session_id;
+  if (origin !== base.thread_id) {
+    return refuse(
+      origin === undefined
+        ? `it was not imported from a Codex rollout, and the fork's parent is session ${base.thread_id}`
+        : `it was imported from session ${origin}, and the fork's parent is session ${base.thread_id}`,
+    );
+  }
+  const end = base.end_ordinal_exclusive;
+  const prefix: ImportedLine[] = [];
+  for (const line of rest) {
+    const ordinal = line.line.ordinal;
+    if (typeof ordinal !== "number" || ordinal >= end) break;
+    prefix.push(line);
+  }
+  const last = prefix.at(-1)?.line.ordinal ?? 0;
+  if (end > 1 && last !== end - 1) {
+    return refuse(
+      `it holds the parent's lines up to ordinal ${last}, and the fork needs ${end - 1}`,
+    );
+  }
+  return ok(prefix);
 }
 
 /**
@@ -157,7 +328,7 @@ export async function restoreThread(
   if (metaLine?.type !== "session_meta") {
     return fail("internal", "The rollout in R2 has no session_meta line.");
   }
-  const rebuilt = rebuildThread(parts.catalog, {
+  const { meta, config, turns, state } = rebuildThread(parts.catalog, {
     ...name,
     lines: rows,
     createdAt: metaLine.payload.timestamp ?? metaLine.timestamp,
@@ -165,8 +336,6 @@ export async function restoreThread(
     forkedFrom: metaLine.payload.forked_from_id ?? null,
     lost: whole.warnings,
   });
-  if (!rebuilt.ok) return fail("internal", "The rollout's configuration cannot be resolved.");
-  const { meta, config, turns, state } = rebuilt.value;
   const lastSeq = rows.at(-1)?.seq ?? 0;
   const flushed = whole.segments.at(-1)?.last_seq ?? 0;
   // A reload needs every line after the checkpoint in SQLite. Not when lines were lost: a
@@ -207,36 +376,4 @@ export function newestTimestamp(lines: readonly RolloutLine[]): string | undefin
     }
   }
   return newest;
-}
-
-/**
- * A rollout's configuration: its newest `spindle_config` line, else one resolved from its newest
- * `turn_context` (a plain Codex rollout), else the defaults at the session's cwd.
- */
-export function configOfRollout(
-  catalog: ModelCatalog,
-  lines: readonly RolloutLine[],
-  cwd: string | undefined,
-): RpcResult<{ config: SessionConfiguration; warnings: string[] }> {
-  const own = lines.findLast((l) => l.type === "spindle_config");
-  if (own?.type === "spindle_config") return ok({ config: own.payload, warnings: [] });
-  const context = lines.findLast((l) => l.type === "turn_context");
-  let update: ThreadConfig = cwd ? { cwd } : {};
-  const warnings: string[] = [];
-  if (context?.type === "turn_context") {
-    const derived = threadConfigFromTurnContext(context.payload, new Set(catalog.slugs()));
-    update = derived.config;
-    warnings.push(
-      ...derived.dropped.map((d) => `imported ${d} is not supported here; the default is used`),
-    );
-  }
-  try {
-    const config = resolveSessionConfiguration(undefined, update, catalog, DEFAULT_MODEL_SLUG);
-    return ok({ config, warnings });
-  } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    return fail("invalid_request", `The rollout's settings cannot be used: ${message}`, [
-      { path: "/line/1", message },
-    ]);
-  }
 }

@@ -43,7 +43,7 @@ import { RolloutLog } from "./rollout-log.ts";
 import { migrate } from "./schema.ts";
 import { SegmentStore } from "./segments.ts";
 import { contentOf, newTurnId, TaskControl } from "./task-control.ts";
-import { importThread, restoreThread } from "./thread-from-rollout.ts";
+import { cancelUpload, importThread, restoreThread } from "./thread-from-rollout.ts";
 import { TurnQueue } from "./turn-queue.ts";
 import { Upkeep } from "./upkeep.ts";
 
@@ -438,7 +438,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       if (!keyedImport || !this.#admission.has(keyedImport.key)) {
         const existing = await this.#existingThread(req);
         if (existing) {
-          await req.lines.cancel().catch(() => undefined);
+          await cancelUpload(req);
           return existing;
         }
       }
@@ -449,9 +449,9 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       };
       if (idempotency) {
         const existing = await this.#existingThread({ threadId: req.threadId, idempotency });
-        if (existing) return existing;
+        if (existing) return cancelUpload(req).then(() => existing);
       }
-      const imported = importThread(this.#parts, req, read, () =>
+      const imported = await importThread(this.#parts, req, read, () =>
         // The thread exists from here on: so does the key that created it.
         this.#admission.record(idempotency ?? req.idempotency, null),
       );

@@ -5,6 +5,7 @@
  */
 import { type Context, Hono, type MiddlewareHandler } from "hono";
 import {
+  type CreateFromRolloutRequest,
   type IdempotencyKey,
   type InputMessage,
   importBodyMaxBytes,
@@ -134,6 +135,14 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       // The body streams past the worker, so the DO adds its digest to this fingerprint.
       const keyed = await idempotencyOf(header, "importThread", { param: query, body: null });
       const threadId = query.id ?? (await newOrKeyedThreadId("importThread", keyed));
+      // A paginated fork's parent: its lines, read by the target only if the upload needs them.
+      let parent: CreateFromRolloutRequest["parent"];
+      if (query.parent !== undefined) {
+        const { lines, warnings } = unwrap(
+          await threadStub(c.env, tenant, query.parent).forkSource({}),
+        );
+        parent = { threadId: query.parent, lines, warnings };
+      }
       // Streamed to the DO as it arrives; past the limit, or when the upload breaks off, the DO's
       // read fails and nothing is kept.
       const upload = limitStream(body, importMaxBytes);
@@ -144,6 +153,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
           threadId,
           lines: upload.stream,
           source: "import",
+          ...(parent ? { parent } : {}),
           ...keyed,
         });
       } catch (thrown) {

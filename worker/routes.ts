@@ -159,12 +159,21 @@ export const API_ROUTES = {
       "types than the ones listed are 415 `unsupported_media_type`, with `Accept-Post`. A line " +
       "that cannot be read (not JSON, nested deeper than 64 levels, a wrong envelope) is 400 " +
       "`invalid_request` with `errors[0].path` `/line/{n}`. The thread resumes from the " +
-      "rollout: no context is written before its first turn.",
+      "rollout: no context is written before its first turn. What the rollout holds that cannot " +
+      "be used shows in the thread's `warnings`. A paginated Codex fork is imported with " +
+      "`?parent=` naming the thread imported from its parent rollout; without it the answer is " +
+      "400 `parent_rollout_required`.",
     query: ImportQuerySchema,
     headers: IdempotencyHeadersSchema,
     body: { kind: "rollout", mediaTypes: IMPORT_MEDIA_TYPES },
     responses: { 201: threadCreated("The imported thread.") },
-    errors: ["thread_exists", "unsupported_media_type", "idempotency_key_reused"],
+    errors: [
+      "thread_exists",
+      "not_found",
+      "parent_rollout_required",
+      "unsupported_media_type",
+      "idempotency_key_reused",
+    ],
   },
   getThread: {
     method: "get",

@@ -26,6 +26,7 @@ export const PROBLEM_CODES = [
   "context_window_exceeded",
   "unknown_model",
   "rollout_incomplete",
+  "parent_rollout_required",
   "idempotency_key_reused",
   "idempotency_key_in_use",
   "method_not_allowed",
@@ -60,6 +61,7 @@ const PROBLEM_TYPES: Record<ProblemCode, { status: ProblemStatus; title: string 
   context_window_exceeded: { status: 400, title: "The input does not fit the context window" },
   unknown_model: { status: 400, title: "The model is not in the catalog" },
   rollout_incomplete: { status: 409, title: "Part of the rollout cannot be read" },
+  parent_rollout_required: { status: 400, title: "The rollout's history starts in its parent" },
   idempotency_key_reused: {
     status: 422,
     title: "The idempotency key was used with another request",

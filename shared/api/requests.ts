@@ -193,6 +193,10 @@ export const IdempotencyHeadersSchema = z.object({
 /** `POST /v1/threads/import`. */
 export const ImportQuerySchema = z.object({
   id: ThreadIdSchema.optional().describe("The new thread's id; generated when absent."),
+  parent: ThreadIdSchema.optional().describe(
+    "For a paginated Codex fork (its session_meta has a history_base): the thread imported " +
+      "from its parent rollout, whose lines its history starts with.",
+  ),
 });
 
 /** `GET /v1/threads/{id}/history`. The cursor is opaque: only the DO reads it. */

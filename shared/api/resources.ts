@@ -5,6 +5,7 @@ import {
   CustomToolCallOutputItemSchema,
   FunctionCallItemSchema,
   FunctionCallOutputItemSchema,
+  ImportedFromSchema,
   type KnownResponseItem,
   LocalShellCallItemSchema,
   MessageItemSchema,
@@ -63,7 +64,12 @@ export const ResolvedThreadConfigSchema = SessionConfigurationSchema;
 
 export const ThreadStatusSchema = z.enum(["idle", "running", "requires_action"]);
 
-/** Something the thread wants a client to know that is not an error (e.g. a repaired rollout). */
+/**
+ * Something the thread wants a client to know that is not an error: `rollout_repaired` (lines
+ * lost or a world-state replay repaired), `rollout_line_unread` (an imported line, or part of
+ * one, this build cannot read), `rollout_setting_unsupported` (an imported setting replaced by
+ * the default or by the nearest Spindle setting).
+ */
 export const WarningSchema = z.object({ code: z.string(), message: z.string() });
 
 /** Timestamps are RFC 3339 UTC strings, like the rollout's. */
@@ -81,6 +87,12 @@ export const ThreadResourceSchema = z.object({
   updated_at: timestamp,
   /** The id of the thread this one was forked from; null when it was not forked. */
   forked_from: ThreadIdSchema.nullable(),
+  /**
+   * Where an imported thread came from: the source rollout's session id, the version of the
+   * Codex (or Spindle) that wrote it and its originator. Kept by restores, forks and re-imports
+   * of its export; null for a thread created through the API.
+   */
+  imported_from: ImportedFromSchema.nullable(),
   warnings: z.array(WarningSchema),
 });
 

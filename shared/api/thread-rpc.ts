@@ -160,6 +160,11 @@ export interface CreateFromRolloutRequest {
    * warnings and without a context baseline, so its first turn re-sends the full context.
    */
   warnings?: string[];
+  /**
+   * `import?parent=`: the parent thread of a paginated Codex fork, its lines from `forkSource`.
+   * Read only when the upload's `session_meta` has a `history_base` (cancelled otherwise).
+   */
+  parent?: { threadId: string; lines: ReadableStream<Uint8Array>; warnings: string[] };
   /** `fork`: lines from `forkSource`; `import`: a client's upload, to be checked line by line. */
   source: "fork" | "import";
   idempotency?: IdempotencyKey;

@@ -9,6 +9,26 @@ import { TurnContextItemSchema } from "./turn-context.ts";
  * These names are persisted; never rename them.
  */
 
+/** Where an imported thread's rollout came from: the source's own `session_meta` identity. */
+export const ImportedFromSchema = z.object({
+  session_id: z.string(),
+  cli_version: z.string().nullable(),
+  originator: z.string().nullable(),
+});
+
+/** A note about an imported rollout, kept in Spindle's `session_meta` (`import_warnings`). */
+export const ImportWarningSchema = z.object({ code: z.string(), message: z.string() });
+
+/**
+ * A paginated fork's reference to its parent (Codex ≈0.145+): the child holds only its own
+ * records, and its history starts with the parent's records before `end_ordinal_exclusive`.
+ */
+export const HistoryBaseSchema = z.looseObject({
+  thread_id: z.string(),
+  end_ordinal_exclusive: z.number().int().nonnegative(),
+  end_byte_offset: z.number().optional(),
+});
+
 export const SessionMetaSchema = z.looseObject({
   id: z.string(),
   timestamp: z.string().optional(),
@@ -17,8 +37,17 @@ export const SessionMetaSchema = z.looseObject({
   cli_version: z.string().optional(),
   source: z.unknown().optional(),
   model_provider: z.string().nullish(),
+  /** User instructions (AGENTS.md and the global ones), Codex 0.32–0.87. */
+  instructions: z.string().nullish(),
   base_instructions: z.unknown().optional(),
   forked_from_id: z.string().nullish(),
+  dynamic_tools: z.array(z.unknown()).nullish(),
+  history_mode: z.string().nullish(),
+  history_base: HistoryBaseSchema.nullish(),
+  /** Spindle's own lines only: the rollout an import came from. */
+  imported_from: ImportedFromSchema.nullish(),
+  /** Spindle's own lines only: what the import could not carry over. */
+  import_warnings: z.array(ImportWarningSchema).nullish(),
 });
 
 export const WorldStateItemSchema = z.looseObject({
@@ -106,28 +135,38 @@ export const EventMsgSchema = z.union([KnownEventMsgSchema, OtherEventSchema]);
  * back. Codex readers skip it as an unknown line type.
  */
 const envelope = { timestamp: z.string(), ordinal: z.number().nullish() };
+/**
+ * Envelopes are loose: members beside `payload` (the `metadata` of newer Codex `response_item`
+ * lines) are kept, so a decoded line encodes back to what was read.
+ */
+const line = z.looseObject;
 
 export const RolloutLineSchema = z.union([
   z.discriminatedUnion("type", [
-    z.object({ ...envelope, type: z.literal("session_meta"), payload: SessionMetaSchema }),
-    z.object({ ...envelope, type: z.literal("response_item"), payload: ResponseItemSchema }),
-    z.object({ ...envelope, type: z.literal("turn_context"), payload: TurnContextItemSchema }),
-    z.object({ ...envelope, type: z.literal("world_state"), payload: WorldStateItemSchema }),
-    z.object({ ...envelope, type: z.literal("compacted"), payload: CompactedItemSchema }),
-    z.object({ ...envelope, type: z.literal("event_msg"), payload: EventMsgSchema }),
-    z.object({
+    line({ ...envelope, type: z.literal("session_meta"), payload: SessionMetaSchema }),
+    line({ ...envelope, type: z.literal("response_item"), payload: ResponseItemSchema }),
+    line({ ...envelope, type: z.literal("turn_context"), payload: TurnContextItemSchema }),
+    line({ ...envelope, type: z.literal("world_state"), payload: WorldStateItemSchema }),
+    line({ ...envelope, type: z.literal("compacted"), payload: CompactedItemSchema }),
+    line({ ...envelope, type: z.literal("event_msg"), payload: EventMsgSchema }),
+    line({
       ...envelope,
       type: z.literal("spindle_config"),
       payload: SessionConfigurationSchema,
     }),
   ]),
   // Line types from other Codex revisions are tolerated on read and ignored by reconstruction.
-  z
-    .object({ ...envelope, type: z.string(), payload: z.unknown() })
-    .transform((l) => ({ ...l, type: "unknown" as const, original_type: l.type })),
+  line({ ...envelope, type: z.string(), payload: z.unknown() }).transform((l) => ({
+    ...l,
+    type: "unknown" as const,
+    original_type: l.type,
+  })),
 ]);
 
 export type SessionMeta = z.infer<typeof SessionMetaSchema>;
+export type ImportedFrom = z.infer<typeof ImportedFromSchema>;
+export type ImportWarning = z.infer<typeof ImportWarningSchema>;
+export type HistoryBase = z.infer<typeof HistoryBaseSchema>;
 export type WorldStateItem = z.infer<typeof WorldStateItemSchema>;
 export type CompactedItem = z.output<typeof CompactedItemSchema>;
 export type EventMsg = z.output<typeof EventMsgSchema>;

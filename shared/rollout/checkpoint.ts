@@ -96,6 +96,8 @@ export interface Checkpoint {
   compactions: number;
   /** The newest non-null `token_count` info. Undefined: none was recorded. */
   tokenInfo?: TokenUsageInfo;
+  /** The covered lines hold a `task_started` (`opensUntrackedTurn`). Absent: they hold none. */
+  tasksStarted?: true;
   /** Scan entries of the newest covered lines, oldest first. */
   recent: ScanEntry[];
   /** What the covered lines before `recent` concluded. Undefined: `recent` starts at line 0. */
@@ -130,6 +132,7 @@ function countersOf(checkpoint: Checkpoint | undefined): LineCounters {
     compactions: checkpoint?.compactions ?? 0,
   };
   if (checkpoint?.tokenInfo !== undefined) counters.tokenInfo = checkpoint.tokenInfo;
+  if (checkpoint?.tasksStarted === true) counters.tasksStarted = true;
   return counters;
 }
 
@@ -219,6 +222,7 @@ function buildCheckpoint(
     compactions: counters.compactions,
     recent: [],
     ...(counters.tokenInfo === undefined ? {} : { tokenInfo: counters.tokenInfo }),
+    ...(counters.tasksStarted === true ? { tasksStarted: true as const } : {}),
     ...(older === undefined ? {} : { older }),
   });
   checkpoint.recent = recent;

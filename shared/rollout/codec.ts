@@ -6,9 +6,11 @@ import { parseJsonWithin, type RolloutLine, RolloutLineSchema } from "../protoco
  *
  * Round trip: a line decoded here encodes back to the same JSON, key order included, except for
  * the accepted aliases (`turn_started`, `turn_complete`, `compaction_summary`, a numeric
- * compaction `window_id`), which come back in their canonical spelling. Line types, event types
- * and response-item types this build does not know keep their original `type` and payload, so an
- * imported Codex rollout exports unchanged.
+ * compaction `window_id`), which come back in their canonical spelling, and for items of a type
+ * this build does not know inside a compaction's replacement history (Codex's `additional_tools`),
+ * which decode to their type alone. Line types, event types and response-item lines of types this
+ * build does not know keep their original `type` and payload. Imported and copied lines are
+ * stored as their text, never re-encoded, so an imported Codex rollout exports unchanged.
  */
 
 /** A line that could not be decoded. The message names the 1-based line number and the reason. */
@@ -32,6 +34,7 @@ const KNOWN_LINE_TYPES: ReadonlySet<string> = new Set([
   "world_state",
   "compacted",
   "event_msg",
+  "spindle_config",
 ]);
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -91,8 +94,29 @@ export function encodeRolloutJsonl(lines: readonly RolloutLine[]): string {
   return out;
 }
 
+/**
+ * Codex 0.2–0.31 wrote rollouts before the envelope: a header `{id, timestamp, instructions?,
+ * git?}` without `type`, then bare items and `{"record_type": "state"}` lines. No Codex since 0.32
+ * reads them and none converts them; Spindle does not import them either (docs/api.md).
+ */
+export const LEGACY_ROLLOUT_REASON =
+  "this is a legacy Codex rollout (written by Codex 0.2–0.31, before session_meta lines); " +
+  "only Codex 0.8–0.31 can read it and no Codex release converts it to the current format, " +
+  "so it cannot be imported: Spindle imports rollouts written by Codex 0.32 and later";
+
+function isLegacyLine(value: Record<string, unknown>): boolean {
+  if (Object.hasOwn(value, "record_type")) return true;
+  return (
+    !Object.hasOwn(value, "type") &&
+    typeof value.id === "string" &&
+    typeof value.timestamp === "string" &&
+    !Object.hasOwn(value, "payload")
+  );
+}
+
 function envelopeProblem(value: unknown): string | undefined {
   if (!isPlainObject(value)) return "expected a JSON object";
+  if (isLegacyLine(value)) return LEGACY_ROLLOUT_REASON;
   if (typeof value.timestamp !== "string") return 'expected a string "timestamp"';
   if (typeof value.type !== "string") return 'expected a string "type"';
   if (!Object.hasOwn(value, "payload")) return 'missing "payload"';
@@ -175,7 +199,7 @@ const KNOWN_EVENT_TYPES: ReadonlySet<string> = new Set([
  * not fit its schema and was therefore kept as `unknown`/`other` (and is ignored by
  * reconstruction, except that an unreadable `world_state` clears the baseline).
  */
-function schemaMismatch(line: RolloutLine): string | undefined {
+export function schemaMismatch(line: RolloutLine): string | undefined {
   if (line.type === "unknown") {
     if (!KNOWN_LINE_TYPES.has(line.original_type)) return undefined;
     if (line.original_type === "response_item" && isPlainObject(line.payload)) {

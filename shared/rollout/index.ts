@@ -14,18 +14,23 @@ export {
   decodeRolloutLine,
   encodeRolloutJsonl,
   encodeRolloutLine,
+  LEGACY_ROLLOUT_REASON,
   RolloutDecodeError,
 } from "./codec.ts";
 export {
   type ReconstructedState,
   type ReconstructOptions,
   reconstructRollout,
+  worldStateOf,
 } from "./reconstruct.ts";
 export {
   type CompactedEntry,
   isHistoryRewrite,
   type OlderScanSummary,
+  opensUntrackedTurn,
+  replacementItems,
   type ScanEntry,
   type WorldStateRecord,
   type WorldStateReplay,
 } from "./scan.ts";
+export { unreadLineWarnings, unreadPart } from "./unread.ts";

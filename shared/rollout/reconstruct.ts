@@ -11,8 +11,15 @@ import type {
   PreviousTurnSettings,
   ResponseItem,
   RolloutLine,
+  WorldStateSnapshot,
 } from "../protocol/index.ts";
-import { interAgentMessage, type LineCounters, ReverseScan, scanEntriesOf } from "./scan.ts";
+import {
+  interAgentMessage,
+  type LineCounters,
+  ReverseScan,
+  replacementItems,
+  scanEntriesOf,
+} from "./scan.ts";
 
 export interface ReconstructOptions {
   /** The policy tool outputs are truncated with as history is re-recorded (reference §6.2). */
@@ -107,8 +114,8 @@ export function materialize(
         history.recordItems([line.payload], policy);
         break;
       case "compacted": {
-        const replacement = line.payload.replacement_history;
-        if (replacement !== undefined && replacement !== null) {
+        const replacement = replacementItems(line.payload);
+        if (replacement !== undefined) {
           history.replace(replacement);
         } else {
           sawLegacyCompaction = true;
@@ -195,4 +202,19 @@ export function reconstructRollout(
   const from = source === undefined ? 0 : source.lineIndex + 1;
   const sawLegacyCompaction = materialize(history, lines, from, opts.truncation);
   return assembleState(history, scan, sawLegacyCompaction, counters);
+}
+
+/**
+ * The world-state baseline a rollout replays to (step 3 of `reconstructRollout`, which gives the
+ * same), without re-recording its history: for reading the settings it holds.
+ */
+export function worldStateOf(lines: readonly RolloutLine[]): WorldStateSnapshot | undefined {
+  const scan = new ReverseScan({ earlyExit: false });
+  const entries = scanEntriesOf(lines, { rewrites: 0, legacyCompactions: 0, compactions: 0 });
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const entry = entries[i];
+    if (entry !== undefined) scan.push(entry);
+  }
+  scan.finish();
+  return scan.worldState().baseline;
 }

@@ -1,5 +1,6 @@
 import { isUserTurnBoundary } from "../context/index.ts";
 import type {
+  CompactedItem,
   JsonObject,
   MessageItem,
   PreviousTurnSettings,
@@ -49,7 +50,8 @@ export interface CompactedEntry {
 export type ScanEntry =
   | CompactedEntry
   | { type: "rollback"; numTurns: number }
-  | { type: "turn_started"; turnId: string }
+  /** Without `turnId`: a user turn of a rollout written before turn-start events. */
+  | { type: "turn_started"; turnId?: string }
   | { type: "turn_complete"; turnId: string }
   | { type: "turn_aborted"; turnId?: string }
   /** Response items, `user_message` events, inter-agent messages: each ensures a segment. */
@@ -67,6 +69,8 @@ export interface LineCounters {
   compactions: number;
   /** The newest non-null `token_count` info. */
   tokenInfo?: TokenUsageInfo;
+  /** A `task_started` was seen: from then on every turn has one (`opensUntrackedTurn`). */
+  tasksStarted?: boolean;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -119,6 +123,35 @@ export function appendEntries(
   return out;
 }
 
+/**
+ * Whether `line` starts a user turn that no `task_started` marks: Codex before 0.100 wrote no
+ * turn-start events, so until the first one (`tasksStarted`) each real user message starts a
+ * turn. Codex wrote no item ids then either; Spindle gives every item one, so a message it
+ * recorded outside a turn (an inject) starts none.
+ */
+export function opensUntrackedTurn(line: RolloutLine, tasksStarted: boolean): boolean {
+  return (
+    !tasksStarted &&
+    line.type === "response_item" &&
+    line.payload.type === "message" &&
+    !line.payload.id &&
+    isUserTurnBoundary(line.payload)
+  );
+}
+
+/**
+ * The items of a compaction's replacement history that history holds: known item types only,
+ * as for `response_item` lines (`additional_tools` and other request-prefix or unmodelled items
+ * stay in the rollout line). Undefined without replacement history.
+ */
+export function replacementItems(payload: CompactedItem): ResponseItem[] | undefined {
+  const replacement = payload.replacement_history;
+  if (replacement === undefined || replacement === null) return undefined;
+  return replacement.some((item) => item.type === "other")
+    ? replacement.filter((item) => item.type !== "other")
+    : replacement;
+}
+
 /** A line that rewrites history: every compaction, and every rollback of at least one turn. */
 export function isHistoryRewrite(line: RolloutItem): boolean {
   if (line.type === "compacted") return true;
@@ -139,6 +172,9 @@ export function scanEntriesOf(lines: readonly RolloutLine[], counters: LineCount
     if (isHistoryRewrite(line)) counters.rewrites += 1;
     switch (line.type) {
       case "response_item":
+        if (opensUntrackedTurn(line, counters.tasksStarted === true)) {
+          pushEntry(entries, { type: "turn_started" });
+        }
         pushEntry(entries, { type: "items", userTurn: isUserTurnBoundary(line.payload) });
         return;
       case "turn_context":
@@ -153,7 +189,7 @@ export function scanEntriesOf(lines: readonly RolloutLine[], counters: LineCount
         return;
       }
       case "compacted": {
-        const replacementHistory = line.payload.replacement_history ?? undefined;
+        const replacementHistory = replacementItems(line.payload);
         counters.compactions += 1;
         if (replacementHistory === undefined) counters.legacyCompactions += 1;
         const entry: CompactedEntry = {
@@ -172,6 +208,7 @@ export function scanEntriesOf(lines: readonly RolloutLine[], counters: LineCount
         const event = line.payload;
         switch (event.type) {
           case "task_started":
+            counters.tasksStarted = true;
             pushEntry(entries, { type: "turn_started", turnId: event.turn_id });
             return;
           case "task_complete":

@@ -6,7 +6,6 @@ import type {
   SessionConfiguration,
   ThreadConfig,
   TruncationConfig,
-  TurnContextItem,
 } from "../protocol/index.ts";
 import { InvalidConfigurationError, UnknownModelError } from "./errors.ts";
 
@@ -169,49 +168,4 @@ function checkTimezone(timezone: string): string {
     throw new InvalidConfigurationError("timezone", `unknown IANA timezone: ${timezone}`);
   }
   return timezone;
-}
-
-const SANDBOX_MODES = new Set(["read-only", "workspace-write", "danger-full-access"]);
-const APPROVAL_POLICIES = new Set(["never", "on-request", "on-failure", "untrusted"]);
-
-/**
- * The thread configuration a Codex `turn_context` implies, for a rollout imported without
- * Spindle's own `spindle_config` line. What the item does not carry (tools, custom sections,
- * AGENTS.md text) keeps its default; values Spindle does not know (a sandbox mode, a model
- * missing from `knownModels`) are left out and listed in `dropped`.
- */
-export function threadConfigFromTurnContext(
-  item: TurnContextItem,
-  knownModels: ReadonlySet<string>,
-): { config: ThreadConfig; dropped: string[] } {
-  const config: ThreadConfig = {};
-  const dropped: string[] = [];
-  if (knownModels.has(item.model)) config.model = item.model;
-  else dropped.push(`model ${item.model}`);
-  if (item.environments && item.environments.length > 0) {
-    config.environments = item.environments.map((e) => ({ id: e.environment_id, cwd: e.cwd }));
-  } else {
-    config.cwd = item.cwd;
-  }
-  if (item.timezone) config.timezone = item.timezone;
-  const mode = item.sandbox_policy?.mode;
-  const approval = item.approval_policy;
-  if (mode && SANDBOX_MODES.has(mode) && approval && APPROVAL_POLICIES.has(approval)) {
-    config.permissions = {
-      sandbox: mode as PermissionsConfig["sandbox"],
-      approval_policy: approval as PermissionsConfig["approval_policy"],
-      writable_roots: item.sandbox_policy?.writable_roots ?? [],
-      network_access: item.sandbox_policy?.network_access ?? false,
-    };
-  } else if (mode || approval) {
-    dropped.push(`permissions ${mode ?? "?"}/${approval ?? "?"}`);
-  }
-  if (item.developer_instructions) config.developer_instructions = item.developer_instructions;
-  if (item.personality) config.personality = item.personality;
-  const truncation = item.truncation_policy;
-  if (truncation && Number.isInteger(truncation.limit) && truncation.limit > 0) {
-    config.truncation =
-      truncation.mode === "bytes" ? { bytes: truncation.limit } : { tokens: truncation.limit };
-  }
-  return { config, dropped };
 }

@@ -1,3 +1,4 @@
+export * from "./codex-settings.ts";
 export * from "./compaction.ts";
 export * from "./configuration.ts";
 export { assertContextFits } from "./context-fit.ts";
@@ -13,6 +14,7 @@ export {
 } from "./context-updates.ts";
 export * from "./engine.ts";
 export * from "./errors.ts";
+export * from "./imported-config.ts";
 export * from "./notices.ts";
 export { buildCompactionPrompt, buildPrompt, modelVisiblePrompt } from "./prompt.ts";
 export * from "./rollout-sink.ts";

@@ -169,7 +169,13 @@ describe("deeply nested JSON is refused at the door, and nothing is stored", () 
       await api("GET", `/v1/threads/${id}/history`),
     );
     expect(history.data.map((i) => i.content[0]?.text)).toEqual(["kept"]);
-    expect(afterMeta(await exportOf(id))).toEqual([...lines.slice(1), ""]);
+    // The lines as they came, then the configuration the import resolved.
+    const exported = afterMeta(await exportOf(id));
+    expect(exported.slice(0, 2)).toEqual(lines.slice(1));
+    expect(exported.slice(2).map((l) => (l === "" ? "" : JSON.parse(l).type))).toEqual([
+      "spindle_config",
+      "",
+    ]);
     // A compaction writes the kept item into its replacement history: still a readable line.
     await json(await post(`/v1/threads/${id}/compact`));
     const copy = newThreadId();

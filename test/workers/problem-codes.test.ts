@@ -7,7 +7,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { PROBLEM_CODES, type ProblemCode, problemStatus } from "../../shared/api/index.ts";
-import { api, DEV_KEY, json, newThreadId, post } from "./helpers/api.ts";
+import { api, DEV_KEY, importRollout, json, newThreadId, post } from "./helpers/api.ts";
 
 const covered = new Set<ProblemCode>();
 
@@ -136,6 +136,18 @@ describe("every problem code is produced by the service", () => {
   it("unsupported_media_type: an import that is not sent as JSONL", async () => {
     const res = await api("POST", "/v1/threads/import", { not: "jsonl" });
     await expectProblem(res, "unsupported_media_type");
+  });
+
+  it("parent_rollout_required: a paginated Codex fork imported without its parent", async () => {
+    const meta = {
+      id: "child-session",
+      cwd: "/repo",
+      history_mode: "paginated",
+      history_base: { thread_id: "parent-session", end_ordinal_exclusive: 4 },
+    };
+    const line = { timestamp: "2026-09-30T12:00:00.000Z", type: "session_meta", payload: meta };
+    const res = await importRollout(newThreadId(), `${JSON.stringify(line)}\n`);
+    await expectProblem(res, "parent_rollout_required");
   });
 
   it("event_expired: replaying from an event the thread no longer keeps", async () => {

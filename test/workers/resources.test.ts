@@ -100,6 +100,7 @@ describe("threadResource: the thread as the API shows it", () => {
       created_at: result.meta.created_at,
       updated_at: result.meta.updated_at,
       forked_from: null,
+      imported_from: null,
       warnings: [],
     });
     expect(Date.parse(result.meta.created_at)).not.toBeNaN();

@@ -7,10 +7,12 @@ import {
   storagePartsOf,
   systemClock,
 } from "../../durable-objects/live-thread.ts";
+import type { ThreadMeta } from "../../durable-objects/meta-store.ts";
 import { readRolloutStream } from "../../durable-objects/rollout-import.ts";
 import { decodeTolerantly, RolloutLog } from "../../durable-objects/rollout-log.ts";
 import { importThread, restoreThread } from "../../durable-objects/thread-from-rollout.ts";
 import type { Env } from "../../env.ts";
+import { DEFAULT_MODEL_CATALOG } from "../../shared/models/index.ts";
 import type { MessageItem } from "../../shared/protocol/index.ts";
 import { newThreadId, threadStub } from "./helpers/api.ts";
 
@@ -39,6 +41,17 @@ function threadTables(state: DurableObjectState) {
   };
 }
 const EMPTY_TABLES = { rollout: 0, meta: 0, turns: 0, idempotency: 0 };
+
+/** Loses the object's local state and restores the thread from what R2 holds. */
+function restoreFromR2Alone(parts: StorageParts, threadId: string, state: DurableObjectState) {
+  state.storage.sql.exec("DELETE FROM spindle_rollout; DELETE FROM spindle_meta;");
+  state.storage.sql.exec("DELETE FROM spindle_turns; DELETE FROM spindle_segments;");
+  return restoreThread(
+    parts,
+    { tenant: "local", threadId },
+    new RolloutLog(parts.sql, systemClock, 0),
+  );
+}
 
 /** The JSONL text of lines, as an upload sends it. */
 const upload = (lines: readonly object[]) =>
@@ -107,6 +120,29 @@ const CODEX_ROLLOUT = [
   item(9, CALL), // 15
 ];
 
+/** The configuration CODEX_ROLLOUT resolves to: its turn_context's settings. */
+const RESOLVED_CONFIG = {
+  model: "spindle-local-lite",
+  provider: "local",
+  permissions: {
+    sandbox: "read-only",
+    approval_policy: "never",
+    writable_roots: [],
+    network_access: false,
+  },
+  environments: [{ id: "local", cwd: "/src" }],
+  timezone: "Europe/Paris",
+  context_sections: {},
+  tools: [],
+  truncation: { tokens: 10_000 },
+};
+
+const pick = ({ forked_from, imported_from, turn_count }: ThreadMeta) => ({
+  forked_from,
+  imported_from,
+  turn_count,
+});
+
 const turnRow = (
   id: string,
   kind: "turn" | "compaction",
@@ -130,7 +166,7 @@ describe("importThread: a thread from an uploaded or forked rollout", () => {
   it("refuses a body that did not decode, at the line that failed, writing nothing", async () => {
     const result = await inFreshObject(async (parts, threadId, state) => {
       let recorded = 0;
-      const imported = importThread(
+      const imported = await importThread(
         parts,
         { tenant: "local", threadId },
         { ok: false, code: "invalid_request", lineNumber: 3, reason: "not JSON" },
@@ -157,7 +193,7 @@ describe("importThread: a thread from an uploaded or forked rollout", () => {
   it("refuses an empty rollout at /line/1, writing nothing", async () => {
     const result = await inFreshObject(async (parts, threadId, state) => {
       let recorded = 0;
-      const imported = importThread(
+      const imported = await importThread(
         parts,
         { tenant: "local", threadId },
         await readRolloutStream(new Blob(["\n\n"]).stream()),
@@ -184,7 +220,7 @@ describe("importThread: a thread from an uploaded or forked rollout", () => {
   it("refuses a rollout whose first line is not session_meta at /line/1, writing nothing", async () => {
     const result = await inFreshObject(async (parts, threadId, state) => {
       let recorded = 0;
-      const imported = importThread(
+      const imported = await importThread(
         parts,
         { tenant: "local", threadId },
         await readRolloutStream(upload(CODEX_ROLLOUT.slice(1))),
@@ -208,8 +244,8 @@ describe("importThread: a thread from an uploaded or forked rollout", () => {
     });
   });
 
-  it("refuses settings the engine cannot use, writing nothing", async () => {
-    const result = await inFreshObject(async (parts, threadId, state) => {
+  it("replaces a setting it cannot use by the default, with a warning naming its line", async () => {
+    const result = await inFreshObject(async (parts, threadId) => {
       const lines = [
         SOURCE_META,
         {
@@ -218,24 +254,115 @@ describe("importThread: a thread from an uploaded or forked rollout", () => {
           payload: { cwd: "/src", model: "spindle-local", timezone: "Not/A_Zone" },
         },
       ];
-      const imported = importThread(
+      const imported = await importThread(
         parts,
         { tenant: "local", threadId },
         await readRolloutStream(upload(lines)),
         () => {},
       );
-      return { imported, tables: threadTables(state) };
+      if (!imported.ok) return { imported };
+      return {
+        timezone: imported.value.session.state.config.timezone,
+        warnings: imported.value.meta.warnings,
+      };
     });
     expect(result).toEqual({
-      imported: {
-        ok: false,
-        error: {
-          code: "invalid_request",
-          detail: "The rollout's settings cannot be used: unknown IANA timezone: Not/A_Zone",
-          errors: [{ path: "/line/1", message: "unknown IANA timezone: Not/A_Zone" }],
+      timezone: "UTC",
+      warnings: [
+        {
+          code: "rollout_setting_unsupported",
+          message:
+            "rollout line 2 (turn_context): timezone cannot be used here (unknown IANA timezone: Not/A_Zone); the default is used instead",
+        },
+      ],
+    });
+  });
+
+  it("validates a spindle_config line like the API's input: a restore keeps the repaired configuration", async () => {
+    const poisoned = {
+      timestamp: at(1),
+      type: "spindle_config",
+      payload: { ...RESOLVED_CONFIG, model: "nope", timezone: "Not/AZone" },
+    };
+    const result = await inFreshObject(async (parts, threadId, state) => {
+      const imported = await importThread(
+        parts,
+        { tenant: "local", threadId },
+        await readRolloutStream(upload([SOURCE_META, poisoned])),
+        () => {},
+      );
+      if (!imported.ok) return { imported };
+      await imported.value.segments.flush();
+      const before = { config: imported.value.session.state.config, meta: imported.value.meta };
+      const restored = await restoreFromR2Alone(parts, threadId, state);
+      if (!restored.ok) return { restored };
+      const after = { config: restored.value.session.state.config, meta: restored.value.meta };
+      return { before, after, prompt: restored.value.session.previewPrompt().instructions };
+    });
+    expect(result.before?.config).toEqual({
+      ...poisoned.payload,
+      model: "spindle-local",
+      timezone: "UTC",
+    });
+    expect(result.before?.meta.warnings).toEqual([
+      {
+        code: "rollout_setting_unsupported",
+        message:
+          'rollout line 2 (spindle_config): model cannot be used here (Unknown model "nope".); the thread runs on spindle-local',
+      },
+      {
+        code: "rollout_setting_unsupported",
+        message:
+          "rollout line 2 (spindle_config): timezone cannot be used here (unknown IANA timezone: Not/AZone); the default is used instead",
+      },
+    ]);
+    expect(result.after).toEqual(result.before);
+    expect(result.prompt).toBe(DEFAULT_MODEL_CATALOG.get("spindle-local")?.instructions);
+  });
+
+  it("an import's session_meta names the thread and its source, and keeps none of the source's forks", async () => {
+    const forkedSource = {
+      ...SOURCE_META,
+      payload: { ...SOURCE_META.payload, forked_from_id: "codex-parent-session" },
+    };
+    const result = await inFreshObject(async (parts, threadId, state) => {
+      const imported = await importThread(
+        parts,
+        { tenant: "local", threadId },
+        await readRolloutStream(upload([forkedSource, ...CODEX_ROLLOUT.slice(1, 6)])),
+        () => {},
+      );
+      if (!imported.ok) return { imported };
+      await imported.value.segments.flush();
+      const first = decodeTolerantly(imported.value.log.rawAfter(0, 1)).lines[0];
+      const restored = await restoreFromR2Alone(parts, threadId, state);
+      return {
+        threadId,
+        first,
+        imported: pick(imported.value.meta),
+        restored: restored.ok ? pick(restored.value.meta) : restored,
+      };
+    });
+    const now = result.first?.timestamp;
+    const origin = { session_id: "src-session", cli_version: "0.50.0", originator: "codex_cli_rs" };
+    expect(result).toEqual({
+      threadId: result.threadId,
+      first: {
+        timestamp: now,
+        type: "session_meta",
+        payload: {
+          id: result.threadId,
+          timestamp: now,
+          cwd: "/src",
+          originator: "spindle",
+          cli_version: "spindle-0.1.0",
+          source: "api",
+          model_provider: "local",
+          imported_from: origin,
         },
       },
-      tables: EMPTY_TABLES,
+      imported: { forked_from: null, imported_from: origin, turn_count: 1 },
+      restored: { forked_from: null, imported_from: origin, turn_count: 1 },
     });
   });
 
@@ -244,7 +371,7 @@ describe("importThread: a thread from an uploaded or forked rollout", () => {
       const read = await readRolloutStream(upload(CODEX_ROLLOUT));
       const texts = read.ok ? read.lines.map((l) => l.text) : [];
       const before = Date.now();
-      const imported = importThread(
+      const imported = await importThread(
         parts,
         { tenant: "local", threadId, forkedFrom: "t_source" },
         read,
@@ -268,9 +395,12 @@ describe("importThread: a thread from an uploaded or forked rollout", () => {
     expect(result).toEqual({
       threadId: result.threadId,
       before: result.before,
-      seqs: Array.from({ length: 15 }, (_, i) => i + 1),
-      // Byte for byte as uploaded (and as read).
-      rest: CODEX_ROLLOUT.slice(1).map((line) => JSON.stringify(line)),
+      seqs: Array.from({ length: 16 }, (_, i) => i + 1),
+      // Byte for byte as uploaded (and as read), then the configuration it resolved to.
+      rest: [
+        ...CODEX_ROLLOUT.slice(1).map((line) => JSON.stringify(line)),
+        JSON.stringify({ timestamp: now, type: "spindle_config", payload: RESOLVED_CONFIG }),
+      ],
       readTexts: CODEX_ROLLOUT.slice(1).map((line) => JSON.stringify(line)),
       first: {
         timestamp: now,
@@ -284,14 +414,14 @@ describe("importThread: a thread from an uploaded or forked rollout", () => {
           forked_from_id: "t_source",
         },
       },
-      lastSeq: 15,
+      lastSeq: 16,
     });
   });
 
   it("rebuilds the turn rows, turn_count, identity and configuration from the lines", async () => {
     const result = await inFreshObject(async (parts, threadId) => {
       let recordedRows: unknown;
-      const imported = importThread(
+      const imported = await importThread(
         parts,
         { tenant: "local", threadId, forkedFrom: "t_source" },
         await readRolloutStream(upload(CODEX_ROLLOUT)),
@@ -321,25 +451,12 @@ describe("importThread: a thread from an uploaded or forked rollout", () => {
       created_at: expect.any(String),
       updated_at: expect.any(String),
       forked_from: "t_source",
+      imported_from: null,
       // The compaction is not a user turn.
       turn_count: 3,
       warnings: [],
     };
-    const config = {
-      model: "spindle-local-lite",
-      provider: "local",
-      permissions: {
-        sandbox: "read-only",
-        approval_policy: "never",
-        writable_roots: [],
-        network_access: false,
-      },
-      environments: [{ id: "local", cwd: "/src" }],
-      timezone: "Europe/Paris",
-      context_sections: {},
-      tools: [],
-      truncation: { tokens: 10_000 },
-    };
+    const config = RESOLVED_CONFIG;
     expect(result).toEqual({
       threadId: result.threadId,
       recordedRows: "turn_3",
@@ -351,8 +468,9 @@ describe("importThread: a thread from an uploaded or forked rollout", () => {
         turnRow("turn_1", "turn", "completed", 2, 6),
         turnRow("turn_2", "turn", "interrupted", 7, 9),
         turnRow("turn_c", "compaction", "completed", 10, 12),
-        // Left open with a call unanswered: it waits for the call's output.
-        turnRow("turn_3", "turn", "requires_action", 13, 15, [CALL]),
+        // Left open with a call unanswered: it waits for the call's output. The import's
+        // spindle_config line (16) comes after the lines it copied.
+        turnRow("turn_3", "turn", "requires_action", 13, 16, [CALL]),
       ],
       history: [
         [{ type: "input_text", text: "hello" }],
@@ -365,7 +483,7 @@ describe("importThread: a thread from an uploaded or forked rollout", () => {
 
   it("without forkedFrom, the thread is forked from nothing and its session_meta says none", async () => {
     const result = await inFreshObject(async (parts, threadId) => {
-      const imported = importThread(
+      const imported = await importThread(
         parts,
         { tenant: "local", threadId },
         await readRolloutStream(upload([SOURCE_META])),
@@ -382,13 +500,42 @@ describe("importThread: a thread from an uploaded or forked rollout", () => {
     expect(result).toEqual({
       forkedFrom: null,
       turnCount: 0,
-      payloadKeys: ["cli_version", "cwd", "id", "originator", "timestamp"],
+      payloadKeys: [
+        "cli_version",
+        "cwd",
+        "id",
+        "imported_from",
+        "model_provider",
+        "originator",
+        "source",
+        "timestamp",
+      ],
     });
+  });
+
+  it("a fork copies a thread whole, even one whose session_meta names a history_base", async () => {
+    const paginated = {
+      ...SOURCE_META,
+      payload: {
+        ...SOURCE_META.payload,
+        history_base: { thread_id: "codex-parent", end_ordinal_exclusive: 9 },
+      },
+    };
+    const result = await inFreshObject(async (parts, threadId) => {
+      const imported = await importThread(
+        parts,
+        { tenant: "local", threadId, forkedFrom: "t_source" },
+        await readRolloutStream(upload([paginated, ...CODEX_ROLLOUT.slice(1, 6)])),
+        () => {},
+      );
+      return imported.ok ? pick(imported.value.meta) : imported;
+    });
+    expect(result).toEqual({ forked_from: "t_source", imported_from: null, turn_count: 1 });
   });
 
   it("a fork of a damaged rollout starts with its warnings", async () => {
     const result = await inFreshObject(async (parts, threadId) => {
-      const imported = importThread(
+      const imported = await importThread(
         parts,
         {
           tenant: "local",
@@ -426,7 +573,7 @@ describe("restoreThread: a thread rebuilt from R2 alone", () => {
   it("rebuilds identity, configuration and turns from the flushed lines, on an emptied SQLite", async () => {
     const result = await inFreshObject(async (parts, threadId, state) => {
       const read = await readRolloutStream(upload(CODEX_ROLLOUT));
-      const imported = importThread(parts, { tenant: "local", threadId }, read, () => {});
+      const imported = await importThread(parts, { tenant: "local", threadId }, read, () => {});
       if (!imported.ok) return { imported };
       const original = imported.value;
       await original.segments.flush();
@@ -436,14 +583,7 @@ describe("restoreThread: a thread rebuilt from R2 alone", () => {
         turns: ["turn_1", "turn_2", "turn_c", "turn_3"].map((id) => parts.meta.turn(id)),
         lines: original.log.rawAfter(0).map((r) => r.line),
       };
-      // Local state lost: only R2 is left.
-      state.storage.sql.exec("DELETE FROM spindle_rollout; DELETE FROM spindle_meta;");
-      state.storage.sql.exec("DELETE FROM spindle_turns; DELETE FROM spindle_segments;");
-      const restored = await restoreThread(
-        parts,
-        { tenant: "local", threadId },
-        new RolloutLog(parts.sql, systemClock, 0),
-      );
+      const restored = await restoreFromR2Alone(parts, threadId, state);
       if (!restored.ok) return { restored };
       const live = restored.value;
       return {
@@ -459,17 +599,17 @@ describe("restoreThread: a thread rebuilt from R2 alone", () => {
         checkpointSeq: live.checkpoint?.lastSeq,
       };
     });
-    expect(result.before?.lines).toHaveLength(15);
+    expect(result.before?.lines).toHaveLength(16);
     expect(result).toEqual({
       before: result.before,
       after: {
         meta: result.before?.meta,
         config: result.before?.config,
         turns: result.before?.turns,
-        lines: 15,
+        lines: 16,
       },
       sqliteLines: 0,
-      checkpointSeq: 15,
+      checkpointSeq: 16,
     });
   });
 });

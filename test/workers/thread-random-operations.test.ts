@@ -3,6 +3,12 @@ import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { afterEach, describe, expect, it, type MockInstance, vi } from "vitest";
 import {
+  CODEX_FIXTURES,
+  type CodexFixture,
+  DEFAULT_CONFIG,
+  jsonl,
+} from "../fixtures/codex-rollouts.ts";
+import {
   api,
   DEV_KEY,
   importRollout,
@@ -19,7 +25,8 @@ import type { TestThread } from "./worker.ts";
 /*
  * Model-based durability test: random sequences of the operations a client and the platform can
  * mix (turns with overrides, long inputs, tool calls and their outputs, rollbacks, compactions,
- * injects, forks, export + import, evictions, instances lost mid-turn, turns that interrupt, steer
+ * injects, forks, export + import, imports of Codex rollouts of every shape (also as the thread
+ * the sequence starts from), evictions, instances lost mid-turn, turns that interrupt, steer
  * or queue behind a running one, interrupted paused turns, delete and re-create, history read in
  * pages, R2 outages, flush alarms, restores from R2, keyed turns retried), checked after every step against the
  * invariants of design §10: the stored rollout is whole, the prompt never holds a call without
@@ -94,16 +101,29 @@ async function settled(r: Real, turnId: string): Promise<string> {
   );
 }
 
+const LOOKUP = { name: "lookup", description: "find things" };
+
 async function createThread(id: string): Promise<void> {
-  await json(
-    await api("POST", "/v1/threads", {
-      id,
-      cwd: "/repo",
-      tools: [{ name: "lookup", description: "find things" }],
-    }),
-    201,
-  );
+  await json(await api("POST", "/v1/threads", { id, cwd: "/repo", tools: [LOOKUP] }), 201);
 }
+
+/**
+ * A thread imported from a Codex rollout, whose client declares its tool on the first turn.
+ * Rollouts whose warnings come from the world-state replay are left out: a compaction makes
+ * those moot, so a restore after one rightly reports fewer warnings than the import did.
+ */
+async function importThread(id: string, fixture: CodexFixture): Promise<void> {
+  await json(await importRollout(id, jsonl(fixture.lines)), 201);
+  const first = await api("POST", `/v1/threads/${id}/turns`, {
+    input: "carry on",
+    overrides: { tools: [LOOKUP] },
+  });
+  expect((await json<{ status: string }>(first)).status).toBe("completed");
+}
+
+const STARTING_FIXTURES = CODEX_FIXTURES.filter((f) =>
+  f.expected.warnings.every((w) => w.code !== "rollout_repaired"),
+);
 
 /** The turn a request answers ended with `status` (no turn waits for outputs); then the invariants. */
 async function expectEndedTurn(m: Model, r: Real, res: Promise<Response>, status: string) {
@@ -396,6 +416,31 @@ class ExportImportCommand implements fc.AsyncCommand<Model, Real> {
   toString = () => "export + import";
 }
 
+/**
+ * Import a hand-written Codex rollout (one shape per Codex era) as a new thread: the settings,
+ * warnings, turns and origin it must give; then it takes a turn, and reloads and restores exactly.
+ */
+class CodexImportCommand implements fc.AsyncCommand<Model, Real> {
+  constructor(readonly fixture: CodexFixture) {}
+  check = () => true;
+  async run(m: Model, r: Real) {
+    const copy: Real = { id: newThreadId(), outage: undefined };
+    const thread = await json(await importRollout(copy.id, jsonl(this.fixture.lines)), 201);
+    const { expected } = this.fixture;
+    expect(thread).toMatchObject({
+      config: { ...DEFAULT_CONFIG, ...expected.config },
+      turn_count: expected.turnCount,
+      imported_from: expected.importedFrom,
+      warnings: expected.warnings,
+    });
+    await new TurnCommand("carry on", undefined).run(m, copy);
+    await new EvictCommand().run(m, copy);
+    await new RestoreCommand(true).run(m, copy);
+    await checkInvariants(r);
+  }
+  toString = () => `import Codex ${this.fixture.versions}`;
+}
+
 type BusyKind = "interrupt" | "steer" | "queue" | "reset";
 
 /**
@@ -587,6 +632,7 @@ const commands = [
   fc.constant(new InjectCommand()),
   fc.constant(new ForkCommand()),
   fc.constant(new ExportImportCommand()),
+  fc.constantFrom(...CODEX_FIXTURES).map((fixture) => new CodexImportCommand(fixture)),
   fc.constant(new InterruptPausedCommand()),
   fc.constant(new DeleteRecreateCommand()),
   fc.integer({ min: 1, max: 4 }).map((n) => new PagedHistoryCommand(n)),
@@ -602,20 +648,25 @@ const commands = [
 describe("random operation sequences", () => {
   it("keep the rollout whole, the prompt paired, reloads exact and unflushed lines scheduled", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.commands(commands, { maxCommands: 40, size: "max" }), async (cmds) => {
-        const real: Real = { id: newThreadId(), outage: undefined };
-        const upstream = remoteModel();
-        await createThread(real.id);
-        try {
-          await fc.asyncModelRun(
-            () => ({ model: { pending: undefined, r2Down: false, keyed: undefined }, real }),
-            cmds,
-          );
-        } finally {
-          real.outage?.mockRestore();
-          upstream.mockRestore();
-        }
-      }),
+      fc.asyncProperty(
+        fc.option(fc.constantFrom(...STARTING_FIXTURES), { nil: undefined }),
+        fc.commands(commands, { maxCommands: 40, size: "max" }),
+        async (fixture, cmds) => {
+          const real: Real = { id: newThreadId(), outage: undefined };
+          const upstream = remoteModel();
+          if (fixture === undefined) await createThread(real.id);
+          else await importThread(real.id, fixture);
+          try {
+            await fc.asyncModelRun(
+              () => ({ model: { pending: undefined, r2Down: false, keyed: undefined }, real }),
+              cmds,
+            );
+          } finally {
+            real.outage?.mockRestore();
+            upstream.mockRestore();
+          }
+        },
+      ),
       { numRuns: 25 },
     );
   }, 300_000);

@@ -98,6 +98,7 @@ describe("checkpoint contents", () => {
       rewrites: 0,
       legacyCompactions: 0,
       compactions: 0,
+      tasksStarted: true,
       recent: [
         { type: "turn_started", turnId: "t2" },
         { type: "turn_context", item: ctx("m2", { turn_id: "t2" }) },

@@ -5,8 +5,10 @@ import {
   decodeRolloutLine,
   encodeRolloutJsonl,
   encodeRolloutLine,
+  LEGACY_ROLLOUT_REASON,
   RolloutDecodeError,
 } from "../../../shared/rollout/index.ts";
+import { CODEX_FIXTURES, LEGACY_ROLLOUT, paginatedFork } from "../../fixtures/codex-rollouts.ts";
 import { CODEX_EXAMPLE_JSONL } from "./codex-examples.ts";
 
 const EXAMPLES = CODEX_EXAMPLE_JSONL.split("\n");
@@ -223,6 +225,38 @@ describe("types this build does not know keep their type and payload", () => {
       '{"timestamp":"t","type":"response_item","payload":{"type":"image_generation_call","status":"completed","result":"x"}}',
     ].join("\n");
     expect(decodeRolloutJsonl(text).warnings).toEqual([]);
+  });
+});
+
+describe("Codex rollouts of every shape", () => {
+  const lines = [...CODEX_FIXTURES.flatMap((f) => f.lines), ...Object.values(paginatedFork())]
+    .flat()
+    .filter((line): line is Record<string, unknown> => typeof line === "object")
+    .map((line) => JSON.stringify(line));
+
+  it("re-encode to identical JSON, members beside the payload and both sandbox tags included", () => {
+    // Unmodelled items in a replacement history decode to their type alone (stored lines keep
+    // their text, so exports still have them).
+    const changed = lines.filter((line) => roundTrip(line) !== line);
+    expect(
+      changed.map((line) => JSON.parse(roundTrip(line)).payload.replacement_history[0]),
+    ).toEqual([{ type: "other", original_type: "additional_tools" }]);
+    const metadata = lines.find((line) => line.includes('"metadata":'));
+    expect(metadata && JSON.parse(roundTrip(metadata)).metadata).toEqual({ client_authored: true });
+  });
+
+  it("legacy lines from before the envelope are refused as the legacy format", () => {
+    const refusals = LEGACY_ROLLOUT.map((line, i) => {
+      const error = thrown(() => decodeRolloutLine(JSON.stringify(line), i + 1));
+      return error instanceof RolloutDecodeError ? error.reason : String(error);
+    });
+    expect(refusals).toEqual([
+      LEGACY_ROLLOUT_REASON,
+      LEGACY_ROLLOUT_REASON,
+      'expected a string "timestamp"',
+      LEGACY_ROLLOUT_REASON,
+      'expected a string "timestamp"',
+    ]);
   });
 });
 

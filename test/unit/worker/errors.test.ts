@@ -24,6 +24,7 @@ describe("problem codes", () => {
       context_window_exceeded: 400,
       unknown_model: 400,
       rollout_incomplete: 409,
+      parent_rollout_required: 400,
       idempotency_key_reused: 422,
       idempotency_key_in_use: 409,
       method_not_allowed: 405,

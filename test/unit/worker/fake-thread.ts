@@ -243,6 +243,7 @@ export function thread(id: string): ThreadResource {
     created_at: "2026-01-01T00:00:00.000Z",
     updated_at: "2026-01-01T00:00:00.000Z",
     forked_from: null,
+    imported_from: null,
     warnings: [],
   };
 }

@@ -109,15 +109,20 @@ export async function post(path: string, body?: unknown, key: string | null = DE
 }
 
 /**
- * `POST /v1/threads/import?id=` with a JSONL body, as the local development tenant (no `id`: the
- * service names the thread), with `extra` headers.
+ * `POST /v1/threads/import?id=&parent=` with a JSONL body, as the local development tenant (no
+ * `id`: the service names the thread), with `extra` headers.
  */
 export async function importRollout(
   id: string | undefined,
   body: string,
   extra: Record<string, string> = {},
+  parent?: string,
 ): Promise<Response> {
-  const query = id === undefined ? "" : `?id=${id}`;
+  const params = new URLSearchParams({
+    ...(id === undefined ? {} : { id }),
+    ...(parent === undefined ? {} : { parent }),
+  }).toString();
+  const query = params === "" ? "" : `?${params}`;
   return exports.default.fetch(`${BASE}/v1/threads/import${query}`, {
     method: "POST",
     headers: {
