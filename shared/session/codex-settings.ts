@@ -9,7 +9,12 @@ import type {
   TurnContextItem,
   WorldStateSnapshot,
 } from "../protocol/index.ts";
-import { sandboxModeOf, TurnContextItemSchema } from "../protocol/index.ts";
+import {
+  ReasoningEffortSchema,
+  ReasoningSummarySchema,
+  sandboxModeOf,
+  TurnContextItemSchema,
+} from "../protocol/index.ts";
 import { DEFAULT_ENVIRONMENT_ID } from "./configuration.ts";
 
 /**
@@ -349,12 +354,30 @@ export function settingsFromTurnContext(item: TurnContextItem): CodexSettings {
       notes.push(`truncation limit ${truncation.limit} is not a positive integer`);
     }
   }
-  if (item.effort) notes.push(`reasoning effort "${item.effort}" is not a thread setting here`);
-  if (item.summary && item.summary !== "auto") {
-    notes.push(`reasoning summary "${item.summary}" is not a thread setting here`);
-  }
+  const reasoning = reasoningOf(item, notes);
+  if (reasoning) update.reasoning = reasoning;
   if (item.realtime_active === true) notes.push("realtime conversation is not modelled here");
   return { update, notes };
+}
+
+/**
+ * The turn's reasoning effort and summary as the thread's `reasoning` setting; a value outside
+ * the Responses API's names is left out with a note.
+ */
+function reasoningOf(item: TurnContextItem, notes: string[]): ThreadConfig["reasoning"] {
+  const reasoning: NonNullable<ThreadConfig["reasoning"]> = {};
+  if (item.effort) {
+    const effort = ReasoningEffortSchema.safeParse(item.effort);
+    if (effort.success) reasoning.effort = effort.data;
+    else notes.push(`reasoning effort "${item.effort}" is not one the model API takes`);
+  }
+  // `auto` is what Codex writes when nothing was chosen, and the catalog's default too.
+  if (item.summary && item.summary !== "auto") {
+    const summary = ReasoningSummarySchema.safeParse(item.summary);
+    if (summary.success) reasoning.summary = summary.data;
+    else notes.push(`reasoning summary "${item.summary}" is not one the model API takes`);
+  }
+  return Object.keys(reasoning).length > 0 ? reasoning : undefined;
 }
 
 /**

@@ -152,8 +152,9 @@ export function toTurnContextItem(turn: TurnContext): TurnContextItem {
     current_date: turn.currentDate,
     timezone: c.timezone,
     approval_policy: p.approval_policy,
+    // Tagged `type`, as Codex writes it since 0.59 (it reads no `mode` tag any more).
     sandbox_policy: {
-      mode: p.sandbox,
+      type: p.sandbox,
       network_access: hasNetworkAccess(p),
       ...(p.writable_roots.length > 0 ? { writable_roots: [...p.writable_roots] } : {}),
     },

@@ -199,7 +199,7 @@ describe("toTurnContextItem", () => {
         current_date: "2026-03-02",
         timezone: "Asia/Tokyo",
         approval_policy: "on-request",
-        sandbox_policy: { mode: "workspace-write", network_access: false },
+        sandbox_policy: { type: "workspace-write", network_access: false },
         model: "spindle-local",
         summary: "auto",
         truncation_policy: { mode: "tokens", limit: 10000 },
@@ -215,7 +215,7 @@ describe("toTurnContextItem", () => {
       network_access: false,
     };
     expect(toTurnContextItem(turnOf({ cwd: "/repo", permissions })).sandbox_policy).toEqual({
-      mode: "danger-full-access",
+      type: "danger-full-access",
       network_access: true,
     });
   });

@@ -119,11 +119,27 @@ describe("configOfRollout: a rollout's configuration", () => {
         environments: [{ id: "local", cwd: "/r" }],
         timezone: "Europe/Paris",
         permissions: { ...DEFAULT_CONFIG.permissions, approval_policy: "never" },
+        reasoning: { effort: "high" },
       },
-      warnings: [
-        'rollout line 3 (thread_settings_applied): reasoning effort "high" is not a thread setting here',
-      ],
+      warnings: [],
       stored: false,
+    });
+  });
+
+  it("carries a turn's reasoning effort and summary over as the thread's reasoning setting; a value the API does not take is left out with a warning", () => {
+    const taken = configOf(
+      withSeqs([meta({ cwd: "/r" }), turnContext({ effort: "xhigh", summary: "concise" })]),
+    );
+    expect({ reasoning: taken.config.reasoning, warnings: taken.warnings }).toEqual({
+      reasoning: { effort: "xhigh", summary: "concise" },
+      warnings: [],
+    });
+    const refused = configOf(withSeqs([meta({ cwd: "/r" }), turnContext({ effort: "turbo" })]));
+    expect({ reasoning: refused.config.reasoning, warnings: refused.warnings }).toEqual({
+      reasoning: undefined,
+      warnings: [
+        'rollout line 2 (turn_context): reasoning effort "turbo" is not one the model API takes',
+      ],
     });
   });
 
