@@ -1,5 +1,9 @@
 import type { TurnResource, Warning } from "../shared/api/index.ts";
-import type { ContentItem, SessionConfiguration } from "../shared/protocol/index.ts";
+import type {
+  ContentItem,
+  SessionConfiguration,
+  ThreadMetadata,
+} from "../shared/protocol/index.ts";
 import type { Sql } from "./sql.ts";
 import { TextParts } from "./text-parts.ts";
 
@@ -12,6 +16,8 @@ export interface ThreadMeta {
   forked_from: string | null;
   turn_count: number;
   warnings: Warning[];
+  /** The newest `spindle_metadata` line's (absent in rows written before metadata: none). */
+  metadata?: ThreadMetadata;
 }
 
 /** A new thread's identity. */
@@ -29,6 +35,7 @@ export function newThreadMeta(
     forked_from: forkedFrom,
     turn_count: 0,
     warnings: [],
+    metadata: {},
   };
 }
 

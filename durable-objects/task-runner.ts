@@ -8,6 +8,7 @@ import {
   type TurnOutcome,
 } from "../shared/session/index.ts";
 import type { EventLog } from "./event-log.ts";
+import { addTurnUsage } from "./ledger.ts";
 import type { LiveThread } from "./live-thread.ts";
 import type { MetaStore, TurnRow } from "./meta-store.ts";
 
@@ -143,7 +144,8 @@ async function drive(
       } else if (event.type === "item.delta") {
         events.emit("item.delta", event.turn_id, { delta: event.delta });
       } else if (event.type === "token_count") {
-        if (row) row.usage = event.info ? { ...event.info.last_token_usage } : null;
+        // The turn's usage is the sum of its requests', as the ledger counted each one.
+        if (row) row.usage = addTurnUsage(row.usage, live.ledger.takeLastUsage());
         events.emit("token_count", event.turn_id, { info: event.info ?? null });
       }
     }

@@ -1,6 +1,11 @@
 import type { CreateFromRolloutRequest, RpcResult } from "../shared/api/index.ts";
 import { DEFAULT_MODEL_SLUG, type ModelCatalog } from "../shared/models/index.ts";
-import type { RolloutLine, SessionConfiguration, ThreadConfig } from "../shared/protocol/index.ts";
+import type {
+  RolloutLine,
+  SessionConfiguration,
+  ThreadConfig,
+  ThreadMetadata,
+} from "../shared/protocol/index.ts";
 import {
   createCheckpoint,
   encodeRolloutLine,
@@ -12,6 +17,7 @@ import {
   threadConfigFromTurnContext,
   truncationPolicyOf,
 } from "../shared/session/index.ts";
+import { ThreadLedger } from "./ledger.ts";
 import {
   LiveThread,
   readWholeRollout,
@@ -66,6 +72,7 @@ function rebuildThread(catalog: ModelCatalog, input: RebuildInput): RpcResult<Re
     ...newThreadMeta(input.tenant, input.threadId, input.createdAt, input.forkedFrom),
     updated_at: input.updatedAt,
     turn_count: turns.filter((t) => t.kind !== "compaction").length,
+    metadata: metadataOfRollout(lines),
     warnings: [...input.lost, ...resolved.value.warnings, ...state.warnings].map((message) => ({
       code: "rollout_repaired",
       message,
@@ -82,7 +89,10 @@ function rebuildThread(catalog: ModelCatalog, input: RebuildInput): RpcResult<Re
  */
 export function importThread(
   parts: StorageParts,
-  req: Pick<CreateFromRolloutRequest, "tenant" | "threadId" | "forkedFrom" | "warnings">,
+  req: Pick<
+    CreateFromRolloutRequest,
+    "tenant" | "threadId" | "forkedFrom" | "warnings" | "metadata"
+  >,
   read: ImportResult,
   inTransaction: () => void,
 ): RpcResult<LiveThread> {
@@ -127,6 +137,12 @@ export function importThread(
   const log = new RolloutLog(parts.sql, systemClock, 0);
   parts.storage.transactionSync(() => {
     for (const line of stored) log.appendText(line.text);
+    if (req.metadata !== undefined) {
+      meta.metadata = req.metadata;
+      log.append({ type: "spindle_metadata", payload: { metadata: req.metadata } });
+      meta.updated_at = log.lastWrittenAt ?? meta.updated_at;
+    }
+    ThreadLedger.startThread(parts.sql);
     parts.meta.put("config", config);
     parts.meta.put("thread", meta);
     for (const t of turns) parts.meta.putTurn(t);
@@ -190,6 +206,12 @@ export async function restoreThread(
   const live = new LiveThread(parts, meta, config, restoredLog, checkpoint, state);
   if (checkpoint) live.checkpoints.save(checkpoint);
   return ok(live);
+}
+
+/** A rollout's metadata: its newest `spindle_metadata` line's, else none. */
+export function metadataOfRollout(lines: readonly RolloutLine[]): ThreadMetadata {
+  const newest = lines.findLast((l) => l.type === "spindle_metadata");
+  return newest?.type === "spindle_metadata" ? newest.payload.metadata : {};
 }
 
 /**

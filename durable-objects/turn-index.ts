@@ -1,16 +1,24 @@
 import { isProblemCode } from "../shared/api/index.ts";
-import type { ResponseItem, RolloutLine } from "../shared/protocol/index.ts";
+import {
+  type ResponseItem,
+  type RolloutLine,
+  requestUsage,
+  type TokenUsage,
+} from "../shared/protocol/index.ts";
+import { addTurnUsage } from "./ledger.ts";
 import type { TurnRow } from "./meta-store.ts";
 
 /**
  * Rebuilds the turn rows from rollout lines (restore from R2): a turn spans its `task_started` to
- * its `task_complete` or `turn_aborted`; one still open at the end was cut short.
+ * its `task_complete` or `turn_aborted`; one still open at the end was cut short. A turn's usage
+ * is the sum of its requests', each read from its `token_count` line as the ledger reads it.
  */
 export function turnRowsFromRollout(
   lines: readonly { seq: number; line: RolloutLine }[],
 ): TurnRow[] {
   const rows: TurnRow[] = [];
   let open: TurnRow | undefined;
+  let total: TokenUsage | undefined;
   for (const { seq, line } of lines) {
     if (line.type !== "event_msg") {
       if (open) {
@@ -45,10 +53,13 @@ export function turnRowsFromRollout(
         ...(event.type === "turn_aborted" ? { pending_calls: [] } : {}),
       });
       open = undefined;
-    } else if (open) {
-      open.last_seq = seq;
-      if (event.type === "token_count" && event.info)
-        open.usage = { ...event.info.last_token_usage };
+    } else {
+      if (event.type === "token_count" && event.info) {
+        const usage = requestUsage(total, event.info);
+        total = event.info.total_token_usage;
+        if (open) open.usage = addTurnUsage(open.usage, usage);
+      }
+      if (open) open.last_seq = seq;
     }
   }
   if (open)

@@ -2,18 +2,26 @@ import { HTTPException } from "hono/http-exception";
 import type { z } from "zod";
 import {
   type FieldError,
+  isProblemCode,
   type Problem,
   type ProblemCode,
   type ProblemStatus,
   problemStatus,
   problemTitle,
   problemType,
+  type QuotaName,
+  type RpcResult,
 } from "../shared/api/index.ts";
 
 export interface ApiErrorOptions {
   errors?: FieldError[];
-  /** Headers the error needs: `WWW-Authenticate` (401), `Allow` (405), `Accept-Post` (415). */
+  /**
+   * Headers the error needs: `WWW-Authenticate` (401), `Allow` (405), `Accept-Post` (415),
+   * `Retry-After` (429).
+   */
   headers?: Record<string, string>;
+  /** With `quota_exceeded`: the quota, named in the problem document. */
+  quota?: QuotaName;
   cause?: unknown;
 }
 
@@ -27,6 +35,7 @@ export class ApiError extends Error {
   readonly status: ProblemStatus;
   readonly errors: FieldError[] | undefined;
   readonly headers: Record<string, string>;
+  readonly quota: QuotaName | undefined;
 
   constructor(code: ProblemCode, detail: string, options: ApiErrorOptions = {}) {
     super(detail, options.cause === undefined ? undefined : { cause: options.cause });
@@ -34,6 +43,7 @@ export class ApiError extends Error {
     this.status = problemStatus(code);
     this.errors = options.errors;
     this.headers = options.headers ?? {};
+    this.quota = options.quota;
   }
 
   /** The problem document; `detail` is the message, which must be safe to show the client. */
@@ -46,6 +56,7 @@ export class ApiError extends Error {
       code: this.code,
     };
     if (this.errors !== undefined) problem.errors = this.errors;
+    if (this.quota !== undefined) problem.quota = this.quota;
     return problem;
   }
 }
@@ -89,7 +100,7 @@ export function issuesToFieldErrors(
   part: RequestPart,
 ): FieldError[] {
   return flattenIssues(issues, []).map(({ path, message }) => ({
-    path: part === "body" ? toJsonPointer(path) : path.map(String).join("."),
+    path: part === "body" ? toJsonPointer(path) : parameterPath(path, part),
     message,
   }));
 }
@@ -132,7 +143,36 @@ function isTopLevelTypeMismatch(issue: z.core.$ZodIssue): boolean {
   return issue.code === "invalid_type" && issue.path.length === 0;
 }
 
+/**
+ * A parameter's path: its name, and for a query parameter folded from `name[key]=value` (see
+ * `foldQuery`) the name as sent, `metadata[team]`.
+ */
+function parameterPath(path: readonly PropertyKey[], part: RequestPart): string {
+  const [name, ...rest] = path.map(String);
+  if (part === "query" && rest.length > 0) return `${name}[${rest.join("][")}]`;
+  return [name, ...rest].join(".");
+}
+
 /** RFC 6901: `~` is written `~0` and `/` is written `~1`. */
 function toJsonPointer(path: readonly PropertyKey[]): string {
   return path.map((key) => `/${String(key).replaceAll("~", "~0").replaceAll("/", "~1")}`).join("");
+}
+
+/** The value of a successful DO call, or its failure thrown as the matching `ApiError`. */
+export function unwrap<T>(result: RpcResult<T>): T {
+  if (result.ok) return result.value;
+  const { code, detail, errors, quota, retryAfterSeconds } = result.error;
+  // Guards against a DO from another deploy that speaks a code this worker does not know.
+  if (!isProblemCode(code)) {
+    throw new ApiError("internal", "The thread returned an unknown error.", {
+      cause: result.error,
+    });
+  }
+  throw new ApiError(code, detail, {
+    ...(errors === undefined ? {} : { errors }),
+    ...(quota === undefined ? {} : { quota }),
+    ...(retryAfterSeconds === undefined
+      ? {}
+      : { headers: { "Retry-After": String(retryAfterSeconds) } }),
+  });
 }

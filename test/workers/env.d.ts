@@ -9,6 +9,6 @@ declare namespace Cloudflare {
   }
   interface GlobalProps {
     mainModule: TestWorker;
-    durableNamespaces: "TestThread";
+    durableNamespaces: "TestThread" | "Tenant" | "TenantDirectory";
   }
 }

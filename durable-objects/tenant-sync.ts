@@ -1,0 +1,233 @@
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
+import type { Env } from "../env.ts";
+import {
+  NO_QUOTAS,
+  type Quotas,
+  type RpcResult,
+  type SyncAck,
+  type TenantPolicy,
+  type TenantRpc,
+  type ThreadResource,
+  type ThreadSync,
+} from "../shared/api/index.ts";
+import type { Clock } from "../shared/ports/index.ts";
+import type { AlarmSchedule } from "./alarms.ts";
+import { dropEntries, pendingEntries } from "./ledger.ts";
+import { tenantStubIn } from "./placement.ts";
+import { ok } from "./results.ts";
+import type { Sql } from "./sql.ts";
+import { SyncValues } from "./sync-values.ts";
+
+/** A thread pushes to its tenant's object at most once per this long, unless it must at once. */
+export const SYNC_INTERVAL_MS = 1_000;
+/** Ledger entries per push; more go in the pushes that follow at once. */
+export const SYNC_BATCH_ENTRIES = 500;
+/** The longest wait between two attempts of a failing push. */
+export const SYNC_RETRY_MAX_MS = 5 * 60_000;
+
+export function syncRetryDelayMs(attempts: number): number {
+  return Math.min(SYNC_INTERVAL_MS * 2 ** attempts, SYNC_RETRY_MAX_MS);
+}
+
+/** What a push acknowledged: its version and the hash of the thread it carried. */
+interface Pushed {
+  version: number;
+  hash: string;
+}
+
+export interface TenantSyncDeps {
+  sql: Sql;
+  env: Env;
+  clock: Clock;
+  alarms: AlarmSchedule;
+  /** The object's tenant and thread, from its name (undefined for an unnamed object). */
+  name: { tenant: string; threadId: string } | undefined;
+  /** The thread as the listing shows it, loaded if need be; null when the object holds none. */
+  snapshot: () => Promise<ThreadResource | null>;
+  /** The tenant's object says the tenant was deleted: the thread deletes itself. */
+  tenantGone: () => Promise<void>;
+  waitUntil: (work: Promise<unknown>) => void;
+}
+
+/**
+ * The thread's side of the tenant index and ledger (design §11): pushes what the tenant's object
+ * should know (the thread as listed, ledger entries not yet acknowledged) off the response path,
+ * coalesced, and repairs what a crash or a failed push left behind.
+ *
+ * Nothing here is a second copy that can disagree: the index entry is the thread's own resource,
+ * computed when a push is made and compared (by hash) with the last one the tenant acknowledged,
+ * and ledger entries are rows written with the line they count. So a push that never happened is
+ * found stale by the next one: the next change (`kick`), the next load of the thread, or its
+ * alarm (`repair`), which every change that needs a push keeps due. At most one push is in flight;
+ * changes during it are folded into the one that follows, and pushes are at least
+ * `SYNC_INTERVAL_MS` apart unless one must go at once (a create, a delete, a metadata change, a
+ * turn's end when the tenant counts running turns). Each push carries a version that only grows,
+ * so the tenant ignores one that arrives after a newer one.
+ */
+export class TenantSync {
+  readonly #deps: TenantSyncDeps;
+  readonly #values: SyncValues;
+  #inFlight: Promise<void> | undefined;
+  #again = false;
+  #againUrgent = false;
+  #lastPushAt = Number.NEGATIVE_INFINITY;
+  #timer = false;
+
+  constructor(deps: TenantSyncDeps) {
+    this.#deps = deps;
+    this.#values = new SyncValues(deps.sql);
+  }
+
+  /** The tenant's placement and quotas, as the newest request that carried them said. */
+  get policy(): TenantPolicy {
+    return this.#values.get<TenantPolicy>("placement") ?? { jurisdiction: null, quotas: NO_QUOTAS };
+  }
+
+  get quotas(): Quotas {
+    return this.policy.quotas;
+  }
+
+  /** Keeps the policy a request carried, when it is new (quotas change; the jurisdiction never). */
+  place(policy: TenantPolicy | undefined): void {
+    if (policy === undefined) return;
+    const stored = this.#values.get<TenantPolicy>("placement");
+    if (stored !== undefined && JSON.stringify(stored) === JSON.stringify(policy)) return;
+    this.#values.put("placement", policy);
+  }
+
+  #tenant(): TenantRpc | undefined {
+    const name = this.#deps.name;
+    return name && tenantStubIn(this.#deps.env, this.policy.jurisdiction, name.tenant);
+  }
+
+  /** Something the tenant's object shows changed: push it soon (`urgent`: now). */
+  kick(urgent = false): void {
+    if (this.#deps.name === undefined) return;
+    if (this.#inFlight) {
+      this.#again = true;
+      this.#againUrgent ||= urgent;
+      return;
+    }
+    const wait = urgent ? 0 : this.#lastPushAt + SYNC_INTERVAL_MS - this.#deps.clock.nowMs();
+    if (wait > 0) {
+      if (this.#timer) return;
+      this.#timer = true;
+      this.#deps.waitUntil(
+        new Promise<void>((resolve) => {
+          setTimeout(() => {
+            this.#timer = false;
+            this.kick(true);
+            resolve();
+          }, wait);
+        }),
+      );
+      return;
+    }
+    const run = this.#pushOnce().then(() => {
+      this.#inFlight = undefined;
+      if (!this.#again) return;
+      const urgentAgain = this.#againUrgent;
+      this.#again = false;
+      this.#againUrgent = false;
+      this.kick(urgentAgain);
+    });
+    this.#inFlight = run;
+    this.#deps.waitUntil(run);
+  }
+
+  /** The alarm's duty: push whatever the tenant's object has not acknowledged. */
+  async repair(): Promise<void> {
+    if (this.#deps.name === undefined) return;
+    await this.#inFlight;
+    while (await this.#pushOnce()) {
+      // A long backlog of entries goes in consecutive pushes.
+    }
+  }
+
+  /** Settles once the push in flight, if any, has. */
+  async settled(): Promise<void> {
+    await this.#inFlight;
+  }
+
+  /** One push, if anything is stale. True when more entries wait. Never throws. */
+  async #pushOnce(): Promise<boolean> {
+    this.#lastPushAt = this.#deps.clock.nowMs();
+    try {
+      const tenant = this.#tenant();
+      const sync = await this.#payload(false);
+      if (!tenant || !sync) return false;
+      const ack = await tenant.sync(sync.request);
+      if (!ack.ok) throw new Error(`${ack.error.code}: ${ack.error.detail}`);
+      // Deleted before it is acknowledged: a delete that fails leaves the push stale, and the
+      // retry asks again.
+      if (ack.value.tenantGone && sync.request.thread !== null) await this.#deps.tenantGone();
+      this.#acknowledge(sync, ack.value);
+      if ((this.#values.get<number>("push_attempts") ?? 0) > 0)
+        this.#values.put("push_attempts", 0);
+      return sync.request.usage.length === SYNC_BATCH_ENTRIES;
+    } catch (err) {
+      const attempts = (this.#values.get<number>("push_attempts") ?? 0) + 1;
+      this.#values.put("push_attempts", attempts);
+      const delay = syncRetryDelayMs(attempts);
+      console.warn(`[tenant-sync] push failed (attempt ${attempts}), retrying in ${delay} ms`, err);
+      await this.#deps.alarms.within(delay);
+      return false;
+    }
+  }
+
+  /** The next push (its version taken), or undefined when nothing is stale and not `force`. */
+  async #payload(force: boolean): Promise<{ request: ThreadSync; hash: string } | undefined> {
+    const name = this.#deps.name;
+    if (!name) return undefined;
+    const thread = await this.#deps.snapshot();
+    // From here to the version, one synchronous step: versions follow the snapshots' order.
+    const hash = bytesToHex(sha256(utf8ToBytes(JSON.stringify(thread))));
+    const usage = pendingEntries(this.#deps.sql, SYNC_BATCH_ENTRIES);
+    const pushed = this.#values.get<Pushed>("pushed");
+    if (!force && pushed?.hash === hash && usage.length === 0) return undefined;
+    const version = (this.#values.get<number>("version") ?? 0) + 1;
+    this.#values.put("version", version);
+    return { request: { threadId: name.threadId, version, thread, usage }, hash };
+  }
+
+  #acknowledge(sync: { request: ThreadSync; hash: string }, ack: SyncAck): void {
+    const pushed = this.#values.get<Pushed>("pushed");
+    if ((pushed?.version ?? 0) < sync.request.version) {
+      this.#values.put("pushed", { version: sync.request.version, hash: sync.hash });
+    }
+    dropEntries(this.#deps.sql, ack.usageThrough);
+  }
+
+  /**
+   * Asks the tenant's object to admit a task under `quotas` (`tokens_per_day`,
+   * `max_running_turns`), pushing the thread's state with the question, so its own newest usage
+   * counts.
+   */
+  async admitTask(quotas: Quotas): Promise<RpcResult<void>> {
+    const tenant = this.#tenant();
+    const sync = await this.#payload(true);
+    if (!tenant || !sync) return ok(undefined);
+    const admitted = await tenant.admitTask({ sync: sync.request, quotas });
+    if (!admitted.ok) return admitted;
+    this.#acknowledge(sync, admitted.value);
+    return ok(undefined);
+  }
+
+  /** Room for this thread under `max_threads`, asked before it is created. */
+  async reserve(maxThreads: number): Promise<RpcResult<null>> {
+    const tenant = this.#tenant();
+    const name = this.#deps.name;
+    if (!tenant || !name) return ok(null);
+    return tenant.reserveThread({ threadId: name.threadId, maxThreads });
+  }
+
+  /**
+   * What a delete must keep of this state (the version and ledger ids go on; the placement tells
+   * the tombstone where to go), read before the storage is emptied.
+   */
+  static survivingDelete(sql: Sql): { key: string; value: string }[] {
+    return sql<{ key: string; value: string }>`
+      SELECT key, value FROM spindle_sync WHERE key IN ('version', 'placement', 'ledger')`.toArray();
+  }
+}

@@ -1,0 +1,125 @@
+import { z } from "zod";
+import type {
+  LedgerEntry,
+  ListResource,
+  RpcResult,
+  UsageBucket,
+  UsageGroup,
+  UsageQuery,
+} from "../shared/api/index.ts";
+import { decodeCursor, encodeCursor } from "./cursor.ts";
+import { fail, ok } from "./results.ts";
+import type { Sql } from "./sql.ts";
+
+/** `GET /v1/usage` without `start` covers this many days before `end`. */
+export const DEFAULT_USAGE_DAYS = 30;
+
+const DAY_MS = 86_400_000;
+
+/** The UTC day of a time, `YYYY-MM-DD`. */
+export function utcDay(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
+/** Whole seconds from `ms` to the next UTC midnight (at least 1). */
+export function secondsToNextUtcDay(ms: number): number {
+  const next = (Math.floor(ms / DAY_MS) + 1) * DAY_MS;
+  return Math.max(1, Math.ceil((next - ms) / 1000));
+}
+
+const COLUMN: Record<UsageGroup, string> = { day: "day", thread: "thread_id", model: "model" };
+const BucketCursorSchema = z.object({ g: z.enum(["day", "thread", "model"]), b: z.string() });
+
+/**
+ * The tenant's usage ledger (design §11), in the `Tenant` object: the entries its threads push,
+ * added into one row per (UTC day, thread, model), and each day's input + output tokens for
+ * `tokens_per_day`. Each thread's newest entry id taken is kept, so an entry pushed twice (a push
+ * whose answer was lost) is added once. The thread derived each entry from a `token_count` line
+ * in the step that wrote the line, so the sums here are the sums of the turns' usage.
+ */
+export class UsageRollup {
+  readonly #sql: Sql;
+  readonly #storage: SqlStorage;
+
+  constructor(storage: SqlStorage, sql: Sql) {
+    this.#storage = storage;
+    this.#sql = sql;
+  }
+
+  /** Adds the entries not taken yet; answers the newest id taken for the thread. */
+  apply(threadId: string, entries: readonly LedgerEntry[]): number {
+    const row = this.#sql<{ usage_through: number }>`
+      SELECT usage_through FROM tenant_thread_sync WHERE thread_id = ${threadId}`.toArray()[0];
+    let through = row?.usage_through ?? 0;
+    for (const e of [...entries].sort((a, b) => a.id - b.id)) {
+      if (e.id <= through) continue;
+      const turns = e.first_of_turn ? 1 : 0;
+      this.#sql`INSERT INTO tenant_usage (day, thread_id, model, input_tokens, cached_input_tokens,
+          output_tokens, reasoning_tokens, requests, turns)
+        VALUES (${e.day}, ${threadId}, ${e.model}, ${e.input_tokens}, ${e.cached_input_tokens},
+          ${e.output_tokens}, ${e.reasoning_tokens}, 1, ${turns})
+        ON CONFLICT (day, thread_id, model) DO UPDATE SET
+          input_tokens = input_tokens + excluded.input_tokens,
+          cached_input_tokens = cached_input_tokens + excluded.cached_input_tokens,
+          output_tokens = output_tokens + excluded.output_tokens,
+          reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens,
+          requests = requests + 1, turns = turns + excluded.turns`;
+      this
+        .#sql`INSERT INTO tenant_daily_tokens (day, tokens) VALUES (${e.day}, ${e.input_tokens + e.output_tokens})
+        ON CONFLICT (day) DO UPDATE SET tokens = tokens + excluded.tokens`;
+      through = e.id;
+    }
+    this
+      .#sql`INSERT INTO tenant_thread_sync (thread_id, usage_through) VALUES (${threadId}, ${through})
+      ON CONFLICT (thread_id) DO UPDATE SET usage_through = excluded.usage_through`;
+    return through;
+  }
+
+  /** Input + output tokens the tenant used on `day`. */
+  tokensOn(day: string): number {
+    const row = this.#sql<{ tokens: number }>`
+      SELECT tokens FROM tenant_daily_tokens WHERE day = ${day}`.toArray()[0];
+    return row?.tokens ?? 0;
+  }
+
+  /** `GET /v1/usage`, buckets in order of their key; `nowMs` sets the default range. */
+  query(query: UsageQuery, nowMs: number): RpcResult<ListResource<UsageBucket>> {
+    const end = query.end ?? utcDay(nowMs + DAY_MS);
+    const start = query.start ?? utcDay(Date.parse(end) - DEFAULT_USAGE_DAYS * DAY_MS);
+    const column = COLUMN[query.group_by];
+    const params: SqlStorageValue[] = [start, end];
+    let after = "";
+    if (query.cursor !== undefined) {
+      const cursor = decodeCursor(query.cursor, BucketCursorSchema);
+      if (cursor === undefined || cursor.g !== query.group_by) {
+        return fail("invalid_request", "The cursor is not one of this listing's.", [
+          { path: "cursor", message: "unknown cursor, or one made for another group_by" },
+        ]);
+      }
+      after = ` AND ${column} > ?`;
+      params.push(cursor.b);
+    }
+    const rows = this.#storage
+      .exec<Omit<UsageBucket, "object">>(
+        `SELECT ${column} AS bucket, SUM(input_tokens) AS input_tokens,
+           SUM(cached_input_tokens) AS cached_input_tokens, SUM(output_tokens) AS output_tokens,
+           SUM(reasoning_tokens) AS reasoning_tokens, SUM(requests) AS requests,
+           SUM(turns) AS turns
+         FROM tenant_usage WHERE day >= ? AND day < ?${after}
+         GROUP BY ${column} ORDER BY ${column} LIMIT ?`,
+        ...params,
+        query.limit + 1,
+      )
+      .toArray();
+    const page = rows.slice(0, query.limit);
+    const last = page.at(-1);
+    return ok({
+      object: "list",
+      data: page.map((row) => ({ object: "usage_bucket", ...row })),
+      next_cursor:
+        rows.length > query.limit && last
+          ? encodeCursor({ g: query.group_by, b: last.bucket })
+          : null,
+    });
+  }
+}
