@@ -29,7 +29,7 @@ import {
   DEFAULT_ITEM_GROUP_LIMITS,
   type ItemGroupLimits,
 } from "./checkpoint-store.ts";
-import { ThreadLedger } from "./ledger.ts";
+import { creationTime, ThreadLedger } from "./ledger.ts";
 import { MetaStore, newThreadMeta, sessionMetaPayload, type ThreadMeta } from "./meta-store.ts";
 import { catalogOf, modelClientFactory } from "./providers.ts";
 import { decodeTolerantly, firstMissingSeq, RolloutLog } from "./rollout-log.ts";
@@ -139,8 +139,9 @@ export class LiveThread {
     this.rewrites = state?.rewrites ?? 0;
     const ledger = new ThreadLedger(
       parts.sql,
+      meta.created_at,
       state?.history.tokenInfo?.total_token_usage,
-      () => parts.meta.lastTurn()?.id,
+      parts.meta.lastTurn()?.id,
     );
     this.ledger = ledger;
     const clients = parts.modelClients(meta.id);
@@ -159,7 +160,11 @@ export class LiveThread {
           log.append(item);
           if (isHistoryRewrite(item)) this.rewrites += 1;
           // Same synchronous step as the line: the entry is durable exactly when the line is.
-          ledger.observe(item, log.lastWrittenAt ?? new Date(systemClock.nowMs()).toISOString());
+          ledger.observe(
+            item,
+            log.lastSeq,
+            log.lastWrittenAt ?? new Date(systemClock.nowMs()).toISOString(),
+          );
         },
       },
     };
@@ -187,7 +192,7 @@ export class LiveThread {
       parts.catalog,
       DEFAULT_MODEL_SLUG,
     );
-    const now = new Date(systemClock.nowMs()).toISOString();
+    const now = creationTime(parts.sql, systemClock.nowMs());
     const meta = newThreadMeta(req.tenant, req.threadId, now, null);
     const log = new RolloutLog(parts.sql, systemClock, 0);
     parts.storage.transactionSync(() => {
@@ -197,7 +202,6 @@ export class LiveThread {
         meta.metadata = req.metadata;
         log.append({ type: "spindle_metadata", payload: { metadata: req.metadata } });
       }
-      ThreadLedger.startThread(parts.sql);
       // The newest line's time, as a restore from the rollout reads it back.
       meta.updated_at = log.lastWrittenAt ?? now;
       parts.meta.put("thread", meta);

@@ -50,7 +50,9 @@ const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS spindle_checkpoint_runs (
      grp INTEGER NOT NULL, part INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (grp, part));`,
   `CREATE TABLE IF NOT EXISTS spindle_sync (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-   CREATE TABLE IF NOT EXISTS spindle_usage (id INTEGER PRIMARY KEY, body TEXT NOT NULL);`,
+   CREATE TABLE IF NOT EXISTS spindle_usage (
+     incarnation TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
+     PRIMARY KEY (incarnation, seq));`,
 ];
 
 /**

@@ -7,8 +7,9 @@
  * - tenant_threads: the thread index: one row per thread (its resource as of its last push), or a
  *   reservation under `max_threads` (`body` null until the thread's first push).
  * - tenant_thread_metadata: each indexed thread's metadata, one row per key, for the filters.
- * - tenant_thread_sync: per thread ever pushed: the newest push version applied and the newest
- *   ledger entry taken. Kept after the thread is deleted, so a late push changes nothing.
+ * - tenant_thread_sync: per thread id ever pushed: the newest push version applied and the newest
+ *   ledger entry taken (the thread's incarnation, the line's seq). Kept after the thread is
+ *   deleted, so a late push changes nothing.
  * - tenant_running: threads running a task now, for `max_running_turns`.
  * - tenant_usage: the usage ledger, rolled up by UTC day, thread and model.
  * - tenant_daily_tokens: input + output tokens per UTC day, for `tokens_per_day`.
@@ -34,7 +35,7 @@ export const TENANT_MIGRATIONS: readonly string[] = [
      ON tenant_thread_metadata (key, value, thread_id);
    CREATE TABLE IF NOT EXISTS tenant_thread_sync (
      thread_id TEXT PRIMARY KEY, version INTEGER NOT NULL DEFAULT 0,
-     usage_through INTEGER NOT NULL DEFAULT 0);
+     usage_incarnation TEXT NOT NULL DEFAULT '', usage_seq INTEGER NOT NULL DEFAULT 0);
    CREATE TABLE IF NOT EXISTS tenant_running (thread_id TEXT PRIMARY KEY, since INTEGER NOT NULL);
    CREATE TABLE IF NOT EXISTS tenant_usage (
      day TEXT NOT NULL, thread_id TEXT NOT NULL, model TEXT NOT NULL,

@@ -62,7 +62,8 @@ export interface TenantSyncDeps {
  * alarm (`repair`), which every change that needs a push keeps due. At most one push is in flight;
  * changes during it are folded into the one that follows, and pushes are at least
  * `SYNC_INTERVAL_MS` apart unless one must go at once (a create, a delete, a metadata change, a
- * turn's end when the tenant counts running turns). Each push carries a version that only grows,
+ * task's start and end when the tenant counts running turns): one that comes too soon is left to
+ * the alarm. Each push carries a version that only grows,
  * so the tenant ignores one that arrives after a newer one.
  */
 export class TenantSync {
@@ -72,7 +73,6 @@ export class TenantSync {
   #again = false;
   #againUrgent = false;
   #lastPushAt = Number.NEGATIVE_INFINITY;
-  #timer = false;
 
   constructor(deps: TenantSyncDeps) {
     this.#deps = deps;
@@ -111,17 +111,9 @@ export class TenantSync {
     }
     const wait = urgent ? 0 : this.#lastPushAt + SYNC_INTERVAL_MS - this.#deps.clock.nowMs();
     if (wait > 0) {
-      if (this.#timer) return;
-      this.#timer = true;
-      this.#deps.waitUntil(
-        new Promise<void>((resolve) => {
-          setTimeout(() => {
-            this.#timer = false;
-            this.kick(true);
-            resolve();
-          }, wait);
-        }),
-      );
+      // Too soon after the last push: the alarm pushes (the flush alarm after a turn is due
+      // within a second anyway, so this sets none of its own in a stream of turns).
+      this.#deps.waitUntil(this.#deps.alarms.within(wait));
       return;
     }
     const run = this.#pushOnce().then(() => {
@@ -228,6 +220,6 @@ export class TenantSync {
    */
   static survivingDelete(sql: Sql): { key: string; value: string }[] {
     return sql<{ key: string; value: string }>`
-      SELECT key, value FROM spindle_sync WHERE key IN ('version', 'placement', 'ledger')`.toArray();
+      SELECT key, value FROM spindle_sync WHERE key IN ('version', 'placement')`.toArray();
   }
 }

@@ -178,7 +178,9 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
    */
   #apply(req: ThreadSync): SyncAck {
     if (this.#meta<boolean>("deleted") === true) {
-      return { usageThrough: req.usage.at(-1)?.id ?? 0, tenantGone: true };
+      const last = req.usage.at(-1);
+      const usageThrough = last ? { incarnation: last.incarnation, seq: last.seq } : null;
+      return { usageThrough, tenantGone: true };
     }
     const usageThrough = this.#usage.apply(req.threadId, req.usage);
     this.#index.apply(req);

@@ -17,7 +17,7 @@ import {
   threadConfigFromTurnContext,
   truncationPolicyOf,
 } from "../shared/session/index.ts";
-import { ThreadLedger } from "./ledger.ts";
+import { creationTime, ThreadLedger } from "./ledger.ts";
 import {
   LiveThread,
   readWholeRollout,
@@ -112,13 +112,15 @@ export function importThread(
       { path: "/line/1", message: `expected session_meta, got ${first.line.type}` },
     ]);
   }
-  const now = new Date(systemClock.nowMs()).toISOString();
+  const now = creationTime(parts.sql, systemClock.nowMs());
   const forkedFrom = req.forkedFrom ?? null;
   const ownMeta = {
     ...first.line.payload,
     id: req.threadId,
     timestamp: now,
     ...(forkedFrom ? { forked_from_id: forkedFrom } : {}),
+    // The copied lines are not this thread's own: a restore does not count their usage.
+    spindle_copied_lines: rest.length,
   };
   const metaLine: RolloutLine = { timestamp: now, type: "session_meta", payload: ownMeta };
   const stored: ImportedLine[] = [{ text: encodeRolloutLine(metaLine), line: metaLine }, ...rest];
@@ -142,7 +144,6 @@ export function importThread(
       log.append({ type: "spindle_metadata", payload: { metadata: req.metadata } });
       meta.updated_at = log.lastWrittenAt ?? meta.updated_at;
     }
-    ThreadLedger.startThread(parts.sql);
     parts.meta.put("config", config);
     parts.meta.put("thread", meta);
     for (const t of turns) parts.meta.putTurn(t);
@@ -194,8 +195,11 @@ export async function restoreThread(
           { truncation: truncationPolicyOf(config), lastSeq: flushed },
         )
       : undefined;
+  const copied = metaLine.payload.spindle_copied_lines ?? 0;
   parts.storage.transactionSync(() => {
     clearRolloutState(parts.storage.sql);
+    // The thread's own usage, as its lines count it (the SQLite state may be the lost part).
+    ThreadLedger.rebuild(parts.sql, meta.created_at, rows, 1 + copied);
     parts.meta.put("thread", meta);
     parts.meta.put("config", config);
     for (const t of turns) parts.meta.putTurn(t);

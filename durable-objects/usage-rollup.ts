@@ -8,6 +8,7 @@ import type {
   UsageQuery,
 } from "../shared/api/index.ts";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
+import type { EntryMark } from "./ledger.ts";
 import { fail, ok } from "./results.ts";
 import type { Sql } from "./sql.ts";
 
@@ -25,6 +26,12 @@ export function utcDay(ms: number): string {
 export function secondsToNextUtcDay(ms: number): number {
   const next = (Math.floor(ms / DAY_MS) + 1) * DAY_MS;
   return Math.max(1, Math.ceil((next - ms) / 1000));
+}
+
+/** Ledger entries in the order a thread writes them: by incarnation (its creation), then seq. */
+function byMark(a: EntryMark, b: EntryMark): number {
+  if (a.incarnation !== b.incarnation) return a.incarnation < b.incarnation ? -1 : 1;
+  return a.seq - b.seq;
 }
 
 const COLUMN: Record<UsageGroup, string> = { day: "day", thread: "thread_id", model: "model" };
@@ -46,13 +53,20 @@ export class UsageRollup {
     this.#sql = sql;
   }
 
-  /** Adds the entries not taken yet; answers the newest id taken for the thread. */
-  apply(threadId: string, entries: readonly LedgerEntry[]): number {
-    const row = this.#sql<{ usage_through: number }>`
-      SELECT usage_through FROM tenant_thread_sync WHERE thread_id = ${threadId}`.toArray()[0];
-    let through = row?.usage_through ?? 0;
-    for (const e of [...entries].sort((a, b) => a.id - b.id)) {
-      if (e.id <= through) continue;
+  /**
+   * Adds the entries not taken yet (those after the newest one taken, by incarnation, then seq);
+   * answers the newest one taken for the thread.
+   */
+  apply(threadId: string, entries: readonly LedgerEntry[]): EntryMark | null {
+    const row = this.#sql<{ usage_incarnation: string; usage_seq: number }>`
+      SELECT usage_incarnation, usage_seq FROM tenant_thread_sync
+      WHERE thread_id = ${threadId}`.toArray()[0];
+    let through: EntryMark | null =
+      row && row.usage_incarnation !== ""
+        ? { incarnation: row.usage_incarnation, seq: row.usage_seq }
+        : null;
+    for (const e of [...entries].sort(byMark)) {
+      if (through !== null && byMark(e, through) <= 0) continue;
       const turns = e.first_of_turn ? 1 : 0;
       this.#sql`INSERT INTO tenant_usage (day, thread_id, model, input_tokens, cached_input_tokens,
           output_tokens, reasoning_tokens, requests, turns)
@@ -67,11 +81,14 @@ export class UsageRollup {
       this
         .#sql`INSERT INTO tenant_daily_tokens (day, tokens) VALUES (${e.day}, ${e.input_tokens + e.output_tokens})
         ON CONFLICT (day) DO UPDATE SET tokens = tokens + excluded.tokens`;
-      through = e.id;
+      through = { incarnation: e.incarnation, seq: e.seq };
     }
-    this
-      .#sql`INSERT INTO tenant_thread_sync (thread_id, usage_through) VALUES (${threadId}, ${through})
-      ON CONFLICT (thread_id) DO UPDATE SET usage_through = excluded.usage_through`;
+    if (through !== null) {
+      this.#sql`INSERT INTO tenant_thread_sync (thread_id, usage_incarnation, usage_seq)
+        VALUES (${threadId}, ${through.incarnation}, ${through.seq})
+        ON CONFLICT (thread_id) DO UPDATE SET usage_incarnation = excluded.usage_incarnation,
+          usage_seq = excluded.usage_seq`;
+    }
     return through;
   }
 

@@ -62,8 +62,13 @@ export interface CreateKeyRequest {
  * `token_count` line the request produced, in the same step that wrote the line.
  */
 export interface LedgerEntry {
-  /** Increasing per thread object, never reused (not even after a delete and re-create). */
-  id: number;
+  /**
+   * The thread's `created_at`, which tells a thread from one created later under the same id
+   * (after a delete); with `seq`, the entry's id.
+   */
+  incarnation: string;
+  /** The seq of the `token_count` line in the thread's rollout. */
+  seq: number;
   turn_id: string;
   /** The catalog slug of the model that served the request. */
   model: string;
@@ -87,13 +92,16 @@ export interface ThreadSync {
   version: number;
   /** The thread as the listing shows it; null when the object holds no thread (deleted). */
   thread: ThreadResource | null;
-  /** Ledger entries not acknowledged yet, by id; those at or below the applied id are skipped. */
+  /**
+   * Ledger entries not acknowledged yet, oldest first; those at or before the newest one taken
+   * (by incarnation, then seq) are skipped.
+   */
   usage: LedgerEntry[];
 }
 
 export interface SyncAck {
-  /** Every ledger entry up to this id is in the tenant's ledger: the thread may drop them. */
-  usageThrough: number;
+  /** Every ledger entry up to this one is in the tenant's ledger: the thread may drop them. */
+  usageThrough: { incarnation: string; seq: number } | null;
   /** The tenant was deleted: the thread deletes itself. */
   tenantGone: boolean;
 }

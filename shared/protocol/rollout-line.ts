@@ -20,6 +20,11 @@ export const SessionMetaSchema = z.looseObject({
   model_provider: z.string().nullish(),
   base_instructions: z.unknown().optional(),
   forked_from_id: z.string().nullish(),
+  /**
+   * Spindle's: how many lines after this one a fork or an import copied (its own lines follow
+   * them), so a thread rebuilt from R2 counts only its own provider requests.
+   */
+  spindle_copied_lines: z.number().int().nonnegative().optional(),
 });
 
 export const WorldStateItemSchema = z.looseObject({

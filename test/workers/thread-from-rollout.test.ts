@@ -282,6 +282,8 @@ describe("importThread: a thread from an uploaded or forked rollout", () => {
           originator: "codex_cli_rs",
           cli_version: "0.50.0",
           forked_from_id: "t_source",
+          // The 14 lines after it are copied, not the thread's own.
+          spindle_copied_lines: 14,
         },
       },
       lastSeq: 15,
@@ -324,6 +326,7 @@ describe("importThread: a thread from an uploaded or forked rollout", () => {
       // The compaction is not a user turn.
       turn_count: 3,
       warnings: [],
+      metadata: {},
     };
     const config = {
       model: "spindle-local-lite",
@@ -382,7 +385,7 @@ describe("importThread: a thread from an uploaded or forked rollout", () => {
     expect(result).toEqual({
       forkedFrom: null,
       turnCount: 0,
-      payloadKeys: ["cli_version", "cwd", "id", "originator", "timestamp"],
+      payloadKeys: ["cli_version", "cwd", "id", "originator", "spindle_copied_lines", "timestamp"],
     });
   });
 

@@ -144,7 +144,10 @@ describe("the OpenAPI document", () => {
   it("each operation names its key: none, an admin key, or a tenant key with the scope it needs", () => {
     expect(doc.security).toEqual([{ apiKey: [] }]);
     expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: "http", scheme: "bearer" });
-    expect(doc.components.securitySchemes.adminKey).toMatchObject({ type: "http", scheme: "bearer" });
+    expect(doc.components.securitySchemes.adminKey).toMatchObject({
+      type: "http",
+      scheme: "bearer",
+    });
     const byKey = new Map<string, string[]>();
     for (const [path, method, op] of operations(doc)) {
       const name = JSON.stringify(op.security);
