@@ -116,6 +116,11 @@ function flattenIssues(
       for (const key of issue.keys) out.push({ path: [...path, key], message: "Unknown field" });
       continue;
     }
+    // A record's key that fails its schema: that schema's message, at the key's path.
+    if (issue.code === "invalid_key" && issue.issues.length > 0) {
+      out.push(...flattenIssues(issue.issues, path).map((e) => ({ ...e, path })));
+      continue;
+    }
     if (issue.code === "invalid_union" && issue.errors.length > 0) {
       const deep = issue.errors.filter((branch) => !branch.every(isTopLevelTypeMismatch));
       const [only] = deep;

@@ -109,20 +109,21 @@ export async function post(path: string, body?: unknown, key: string | null = DE
 }
 
 /**
- * `POST /v1/threads/import?id=` with a JSONL body, as the local development tenant (no `id`: the
- * service names the thread), with `extra` headers.
+ * `POST /v1/threads/import?id=` with a JSONL body, as the local development tenant unless `key`
+ * says otherwise (no `id`: the service names the thread), with `extra` headers.
  */
 export async function importRollout(
   id: string | undefined,
   body: string,
   extra: Record<string, string> = {},
+  key = DEV_KEY,
 ): Promise<Response> {
   const query = id === undefined ? "" : `?id=${id}`;
   return exports.default.fetch(`${BASE}/v1/threads/import${query}`, {
     method: "POST",
     headers: {
       ...extra,
-      authorization: `Bearer ${DEV_KEY}`,
+      authorization: `Bearer ${key}`,
       "content-type": "application/x-ndjson",
     },
     body,
