@@ -49,7 +49,14 @@ export class ThreadCreation {
       if (existing) return existing;
       const reserved = await this.#reserve();
       if (!reserved.ok) return reserved;
-      const live = LiveThread.create(parts, req, () => admission.record(req.idempotency, null));
+      let live: LiveThread;
+      try {
+        live = LiveThread.create(parts, req, () => admission.record(req.idempotency, null));
+      } catch (err) {
+        // Refused (an unknown model, …): a place reserved for it is given back.
+        this.#deps.sync.kick(true);
+        throw err;
+      }
       return ok(await adopt(live));
     });
   }
