@@ -15,6 +15,8 @@ interface LedgerState {
   incarnation: string;
   /** The turn of the newest entry: the next one of another turn counts that turn. */
   last_turn: string | null;
+  /** That turn's usage so far: its row takes it, so a turn cut short keeps what it used. */
+  last_turn_usage: TokenUsage | null;
   totals: ThreadUsage;
 }
 
@@ -68,8 +70,6 @@ export class ThreadLedger {
   readonly #reader: RequestReader;
   /** The model of the request under way: the engine asks for a client for each task's model. */
   requestModel: string | undefined;
-  /** The usage of the newest entry, until the turn's row takes it. */
-  #lastUsage: TokenUsage | undefined;
 
   constructor(
     sql: Sql,
@@ -101,7 +101,6 @@ export class ThreadLedger {
     const request = this.#reader.read(item);
     if (request === undefined) return;
     const { turn, usage } = request;
-    this.#lastUsage = usage;
     const state = this.#state();
     const entry: LedgerEntry = {
       incarnation: this.#incarnation,
@@ -117,18 +116,16 @@ export class ThreadLedger {
     };
     this.#sql`INSERT INTO spindle_usage (incarnation, seq, body)
       VALUES (${entry.incarnation}, ${seq}, ${JSON.stringify(entry)})`;
-    this.#values.put(STATE_KEY, {
-      incarnation: this.#incarnation,
-      last_turn: turn,
-      totals: addToTotals(state.totals, usage, entry.first_of_turn),
-    } satisfies LedgerState);
+    this.#values.put(STATE_KEY, next(state, request));
   }
 
-  /** The usage of the request whose entry was written last, once (a turn's row adds it up). */
-  takeLastUsage(): TokenUsage | undefined {
-    const usage = this.#lastUsage;
-    this.#lastUsage = undefined;
-    return usage;
+  /**
+   * What the turn's requests used, as the ledger counted them, while it is the newest turn with
+   * an entry (a running or just ended one); undefined for another.
+   */
+  turnUsage(turnId: string): TokenUsage | undefined {
+    const state = this.#state();
+    return state.last_turn === turnId ? (state.last_turn_usage ?? undefined) : undefined;
   }
 
   /**
@@ -146,13 +143,7 @@ export class ThreadLedger {
     let state = emptyState(incarnation);
     for (const { seq, line } of lines) {
       const request = reader.read(line as RolloutItem);
-      if (request === undefined || seq <= copiedThrough) continue;
-      const first = request.turn !== state.last_turn;
-      state = {
-        incarnation,
-        last_turn: request.turn,
-        totals: addToTotals(state.totals, request.usage, first),
-      };
+      if (request !== undefined && seq > copiedThrough) state = next(state, request);
     }
     new SyncValues(sql).put(STATE_KEY, state);
   }
@@ -169,7 +160,18 @@ export function creationTime(sql: Sql, nowMs: number): string {
 }
 
 function emptyState(incarnation: string): LedgerState {
-  return { incarnation, last_turn: null, totals: { ...ZERO_THREAD_USAGE } };
+  return { incarnation, last_turn: null, last_turn_usage: null, totals: { ...ZERO_THREAD_USAGE } };
+}
+
+/** The state after one more request. */
+function next(state: LedgerState, { turn, usage }: RequestUsage): LedgerState {
+  const first = turn !== state.last_turn;
+  return {
+    incarnation: state.incarnation,
+    last_turn: turn,
+    last_turn_usage: addTurnUsage(first ? null : state.last_turn_usage, usage),
+    totals: addToTotals(state.totals, usage, first),
+  };
 }
 
 /** A turn's usage so far plus its newest request's. */

@@ -402,12 +402,16 @@ export class TaskControl {
     this.markInterrupted(live, row);
   }
 
-  /** Stores `row` as interrupted through the newest line; moves `updated_at`. */
+  /**
+   * Stores `row` as interrupted through the newest line; moves `updated_at`. Its usage is what
+   * the ledger counted for it, also the requests an instance lost before the row was updated.
+   */
   markInterrupted(live: LiveThread, row: TurnRow): TurnRow {
     const done: TurnRow = {
       ...row,
       status: "interrupted",
       pending_calls: [],
+      usage: live.ledger.turnUsage(row.id) ?? row.usage,
       last_seq: live.log.lastSeq,
     };
     this.#deps.meta.putTurn(done);
