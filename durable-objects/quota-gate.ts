@@ -39,15 +39,15 @@ export class QuotaGate {
    * The tenant's answer on starting a task, or undefined (synchronously, without a call) when the
    * tenant sets neither quota a task start needs.
    */
-  taskAdmission(): Promise<RpcResult<void>> | undefined {
+  taskAdmission(turnId: string): Promise<RpcResult<void>> | undefined {
     const quotas = this.#sync.quotas;
     if (quotas.tokens_per_day === null && quotas.max_running_turns === null) return undefined;
-    return this.#sync.admitTask(quotas);
+    return this.#sync.admitTask(turnId, quotas);
   }
 
-  /** Whether the tenant counts running turns: a task's end is then pushed at once. */
-  get countsRunningTurns(): boolean {
-    return this.#sync.quotas.max_running_turns !== null;
+  /** A task ended: a tenant that counts running turns hears of it at once. */
+  taskEnded(turnId: string): void {
+    if (this.#sync.quotas.max_running_turns !== null) this.#sync.taskEnded(turnId);
   }
 }
 

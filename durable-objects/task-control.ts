@@ -32,9 +32,9 @@ export interface TaskControlDeps {
    * The tenant's answer on starting a task under its quotas, or undefined (no call, no wait)
    * when it sets none that a task start needs (`quota-gate.ts`).
    */
-  admit: () => Promise<RpcResult<void>> | undefined;
-  /** A task started or ended: the tenant's index shows it. */
-  taskChanged: () => void;
+  admit: (turnId: string) => Promise<RpcResult<void>> | undefined;
+  /** Task `turnId` started or `ended`: the tenant's index (and running count) shows it. */
+  taskChanged: (turnId: string, ended: boolean) => void;
 }
 
 /** What admitting a turn request did: started or joined a task, or queued the turn. */
@@ -92,10 +92,10 @@ export class TaskControl {
     );
     this.#running = task;
     this.#deps.waitUntil(this.#deps.alarms.within(RUNNING_TASK_ALARM_MS));
-    this.#deps.taskChanged();
+    this.#deps.taskChanged(turnId, false);
     const settle = () => {
       if (this.#running === task) this.#running = undefined;
-      this.#deps.taskChanged();
+      this.#deps.taskChanged(turnId, true);
       this.#deps.events.prune();
       this.#deps.waitUntil(this.#deps.afterTask().then(() => this.drainQueue()));
     };
@@ -108,8 +108,8 @@ export class TaskControl {
    * checks again that nothing started meanwhile. Undefined: it may. Without such quotas this
    * answers at once, so the caller's checks and its start stay one synchronous step.
    */
-  admitted(): Promise<RpcResult<never> | undefined> | undefined {
-    return this.#deps.admit()?.then((answer) => (answer.ok ? this.busy() : answer));
+  admitted(turnId: string): Promise<RpcResult<never> | undefined> | undefined {
+    return this.#deps.admit(turnId)?.then((answer) => (answer.ok ? this.busy() : answer));
   }
 
   /**
@@ -168,7 +168,7 @@ export class TaskControl {
           break;
       }
     }
-    const admitting = this.admitted();
+    const admitting = this.admitted(turnId);
     if (admitting) {
       const refused = await admitting;
       if (refused) return refused;
@@ -192,7 +192,7 @@ export class TaskControl {
     admitted: () => void,
   ): Promise<RpcResult<RunningTask>> {
     let checked = this.#resumable(live, turnId, items);
-    const admitting = checked.ok ? this.admitted() : undefined;
+    const admitting = checked.ok ? this.admitted(turnId) : undefined;
     if (admitting) {
       const refused = await admitting;
       if (refused) return refused;
@@ -350,7 +350,7 @@ export class TaskControl {
     if (!head) return;
     // The turn leaves the queue only once it starts or is refused: an instance lost while the
     // tenant answers leaves it queued.
-    const admitting = this.admitted();
+    const admitting = this.admitted(head.turnId);
     if (admitting) {
       const refused = await admitting;
       if (refused && !refused.ok && refused.error.code === "quota_exceeded") {

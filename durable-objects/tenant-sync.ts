@@ -61,9 +61,8 @@ export interface TenantSyncDeps {
  * found stale by the next one: the next change (`kick`), the next load of the thread, or its
  * alarm (`repair`), which every change that needs a push keeps due. At most one push is in flight;
  * changes during it are folded into the one that follows, and pushes are at least
- * `SYNC_INTERVAL_MS` apart unless one must go at once (a create, a delete, a metadata change, a
- * task's start and end when the tenant counts running turns): one that comes too soon is left to
- * the alarm. Each push carries a version that only grows,
+ * `SYNC_INTERVAL_MS` apart unless one must go at once (a create, a delete, a metadata change):
+ * one that comes too soon is left to the alarm. Each push carries a version that only grows,
  * so the tenant ignores one that arrives after a newer one.
  */
 export class TenantSync {
@@ -192,18 +191,39 @@ export class TenantSync {
   }
 
   /**
-   * Asks the tenant's object to admit a task under `quotas` (`tokens_per_day`,
-   * `max_running_turns`), pushing the thread's state with the question, so its own newest usage
-   * counts.
+   * Asks the tenant's object to admit task `turnId` under `quotas` (`tokens_per_day`,
+   * `max_running_turns`), with the thread's ledger entries not acknowledged yet, so its own
+   * newest usage counts. A small request: the index entry is left to the pushes.
    */
-  async admitTask(quotas: Quotas): Promise<RpcResult<void>> {
+  async admitTask(turnId: string, quotas: Quotas): Promise<RpcResult<void>> {
     const tenant = this.#tenant();
-    const sync = await this.#payload(true);
-    if (!tenant || !sync) return ok(undefined);
-    const admitted = await tenant.admitTask({ sync: sync.request, quotas });
+    const name = this.#deps.name;
+    if (!tenant || !name) return ok(undefined);
+    const admitted = await tenant.admitTask({
+      threadId: name.threadId,
+      turnId,
+      version: this.#values.get<number>("version") ?? 0,
+      usage: pendingEntries(this.#deps.sql, SYNC_BATCH_ENTRIES),
+      quotas,
+    });
     if (!admitted.ok) return admitted;
-    this.#acknowledge(sync, admitted.value);
+    dropEntries(this.#deps.sql, admitted.value.usageThrough);
     return ok(undefined);
+  }
+
+  /**
+   * Tells the tenant's object that task `turnId` ended, off the response path. If it never
+   * arrives, the next push (which says the thread is idle) ends it there.
+   */
+  taskEnded(turnId: string): void {
+    const tenant = this.#tenant();
+    const name = this.#deps.name;
+    if (!tenant || !name) return;
+    this.#deps.waitUntil(
+      tenant.taskEnded({ threadId: name.threadId, turnId }).catch((err: unknown) => {
+        console.warn("[tenant-sync] taskEnded failed; the next push ends the task", err);
+      }),
+    );
   }
 
   /** Room for this thread under `max_threads`, asked before it is created. */

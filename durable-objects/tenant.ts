@@ -11,6 +11,7 @@ import type {
   ReserveThreadRequest,
   RpcResult,
   SyncAck,
+  TaskEndedRequest,
   TenantResource,
   TenantRpc,
   ThreadResource,
@@ -188,8 +189,8 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
   }
 
   async admitTask(req: AdmitTaskRequest): Promise<RpcResult<SyncAck>> {
-    const ack = this.#apply(req.sync);
-    if (ack.tenantGone) return UNAUTHORIZED;
+    if (this.#gone()) return UNAUTHORIZED;
+    const usageThrough = this.#usage.apply(req.threadId, req.usage);
     const { tokens_per_day, max_running_turns } = req.quotas;
     const now = systemClock.nowMs();
     if (tokens_per_day !== null) {
@@ -203,10 +204,20 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
       }
     }
     if (max_running_turns !== null) {
-      const admitted = this.#index.admitRunning(req.sync.threadId, max_running_turns);
+      const admitted = this.#index.admitRunning(
+        req.threadId,
+        req.turnId,
+        req.version,
+        max_running_turns,
+      );
       if (!admitted.ok) return admitted;
     }
-    return ok(ack);
+    return ok({ usageThrough, tenantGone: false });
+  }
+
+  async taskEnded(req: TaskEndedRequest): Promise<RpcResult<null>> {
+    this.#index.taskEnded(req.threadId, req.turnId);
+    return ok(null);
   }
 
   async usage(req: UsageQuery): Promise<RpcResult<ListResource<UsageBucket>>> {

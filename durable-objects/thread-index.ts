@@ -67,11 +67,13 @@ export class ThreadIndex {
         VALUES (${thread.id}, ${key}, ${value})`;
     }
     if (thread.status === "running") {
-      this
-        .#sql`INSERT INTO tenant_running (thread_id, since) VALUES (${thread.id}, ${this.#clock.nowMs()})
-        ON CONFLICT (thread_id) DO NOTHING`;
+      const now = this.#clock.nowMs();
+      this.#sql`INSERT INTO tenant_running (thread_id, turn_id, version, since)
+        VALUES (${thread.id}, '', ${sync.version}, ${now}) ON CONFLICT (thread_id) DO NOTHING`;
     } else {
-      this.#sql`DELETE FROM tenant_running WHERE thread_id = ${thread.id}`;
+      // A push from before a task's admission (arriving after it) does not end that task.
+      this.#sql`DELETE FROM tenant_running
+        WHERE thread_id = ${thread.id} AND version < ${sync.version}`;
     }
   }
 
@@ -149,8 +151,11 @@ export class ThreadIndex {
     return ok(null);
   }
 
-  /** Counts `threadId` as running, unless `max` other threads run already. */
-  admitRunning(threadId: string, max: number): RpcResult<null> {
+  /**
+   * Counts `threadId` as running `turnId`, unless `max` other threads run already. `version` is
+   * the thread's newest push when it asked.
+   */
+  admitRunning(threadId: string, turnId: string, version: number, max: number): RpcResult<null> {
     const { count } = this.#sql<{ count: number }>`
       SELECT COUNT(*) AS count FROM tenant_running WHERE thread_id != ${threadId}`.one();
     if (count >= max) {
@@ -159,10 +164,18 @@ export class ThreadIndex {
         `${count} turns of the tenant are running, its max_running_turns.`,
       );
     }
-    this
-      .#sql`INSERT INTO tenant_running (thread_id, since) VALUES (${threadId}, ${this.#clock.nowMs()})
-      ON CONFLICT (thread_id) DO NOTHING`;
+    const now = this.#clock.nowMs();
+    this.#sql`INSERT INTO tenant_running (thread_id, turn_id, version, since)
+      VALUES (${threadId}, ${turnId}, ${version}, ${now})
+      ON CONFLICT (thread_id) DO UPDATE SET turn_id = excluded.turn_id,
+        version = excluded.version, since = excluded.since`;
     return ok(null);
+  }
+
+  /** `turnId` of `threadId` ended: the thread no longer counts (unless it runs another now). */
+  taskEnded(threadId: string, turnId: string): void {
+    this.#sql`DELETE FROM tenant_running
+      WHERE thread_id = ${threadId} AND (turn_id = ${turnId} OR turn_id = '')`;
   }
 
   /** Up to `limit` thread ids of the index (reservations included), for the tenant's deletion. */

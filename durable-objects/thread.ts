@@ -125,9 +125,11 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       ...common,
       queue: this.#queue,
       afterTask: () => this.#upkeep.scheduleFlush(),
-      admit: () => this.#quotas.taskAdmission(),
-      // A tenant counting running turns gets a task's start and end at once.
-      taskChanged: () => this.#sync.kick(this.#quotas.countsRunningTurns),
+      admit: (turnId) => this.#quotas.taskAdmission(turnId),
+      taskChanged: (turnId, ended) => {
+        if (ended) this.#quotas.taskEnded(turnId);
+        this.#sync.kick();
+      },
     });
     this.#upkeep = new Upkeep({
       ...common,
@@ -411,10 +413,10 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       if (earlier.value?.turnId) return this.#awaitedTurn(live, earlier.value.turnId);
       const busy = this.#tasks.busy();
       if (busy) return busy;
-      const admitting = this.#tasks.admitted();
+      const turnId = newTurnId();
+      const admitting = this.#tasks.admitted(turnId);
       const refused = admitting && (await admitting);
       if (refused) return refused;
-      const turnId = newTurnId();
       const admitted = await this.#admission.keyed(req.idempotency, turnId, () =>
         this.#tasks.started(live, turnId, (signal) =>
           live.session.compact("manual", signal, { turnId }),

@@ -65,6 +65,7 @@ export class UsageRollup {
       row && row.usage_incarnation !== ""
         ? { incarnation: row.usage_incarnation, seq: row.usage_seq }
         : null;
+    let taken = false;
     for (const e of [...entries].sort(byMark)) {
       if (through !== null && byMark(e, through) <= 0) continue;
       const turns = e.first_of_turn ? 1 : 0;
@@ -82,8 +83,10 @@ export class UsageRollup {
         .#sql`INSERT INTO tenant_daily_tokens (day, tokens) VALUES (${e.day}, ${e.input_tokens + e.output_tokens})
         ON CONFLICT (day) DO UPDATE SET tokens = tokens + excluded.tokens`;
       through = { incarnation: e.incarnation, seq: e.seq };
+      taken = true;
     }
-    if (through !== null) {
+    // Nothing new, nothing written: an admission with no entries only reads.
+    if (taken && through !== null) {
       this.#sql`INSERT INTO tenant_thread_sync (thread_id, usage_incarnation, usage_seq)
         VALUES (${threadId}, ${through.incarnation}, ${through.seq})
         ON CONFLICT (thread_id) DO UPDATE SET usage_incarnation = excluded.usage_incarnation,

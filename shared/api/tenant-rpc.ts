@@ -108,9 +108,20 @@ export interface SyncAck {
 
 /** `admitTask`: the quota checks before a task calls the provider (design §15 invariant 13). */
 export interface AdmitTaskRequest {
-  /** Applied first, so the thread's own latest usage counts. */
-  sync: ThreadSync;
+  threadId: string;
+  /** The task about to start. */
+  turnId: string;
+  /** The thread's newest push version: a push from before this (arriving late) keeps the task. */
+  version: number;
+  /** The thread's ledger entries not acknowledged yet, taken first so its own usage counts. */
+  usage: LedgerEntry[];
   quotas: Quotas;
+}
+
+/** `taskEnded`: a task admitted under `max_running_turns` ended. */
+export interface TaskEndedRequest {
+  threadId: string;
+  turnId: string;
 }
 
 /** `reserveThread`: room for one more thread under `max_threads`, before it is created. */
@@ -145,12 +156,13 @@ export interface TenantRpc {
   reserveThread(req: ReserveThreadRequest): Promise<RpcResult<null>>;
   sync(req: ThreadSync): Promise<RpcResult<SyncAck>>;
   /**
-   * Applies `sync`, then checks `tokens_per_day` (with `Retry-After` until the next UTC day) and
-   * `max_running_turns` (other threads running now), and counts the thread as running when both
-   * pass. The count follows the thread's pushes: its entry goes once a push says it is no longer
-   * running.
+   * Takes the request's ledger entries, then checks `tokens_per_day` (with `Retry-After` until
+   * the next UTC day) and `max_running_turns` (other threads running now), and counts the thread
+   * as running when both pass. It stops counting when `taskEnded` says so, or when a push newer
+   * than the admission says the thread no longer runs (a repair for a `taskEnded` never sent).
    */
   admitTask(req: AdmitTaskRequest): Promise<RpcResult<SyncAck>>;
+  taskEnded(req: TaskEndedRequest): Promise<RpcResult<null>>;
   usage(req: UsageQuery): Promise<RpcResult<ListResource<UsageBucket>>>;
 }
 
