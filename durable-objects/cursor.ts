@@ -1,4 +1,6 @@
 import type { z } from "zod";
+import type { ListResource, RpcResult } from "../shared/api/index.ts";
+import { fail } from "./results.ts";
 
 /**
  * Opaque page cursors of the tenancy lists: a small JSON value, base64url. Only the object that
@@ -20,4 +22,27 @@ export function decodeCursor<S extends z.ZodType>(
   } catch {
     return undefined;
   }
+}
+
+/** A page from `limit + 1` rows in order: the first `limit`, and a cursor when more follow. */
+export function pageOf<R, T>(
+  rows: readonly R[],
+  limit: number,
+  item: (row: R) => T,
+  cursorOf: (last: R) => unknown,
+): ListResource<T> {
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return {
+    object: "list",
+    data: page.map(item),
+    next_cursor: rows.length > limit && last !== undefined ? encodeCursor(cursorOf(last)) : null,
+  };
+}
+
+/** The answer to a cursor that this listing did not make (`why`: what else it may be). */
+export function badCursor(why = "unknown cursor"): RpcResult<never> {
+  return fail("invalid_request", "The cursor is not one of this listing's.", [
+    { path: "cursor", message: why },
+  ]);
 }

@@ -8,7 +8,7 @@ import type {
   RpcResult,
   TenantResource,
 } from "../shared/api/index.ts";
-import { decodeCursor, encodeCursor } from "./cursor.ts";
+import { badCursor, decodeCursor, pageOf } from "./cursor.ts";
 import { fail, ok } from "./results.ts";
 import { migrate } from "./schema.ts";
 import { type Sql, sqlOf } from "./sql.ts";
@@ -65,22 +65,19 @@ export class TenantDirectory extends DurableObject<Env> implements DirectoryRpc 
     let after = "";
     if (req.cursor !== undefined) {
       const cursor = decodeCursor(req.cursor, DirectoryCursorSchema);
-      if (cursor === undefined) {
-        return fail("invalid_request", "The cursor is not one of this listing's.", [
-          { path: "cursor", message: "unknown cursor" },
-        ]);
-      }
+      if (cursor === undefined) return badCursor();
       after = cursor.i;
     }
     const rows = this.#sql<{ id: string; body: string }>`SELECT id, body FROM directory_tenants
       WHERE id > ${after} ORDER BY id LIMIT ${req.limit + 1}`.toArray();
-    const page = rows.slice(0, req.limit);
-    const last = page.at(-1);
-    return ok({
-      object: "list",
-      data: page.map((row) => JSON.parse(row.body) as TenantResource),
-      next_cursor: rows.length > req.limit && last ? encodeCursor({ i: last.id }) : null,
-    });
+    return ok(
+      pageOf(
+        rows,
+        req.limit,
+        (row) => JSON.parse(row.body) as TenantResource,
+        (last) => ({ i: last.id }),
+      ),
+    );
   }
 
   async forget(tenant: string): Promise<RpcResult<null>> {

@@ -12,7 +12,7 @@ import {
   type TenantResource,
 } from "../shared/api/index.ts";
 import type { Clock } from "../shared/ports/index.ts";
-import { decodeCursor, encodeCursor } from "./cursor.ts";
+import { decodeCursor, pageOf } from "./cursor.ts";
 import { digestsEqual, keyDigest } from "./digests.ts";
 import type { Sql } from "./sql.ts";
 
@@ -119,14 +119,7 @@ export class KeyStore {
         .#sql<KeyRow>`SELECT * FROM tenant_keys WHERE (created_at, id) > (${after.c}, ${after.i})
         ORDER BY created_at, id LIMIT ${query.limit + 1}`.toArray();
     }
-    const page = rows.slice(0, query.limit);
-    const last = page.at(-1);
-    return {
-      object: "list",
-      data: page.map(resourceOf),
-      next_cursor:
-        rows.length > query.limit && last ? encodeCursor({ c: last.created_at, i: last.id }) : null,
-    };
+    return pageOf(rows, query.limit, resourceOf, (last) => ({ c: last.created_at, i: last.id }));
   }
 
   /** False when the tenant has no such key. */

@@ -21,6 +21,7 @@ import type {
   VerifiedKey,
   VerifyKeyRequest,
 } from "../shared/api/index.ts";
+import { badCursor } from "./cursor.ts";
 import { systemClock } from "./live-thread.ts";
 import { directoryStub, threadStubIn } from "./placement.ts";
 import { fail, failQuota, ok } from "./results.ts";
@@ -223,10 +224,4 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
   async usage(req: UsageQuery): Promise<RpcResult<ListResource<UsageBucket>>> {
     return this.#usage.query(req, systemClock.nowMs());
   }
-}
-
-function badCursor(): RpcResult<never> {
-  return fail("invalid_request", "The cursor is not one of this listing's.", [
-    { path: "cursor", message: "unknown cursor" },
-  ]);
 }

@@ -7,8 +7,8 @@ import type {
   ThreadSync,
 } from "../shared/api/index.ts";
 import type { Clock } from "../shared/ports/index.ts";
-import { decodeCursor, encodeCursor } from "./cursor.ts";
-import { fail, failQuota, ok } from "./results.ts";
+import { badCursor, decodeCursor, pageOf } from "./cursor.ts";
+import { failQuota, ok } from "./results.ts";
 import type { Sql } from "./sql.ts";
 
 /**
@@ -102,9 +102,7 @@ export class ThreadIndex {
     if (query.cursor !== undefined) {
       const after = decodeCursor(query.cursor, ListCursorSchema);
       if (after === undefined || after.o !== query.order) {
-        return fail("invalid_request", "The cursor is not one of this listing's.", [
-          { path: "cursor", message: "unknown cursor, or one made for another order" },
-        ]);
+        return badCursor("unknown cursor, or one made for another order");
       }
       where.push(desc ? "(updated_at, thread_id) < (?, ?)" : "(updated_at, thread_id) > (?, ?)");
       params.push(after.u, after.i);
@@ -118,16 +116,14 @@ export class ThreadIndex {
         query.limit + 1,
       )
       .toArray();
-    const page = rows.slice(0, query.limit);
-    const last = page.at(-1);
-    return ok({
-      object: "list",
-      data: page.map((row) => JSON.parse(row.body) as ThreadResource),
-      next_cursor:
-        rows.length > query.limit && last
-          ? encodeCursor({ o: query.order, u: last.updated_at, i: last.thread_id })
-          : null,
-    });
+    return ok(
+      pageOf(
+        rows,
+        query.limit,
+        (row) => JSON.parse(row.body) as ThreadResource,
+        (last) => ({ o: query.order, u: last.updated_at, i: last.thread_id }),
+      ),
+    );
   }
 
   /**

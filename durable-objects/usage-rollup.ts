@@ -7,9 +7,9 @@ import type {
   UsageGroup,
   UsageQuery,
 } from "../shared/api/index.ts";
-import { decodeCursor, encodeCursor } from "./cursor.ts";
+import { badCursor, decodeCursor, pageOf } from "./cursor.ts";
 import type { EntryMark } from "./ledger.ts";
-import { fail, ok } from "./results.ts";
+import { ok } from "./results.ts";
 import type { Sql } from "./sql.ts";
 
 /** `GET /v1/usage` without `start` covers this many days before `end`. */
@@ -112,9 +112,7 @@ export class UsageRollup {
     if (query.cursor !== undefined) {
       const cursor = decodeCursor(query.cursor, BucketCursorSchema);
       if (cursor === undefined || cursor.g !== query.group_by) {
-        return fail("invalid_request", "The cursor is not one of this listing's.", [
-          { path: "cursor", message: "unknown cursor, or one made for another group_by" },
-        ]);
+        return badCursor("unknown cursor, or one made for another group_by");
       }
       after = ` AND ${column} > ?`;
       params.push(cursor.b);
@@ -131,15 +129,13 @@ export class UsageRollup {
         query.limit + 1,
       )
       .toArray();
-    const page = rows.slice(0, query.limit);
-    const last = page.at(-1);
-    return ok({
-      object: "list",
-      data: page.map((row) => ({ object: "usage_bucket", ...row })),
-      next_cursor:
-        rows.length > query.limit && last
-          ? encodeCursor({ g: query.group_by, b: last.bucket })
-          : null,
-    });
+    return ok(
+      pageOf(
+        rows,
+        query.limit,
+        (row): UsageBucket => ({ object: "usage_bucket", ...row }),
+        (last) => ({ g: query.group_by, b: last.bucket }),
+      ),
+    );
   }
 }

@@ -1,8 +1,6 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, type LocalWorker, startLocalWorker, text } from "./local-worker.ts";
+import { describe, expect, it } from "vitest";
+import { call, text } from "./local-worker.ts";
+import { persistedWorker } from "./persisted-worker.ts";
 
 /**
  * The tenancy path over a real socket (design §11): an operator's admin key creates a tenant and
@@ -12,13 +10,7 @@ import { call, type LocalWorker, startLocalWorker, text } from "./local-worker.t
 
 const ADMIN_KEY = "sk-local-admin";
 
-let persistDir: string;
-let worker: LocalWorker | undefined;
-
-function base(): URL {
-  if (!worker) throw new Error("the worker is not running");
-  return worker.url;
-}
+const { base, restart } = persistedWorker("spindle-e2e-tenancy-");
 
 async function as<T>(key: string, method: string, path: string, body?: unknown, status = 200) {
   return JSON.parse(await text(await call(base(), method, path, body, key), status)) as T;
@@ -36,20 +28,6 @@ async function eventually<T>(read: () => Promise<T>): Promise<T> {
     }
   }
 }
-
-beforeAll(async () => {
-  persistDir = await mkdtemp(join(tmpdir(), "spindle-e2e-tenancy-"));
-  worker = await startLocalWorker(persistDir);
-});
-
-afterAll(async () => {
-  try {
-    await worker?.dispose();
-  } finally {
-    worker = undefined;
-    await rm(persistDir, { recursive: true, force: true });
-  }
-});
 
 interface Usage {
   input_tokens: number;
@@ -139,8 +117,7 @@ describe("admin → tenant → key → thread → listing → usage, over a loop
     });
 
     // A restart keeps the tenant, its key, the index and the ledger.
-    await worker?.dispose();
-    worker = await startLocalWorker(persistDir);
+    await restart();
     const after = await as<{ data: { id: string }[] }>(key.key, "GET", "/v1/threads");
     expect(after.data.map((t) => t.id)).toEqual([thread.id]);
     const usageAfter = await as<{ data: Usage[] }>(key.key, "GET", "/v1/usage");

@@ -50,6 +50,19 @@ async function expectQuota(res: Response, quota: string, retryAfter: "none" | "u
 const turn = (key: string, id: string, body: Record<string, unknown>) =>
   api("POST", `/v1/threads/${id}/turns`, body, key);
 
+/** Resolves once the thread reports a running task. */
+async function untilRunning(key: string, id: string): Promise<void> {
+  await vi.waitFor(
+    async () => {
+      const thread = await json<{ status: string }>(
+        await api("GET", `/v1/threads/${id}`, undefined, key),
+      );
+      expect(thread.status).toBe("running");
+    },
+    { timeout: 5_000, interval: 10 },
+  );
+}
+
 async function newThread(key: string, body: Record<string, unknown> = {}): Promise<string> {
   const id = newThreadId();
   await json(await api("POST", "/v1/threads", { id, ...body }, key), 201);
@@ -112,14 +125,7 @@ describe("max_running_turns", () => {
     const { key } = await tenantWithKey({ quotas: { max_running_turns: 1 } });
     const [a, b] = [await newThread(key), await newThread(key)];
     const slow = turn(key, a, { input: "/slow 300 hold the slot" });
-    await vi.waitFor(
-      async () =>
-        expect(
-          (await json<{ status: string }>(await api("GET", `/v1/threads/${a}`, undefined, key)))
-            .status,
-        ).toBe("running"),
-      { timeout: 5_000, interval: 10 },
-    );
+    await untilRunning(key, a);
     await expectQuota(await turn(key, b, { input: "me too" }), "max_running_turns", "none");
     await expectQuota(
       await api("POST", `/v1/threads/${b}/compact`, undefined, key),
@@ -222,14 +228,7 @@ describe("tokens_per_day", () => {
     const { key } = await tenantWithKey({ quotas: { tokens_per_day: 10 } });
     const id = await newThread(key);
     const slow = turn(key, id, { input: "/slow 200 spend the budget meanwhile" });
-    await vi.waitFor(
-      async () =>
-        expect(
-          (await json<{ status: string }>(await api("GET", `/v1/threads/${id}`, undefined, key)))
-            .status,
-        ).toBe("running"),
-      { timeout: 5_000, interval: 10 },
-    );
+    await untilRunning(key, id);
     const queued = await json<Turn>(await turn(key, id, { input: "later", on_busy: "queue" }), 202);
     expect((await json<Turn>(await slow)).status).toBe("completed");
     const ended = await vi.waitFor(

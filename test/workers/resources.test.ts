@@ -14,6 +14,7 @@ import {
   turnResource,
 } from "../../durable-objects/resources.ts";
 import type { Env } from "../../env.ts";
+import { ZERO_THREAD_USAGE } from "../../shared/api/index.ts";
 import type { MessageItem } from "../../shared/protocol/index.ts";
 import { newThreadId, threadStub } from "./helpers/api.ts";
 
@@ -97,14 +98,7 @@ describe("threadResource: the thread as the API shows it", () => {
       },
       turn_count: 0,
       token_usage: null,
-      usage: {
-        input_tokens: 0,
-        cached_input_tokens: 0,
-        output_tokens: 0,
-        reasoning_tokens: 0,
-        requests: 0,
-        turns: 0,
-      },
+      usage: ZERO_THREAD_USAGE,
       metadata: {},
       created_at: result.meta.created_at,
       updated_at: result.meta.updated_at,

@@ -21,6 +21,7 @@ import type {
   ThreadRpc,
   TurnResource,
 } from "../../../shared/api/index.ts";
+import { ZERO_THREAD_USAGE } from "../../../shared/api/index.ts";
 import type { Prompt, ResponseItem } from "../../../shared/protocol/index.ts";
 import { createApp } from "../../../worker/app.ts";
 
@@ -255,14 +256,7 @@ export function thread(id: string): ThreadResource {
     },
     turn_count: 0,
     token_usage: null,
-    usage: {
-      input_tokens: 0,
-      cached_input_tokens: 0,
-      output_tokens: 0,
-      reasoning_tokens: 0,
-      requests: 0,
-      turns: 0,
-    },
+    usage: ZERO_THREAD_USAGE,
     metadata: {},
     created_at: "2026-01-01T00:00:00.000Z",
     updated_at: "2026-01-01T00:00:00.000Z",
