@@ -16,7 +16,7 @@ import type { AlarmSchedule } from "./alarms.ts";
 import { dropEntries, pendingEntries } from "./ledger.ts";
 import { tenantStubIn } from "./placement.ts";
 import { ok } from "./results.ts";
-import type { Sql } from "./sql.ts";
+import { type Sql, sqlOf } from "./sql.ts";
 import { SyncValues } from "./sync-values.ts";
 
 /** A thread pushes to its tenant's object at most once per this long, unless it must at once. */
@@ -34,6 +34,12 @@ export function syncRetryDelayMs(attempts: number): number {
 interface Pushed {
   version: number;
   hash: string;
+}
+
+/** What a Thread object gives its sync: its own hooks; the rest comes from its state. */
+export interface ThreadSyncHooks {
+  snapshot: TenantSyncDeps["snapshot"];
+  tenantGone: TenantSyncDeps["tenantGone"];
 }
 
 export interface TenantSyncDeps {
@@ -76,6 +82,26 @@ export class TenantSync {
   constructor(deps: TenantSyncDeps) {
     this.#deps = deps;
     this.#values = new SyncValues(deps.sql);
+  }
+
+  /** The sync of a Thread object, whose name (`{tenant}:{thread}`) says what it pushes for. */
+  static ofObject(
+    ctx: DurableObjectState,
+    env: Env,
+    clock: Clock,
+    alarms: AlarmSchedule,
+    hooks: ThreadSyncHooks,
+  ): TenantSync {
+    const [tenant, threadId] = ctx.id.name?.split(":") ?? [];
+    return new TenantSync({
+      ...hooks,
+      sql: sqlOf(ctx.storage.sql),
+      env,
+      clock,
+      alarms,
+      name: tenant && threadId ? { tenant, threadId } : undefined,
+      waitUntil: (work) => ctx.waitUntil(work),
+    });
   }
 
   /** The tenant's placement and quotas, as the newest request that carried them said. */
@@ -134,11 +160,6 @@ export class TenantSync {
     while (await this.#pushOnce()) {
       // A long backlog of entries goes in consecutive pushes.
     }
-  }
-
-  /** Settles once the push in flight, if any, has. */
-  async settled(): Promise<void> {
-    await this.#inFlight;
   }
 
   /** One push, if anything is stale. True when more entries wait. Never throws. */

@@ -41,7 +41,6 @@ import { fail, guarded, ok, THREAD_NOT_FOUND } from "./results.ts";
 import { exportedRollout, rolloutPrefix } from "./rollout-export.ts";
 import { RolloutLog } from "./rollout-log.ts";
 import { migrate } from "./schema.ts";
-import { sqlOf } from "./sql.ts";
 import { contentOf, TaskControl } from "./task-control.ts";
 import { TenantSync } from "./tenant-sync.ts";
 import { ThreadCreation } from "./thread-creation.ts";
@@ -91,13 +90,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     super(ctx, env);
     migrate(ctx.storage.sql);
     this.#alarms = new AlarmSchedule(ctx.storage, systemClock);
-    const [tenant, threadId] = ctx.id.name?.split(":") ?? [];
-    this.#sync = new TenantSync({
-      sql: sqlOf(ctx.storage.sql),
-      env,
-      clock: systemClock,
-      alarms: this.#alarms,
-      name: tenant && threadId ? { tenant, threadId } : undefined,
+    this.#sync = TenantSync.ofObject(ctx, env, systemClock, this.#alarms, {
       snapshot: async () => {
         const live = await this.#thread();
         return live ? this.#resource(live) : null;
@@ -105,7 +98,6 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       tenantGone: async () => {
         await this.deleteThread();
       },
-      waitUntil: (work) => ctx.waitUntil(work),
     });
     this.#parts = storagePartsOf(ctx, env, requireBucketIn(env, this.#sync.policy.jurisdiction));
     const { meta, sql } = this.#parts;

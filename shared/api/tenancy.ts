@@ -71,11 +71,6 @@ export function patchQuotas(base: Quotas, patch: z.output<typeof QuotasInputSche
   return next;
 }
 
-/** Whether any quota is set: a tenant without one costs its turns no call to its object. */
-export function hasQuotas(quotas: Quotas | undefined): quotas is Quotas {
-  return quotas !== undefined && QUOTA_NAMES.some((name) => quotas[name] !== null);
-}
-
 const timestamp = z.iso.datetime();
 const TenantNameSchema = z.string().min(1).max(256);
 

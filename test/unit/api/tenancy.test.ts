@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
   formatApiKey,
-  hasQuotas,
   mergeMetadata,
   NO_QUOTAS,
   parseApiKey,
@@ -74,9 +73,6 @@ describe("quota patches", () => {
       tokens_per_day: 500,
       max_thread_bytes: null,
     });
-    expect(hasQuotas(NO_QUOTAS)).toBe(false);
-    expect(hasQuotas(base)).toBe(true);
-    expect(hasQuotas(undefined)).toBe(false);
   });
 });
 
