@@ -489,7 +489,8 @@ export const API_ROUTES = {
       "`scopes` the new key gets the caller's. Keys of `SPINDLE_API_KEYS` manage no keys (403).",
     body: jsonBody(CreateKeyBodySchema, jsonBodyMaxBytes),
     responses: { 201: { description: "The new key.", content: json(CreatedApiKeySchema) } },
-    errors: [],
+    // A key still trusted by an isolate while its tenant is being deleted.
+    errors: ["not_found"],
   },
   listKeys: {
     method: "get",
