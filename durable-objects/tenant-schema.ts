@@ -10,8 +10,6 @@
  * - tenant_thread_sync: per thread id ever pushed: the newest push version applied and the newest
  *   ledger entry taken (the thread's incarnation, the line's seq). Kept after the thread is
  *   deleted, so a late push changes nothing.
- * - tenant_running: threads running a task now, for `max_running_turns`: the task, and the
- *   thread's push version when it was admitted (an older push does not end it).
  * - tenant_usage: the usage ledger, rolled up by UTC day, thread and model.
  * - tenant_daily_tokens: input + output tokens per UTC day, for `tokens_per_day`.
  *
@@ -37,9 +35,6 @@ export const TENANT_MIGRATIONS: readonly string[] = [
    CREATE TABLE IF NOT EXISTS tenant_thread_sync (
      thread_id TEXT PRIMARY KEY, version INTEGER NOT NULL DEFAULT 0,
      usage_incarnation TEXT NOT NULL DEFAULT '', usage_seq INTEGER NOT NULL DEFAULT 0);
-   CREATE TABLE IF NOT EXISTS tenant_running (
-     thread_id TEXT PRIMARY KEY, turn_id TEXT NOT NULL, version INTEGER NOT NULL,
-     since INTEGER NOT NULL);
    CREATE TABLE IF NOT EXISTS tenant_usage (
      day TEXT NOT NULL, thread_id TEXT NOT NULL, model TEXT NOT NULL,
      input_tokens INTEGER NOT NULL, cached_input_tokens INTEGER NOT NULL,

@@ -214,7 +214,8 @@ export class TenantSync {
   /**
    * Asks the tenant's object to admit task `turnId` under `quotas` (`tokens_per_day`,
    * `max_running_turns`), with the thread's ledger entries not acknowledged yet, so its own
-   * newest usage counts. A small request: the index entry is left to the pushes.
+   * newest usage counts (they stay the pushes' to deliver). A small request: the index entry is
+   * left to the pushes too.
    */
   async admitTask(turnId: string, quotas: Quotas): Promise<RpcResult<void>> {
     const tenant = this.#tenant();
@@ -227,9 +228,7 @@ export class TenantSync {
       usage: pendingEntries(this.#deps.sql, SYNC_BATCH_ENTRIES),
       quotas,
     });
-    if (!admitted.ok) return admitted;
-    dropEntries(this.#deps.sql, admitted.value.usageThrough);
-    return ok(undefined);
+    return admitted.ok ? ok(undefined) : admitted;
   }
 
   /**

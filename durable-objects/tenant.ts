@@ -189,13 +189,14 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     return { usageThrough, tenantGone: this.#gone() };
   }
 
-  async admitTask(req: AdmitTaskRequest): Promise<RpcResult<SyncAck>> {
+  async admitTask(req: AdmitTaskRequest): Promise<RpcResult<null>> {
     if (this.#gone()) return UNAUTHORIZED;
-    const usageThrough = this.#usage.apply(req.threadId, req.usage);
     const { tokens_per_day, max_running_turns } = req.quotas;
     const now = systemClock.nowMs();
     if (tokens_per_day !== null) {
-      const used = this.#usage.tokensOn(utcDay(now));
+      const today = utcDay(now);
+      const used =
+        this.#usage.tokensOn(today) + this.#usage.pendingTokensOn(req.threadId, req.usage, today);
       if (used >= tokens_per_day) {
         return failQuota(
           "tokens_per_day",
@@ -213,7 +214,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
       );
       if (!admitted.ok) return admitted;
     }
-    return ok({ usageThrough, tenantGone: false });
+    return ok(null);
   }
 
   async taskEnded(req: TaskEndedRequest): Promise<RpcResult<null>> {

@@ -58,16 +58,9 @@ export class UsageRollup {
    * answers the newest one taken for the thread.
    */
   apply(threadId: string, entries: readonly LedgerEntry[]): EntryMark | null {
-    const row = this.#sql<{ usage_incarnation: string; usage_seq: number }>`
-      SELECT usage_incarnation, usage_seq FROM tenant_thread_sync
-      WHERE thread_id = ${threadId}`.toArray()[0];
-    let through: EntryMark | null =
-      row && row.usage_incarnation !== ""
-        ? { incarnation: row.usage_incarnation, seq: row.usage_seq }
-        : null;
+    let through = this.#taken(threadId);
     let taken = false;
-    for (const e of [...entries].sort(byMark)) {
-      if (through !== null && byMark(e, through) <= 0) continue;
+    for (const e of this.#notTaken(through, entries)) {
       const turns = e.first_of_turn ? 1 : 0;
       this.#sql`INSERT INTO tenant_usage (day, thread_id, model, input_tokens, cached_input_tokens,
           output_tokens, reasoning_tokens, requests, turns)
@@ -93,6 +86,31 @@ export class UsageRollup {
           usage_seq = excluded.usage_seq`;
     }
     return through;
+  }
+
+  /** The newest entry taken for the thread. */
+  #taken(threadId: string): EntryMark | null {
+    const row = this.#sql<{ usage_incarnation: string; usage_seq: number }>`
+      SELECT usage_incarnation, usage_seq FROM tenant_thread_sync
+      WHERE thread_id = ${threadId}`.toArray()[0];
+    return row && row.usage_incarnation !== ""
+      ? { incarnation: row.usage_incarnation, seq: row.usage_seq }
+      : null;
+  }
+
+  /** `entries` after `through`, in order. */
+  #notTaken(through: EntryMark | null, entries: readonly LedgerEntry[]): LedgerEntry[] {
+    return [...entries].sort(byMark).filter((e) => through === null || byMark(e, through) > 0);
+  }
+
+  /**
+   * The input + output tokens of `day` in the thread's entries not taken yet: counted for a quota
+   * without being taken (the thread's next push brings them), so a check writes nothing.
+   */
+  pendingTokensOn(threadId: string, entries: readonly LedgerEntry[], day: string): number {
+    return this.#notTaken(this.#taken(threadId), entries)
+      .filter((e) => e.day === day)
+      .reduce((sum, e) => sum + e.input_tokens + e.output_tokens, 0);
   }
 
   /** Input + output tokens the tenant used on `day`. */

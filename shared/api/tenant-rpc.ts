@@ -113,7 +113,10 @@ export interface AdmitTaskRequest {
   turnId: string;
   /** The thread's newest push version: a push from before this (arriving late) keeps the task. */
   version: number;
-  /** The thread's ledger entries not acknowledged yet, taken first so its own usage counts. */
+  /**
+   * The thread's ledger entries not acknowledged yet: counted for `tokens_per_day` (its own
+   * newest usage counts), not taken (its next push brings them), so a check writes nothing.
+   */
   usage: LedgerEntry[];
   quotas: Quotas;
 }
@@ -156,12 +159,12 @@ export interface TenantRpc {
   reserveThread(req: ReserveThreadRequest): Promise<RpcResult<null>>;
   sync(req: ThreadSync): Promise<RpcResult<SyncAck>>;
   /**
-   * Takes the request's ledger entries, then checks `tokens_per_day` (with `Retry-After` until
-   * the next UTC day) and `max_running_turns` (other threads running now), and counts the thread
-   * as running when both pass. It stops counting when `taskEnded` says so, or when a push newer
+   * Checks `tokens_per_day` (with the request's entries; `Retry-After` until the next UTC day)
+   * and `max_running_turns` (other threads running now), and counts the thread as running when
+   * both pass. It stops counting when `taskEnded` says so, or when a push newer
    * than the admission says the thread no longer runs (a repair for a `taskEnded` never sent).
    */
-  admitTask(req: AdmitTaskRequest): Promise<RpcResult<SyncAck>>;
+  admitTask(req: AdmitTaskRequest): Promise<RpcResult<null>>;
   taskEnded(req: TaskEndedRequest): Promise<RpcResult<null>>;
   usage(req: UsageQuery): Promise<RpcResult<ListResource<UsageBucket>>>;
 }

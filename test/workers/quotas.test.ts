@@ -3,6 +3,7 @@
  * (`Retry-After` for `tokens_per_day`), before anything is recorded or the provider is called,
  * and never cuts a task that runs.
  */
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, type MockInstance, vi } from "vitest";
 import { api, importRollout, json, newThreadId } from "./helpers/api.ts";
@@ -161,7 +162,7 @@ describe("max_running_turns", () => {
 
 describe("tokens_per_day", () => {
   it("lets the turn that spends the day's tokens finish, then refuses the next before the provider is called", async () => {
-    const { key } = await tenantWithKey({ quotas: { tokens_per_day: 20 } });
+    const { tenant, key } = await tenantWithKey({ quotas: { tokens_per_day: 20 } });
     const upstream = remoteModel();
     const id = await newThread(key, { model: "gpt-test" });
     const spent = await json<Turn & { usage: { input_tokens: number } }>(
@@ -182,11 +183,23 @@ describe("tokens_per_day", () => {
       "tokens_per_day",
       "until tomorrow",
     );
-    // Another thread of the tenant is refused too (its usage reached the tenant's object).
+    // Another thread of the tenant is refused too, once the usage reached the tenant's object
+    // (pushed by the thread's alarm within about a second).
     const other = await newThread(key, { model: "gpt-test" });
     await vi.waitFor(
-      async () => expect((await turn(key, other, { input: "elsewhere" })).status).toBe(429),
+      async () => {
+        await runDurableObjectAlarm(env.THREAD.getByName(`${tenant.id}:${id}`));
+        const usage = await json<{ data: unknown[] }>(
+          await api("GET", "/v1/usage", undefined, key),
+        );
+        expect(usage.data).toHaveLength(1);
+      },
       { timeout: 5_000, interval: 20 },
+    );
+    await expectQuota(
+      await turn(key, other, { input: "elsewhere" }),
+      "tokens_per_day",
+      "until tomorrow",
     );
     expect(upstream.mock.calls.length).toBe(calls);
     // Nothing was recorded for the refused requests.
