@@ -26,6 +26,25 @@ export const SYNC_BATCH_ENTRIES = 500;
 /** The longest wait between two attempts of a failing push. */
 export const SYNC_RETRY_MAX_MS = 5 * 60_000;
 
+/**
+ * The largest index entry a push carries, in characters of JSON (a row of the tenant's object
+ * holds at most 2 MB). A thread whose resource is longer (megabytes of instructions, tools or
+ * sections) is listed without those texts; `GET /v1/threads/{id}` has them.
+ */
+export const INDEX_ENTRY_MAX_CHARS = 256 * 1024;
+
+/** The thread as its index entry holds it. */
+export function indexEntryOf(thread: ThreadResource): ThreadResource {
+  if (JSON.stringify(thread).length <= INDEX_ENTRY_MAX_CHARS) return thread;
+  const {
+    base_instructions: _b,
+    developer_instructions: _d,
+    agents_md: _a,
+    ...config
+  } = thread.config;
+  return { ...thread, config: { ...config, context_sections: {}, tools: [] } };
+}
+
 export function syncRetryDelayMs(attempts: number): number {
   return Math.min(SYNC_INTERVAL_MS * 2 ** attempts, SYNC_RETRY_MAX_MS);
 }
@@ -192,7 +211,8 @@ export class TenantSync {
   async #payload(force: boolean): Promise<{ request: ThreadSync; hash: string } | undefined> {
     const name = this.#deps.name;
     if (!name) return undefined;
-    const thread = await this.#deps.snapshot();
+    const current = await this.#deps.snapshot();
+    const thread = current && indexEntryOf(current);
     // From here to the version, one synchronous step: versions follow the snapshots' order.
     const hash = bytesToHex(sha256(utf8ToBytes(JSON.stringify(thread))));
     const usage = pendingEntries(this.#deps.sql, SYNC_BATCH_ENTRIES);

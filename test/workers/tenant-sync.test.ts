@@ -10,7 +10,12 @@ import { AlarmSchedule } from "../../durable-objects/alarms.ts";
 import { creationTime, pendingEntries, ThreadLedger } from "../../durable-objects/ledger.ts";
 import { sqlOf } from "../../durable-objects/sql.ts";
 import { SyncValues } from "../../durable-objects/sync-values.ts";
-import { SYNC_INTERVAL_MS, TenantSync } from "../../durable-objects/tenant-sync.ts";
+import {
+  INDEX_ENTRY_MAX_CHARS,
+  indexEntryOf,
+  SYNC_INTERVAL_MS,
+  TenantSync,
+} from "../../durable-objects/tenant-sync.ts";
 import type { Env } from "../../env.ts";
 import type { ThreadResource, ThreadSync } from "../../shared/api/index.ts";
 import type { RolloutItem, TokenUsage } from "../../shared/protocol/index.ts";
@@ -304,5 +309,29 @@ describe("TenantSync", () => {
       };
     });
     expect(result).toEqual({ alarms: [2 * SYNC_INTERVAL_MS], kept: 1, pushed: [[3], [3]] });
+  });
+});
+
+describe("indexEntryOf", () => {
+  it("keeps a thread as it is, unless its resource is too long for an index row", () => {
+    const thread = {
+      id: "t1",
+      config: {
+        model: "m",
+        provider: "local",
+        base_instructions: "be brief",
+        context_sections: { a: { role: "user", text: "x" } },
+        tools: [{ type: "function", name: "f" }],
+      },
+    } as unknown as ThreadResource;
+    expect(indexEntryOf(thread)).toBe(thread);
+    const long = {
+      ...thread,
+      config: { ...thread.config, developer_instructions: "y".repeat(INDEX_ENTRY_MAX_CHARS) },
+    } as unknown as ThreadResource;
+    expect(indexEntryOf(long)).toEqual({
+      id: "t1",
+      config: { model: "m", provider: "local", context_sections: {}, tools: [] },
+    });
   });
 });
