@@ -160,6 +160,23 @@ describe("ThreadLedger", () => {
   });
 });
 
+/** A clock the test moves, and an alarm schedule that records how far ahead each alarm is set. */
+function recordedAlarms() {
+  const clock = { at: 1_000_000, nowMs: () => clock.at };
+  const alarmsSet: number[] = [];
+  const alarms = new AlarmSchedule(
+    {
+      getAlarm: async () => null,
+      setAlarm: async (at) => {
+        alarmsSet.push(Number(at) - clock.at);
+      },
+      deleteAlarm: async () => {},
+    },
+    clock,
+  );
+  return { clock, alarms, alarmsSet };
+}
+
 /** A tenant's object that records pushes and answers when the test says. */
 function fakeTenant() {
   const pushes: ThreadSync[] = [];
@@ -190,18 +207,7 @@ describe("TenantSync", () => {
   it("pushes at once, folds changes during a push into one more, and leaves a push too soon to the alarm", async () => {
     const tenant = fakeTenant();
     const result = await inThreadObject(async (sql) => {
-      const clock = { at: 1_000_000, nowMs: () => clock.at };
-      const alarmsSet: number[] = [];
-      const alarms = new AlarmSchedule(
-        {
-          getAlarm: async () => null,
-          setAlarm: async (at) => {
-            alarmsSet.push(Number(at) - clock.at);
-          },
-          deleteAlarm: async () => {},
-        },
-        clock,
-      );
+      const { clock, alarms, alarmsSet } = recordedAlarms();
       let version = 0;
       const waited: Promise<unknown>[] = [];
       const sync = new TenantSync({
@@ -263,18 +269,7 @@ describe("TenantSync", () => {
   it("a failed push keeps its entries and sets the alarm with backoff; the repair delivers them", async () => {
     const tenant = fakeTenant();
     const result = await inThreadObject(async (sql) => {
-      const clock = { at: 1_000_000, nowMs: () => clock.at };
-      const alarmsSet: number[] = [];
-      const alarms = new AlarmSchedule(
-        {
-          getAlarm: async () => null,
-          setAlarm: async (at) => {
-            alarmsSet.push(Number(at) - clock.at);
-          },
-          deleteAlarm: async () => {},
-        },
-        clock,
-      );
+      const { clock, alarms, alarmsSet } = recordedAlarms();
       const ledger = new ThreadLedger(sql, "2026-12-01T10:00:00.000Z", undefined, "turn_1");
       ledger.observe(
         tokenCount(usage(10, 0, 1, 0), usage(10, 0, 1, 0)),
