@@ -8,12 +8,22 @@
 export interface Env {
   /** One Durable Object per thread, named `{tenant}:{thread}` (class `Thread`). */
   THREAD: DurableObjectNamespace;
-  /** The rollouts' permanent home: segments and checkpoint copies. */
+  /** One Durable Object per tenant, named by the tenant id (class `Tenant`, SQLite). */
+  TENANT: DurableObjectNamespace;
+  /** One object, `directory` (class `TenantDirectory`): the admin API's list of tenants. */
+  TENANT_DIRECTORY: DurableObjectNamespace;
+  /** The rollouts' permanent home: segments and checkpoint copies (tenants without jurisdiction). */
   ROLLOUT: R2Bucket;
+  /** The R2 bucket of tenants whose jurisdiction is `eu` (a bucket created in the EU jurisdiction). */
+  ROLLOUT_EU?: R2Bucket;
+  /** The same for `fedramp`; without the binding, no FedRAMP tenant can be created. */
+  ROLLOUT_FEDRAMP?: R2Bucket;
   /** `production` (wrangler.toml) or `development` (`npm start`, the test suites). */
   SPINDLE_ENV?: string;
   /** Secret: JSON object of lowercase hex SHA-256 of each API key → tenant id (`worker/auth.ts`). */
   SPINDLE_API_KEYS?: string;
+  /** Secret: JSON array of lowercase hex SHA-256 of each admin key (`worker/auth.ts`). */
+  SPINDLE_ADMIN_KEYS?: string;
   /** Lines between checkpoints (default 250); tests lower it to exercise checkpoints. */
   SPINDLE_CHECKPOINT_EVERY_LINES?: string;
   /** History items per stored checkpoint group (default 250); tests lower it too. */

@@ -30,6 +30,7 @@ import {
   DEFAULT_ITEM_GROUP_LIMITS,
   type ItemGroupLimits,
 } from "./checkpoint-store.ts";
+import { creationTime, ThreadLedger } from "./ledger.ts";
 import { MetaStore, newThreadMeta, sessionMetaPayload, type ThreadMeta } from "./meta-store.ts";
 import { catalogOf, modelClientFactory } from "./providers.ts";
 import { decodeTolerantly, firstMissingSeq, RolloutLog } from "./rollout-log.ts";
@@ -57,12 +58,20 @@ export interface StorageParts {
   checkpointGroups: ItemGroupLimits;
   sql: Sql;
   storage: DurableObjectStorage;
+  /** The bucket of the tenant's jurisdiction, once the thread's placement is known. */
   bucket: R2Bucket;
   meta: MetaStore;
 }
 
-/** The stores and settings of one object, from its storage and the environment. */
-export function storagePartsOf(ctx: DurableObjectState, env: Env): StorageParts {
+/**
+ * The stores and settings of one object, from its storage and the environment; `bucket` is the
+ * R2 bucket of the tenant's jurisdiction.
+ */
+export function storagePartsOf(
+  ctx: DurableObjectState,
+  env: Env,
+  bucket: R2Bucket = env.ROLLOUT,
+): StorageParts {
   const sql = sqlOf(ctx.storage.sql);
   return {
     catalog: catalogOf(env),
@@ -75,7 +84,7 @@ export function storagePartsOf(ctx: DurableObjectState, env: Env): StorageParts 
     },
     sql,
     storage: ctx.storage,
-    bucket: env.ROLLOUT,
+    bucket,
     meta: new MetaStore(sql),
   };
 }
@@ -102,6 +111,8 @@ export class LiveThread {
    * Codex resumes), so it cannot tell a cursor from before a reload from a stale one.
    */
   rewrites: number;
+  /** The thread's side of the usage ledger: an entry per provider request, from its line. */
+  readonly ledger: ThreadLedger;
   readonly #checkpointEveryLines: number;
 
   constructor(
@@ -127,16 +138,34 @@ export class LiveThread {
     this.checkpoint = checkpoint;
     this.#checkpointEveryLines = parts.checkpointEveryLines;
     this.rewrites = state?.rewrites ?? 0;
+    const ledger = new ThreadLedger(
+      parts.sql,
+      meta.created_at,
+      state?.history.tokenInfo?.total_token_usage,
+      parts.meta.lastTurn()?.id,
+    );
+    this.ledger = ledger;
+    const clients = parts.modelClients(meta.id);
     const deps: EngineDeps = {
       clock: systemClock,
       ids: randomIds,
       catalog: parts.catalog,
       defaultModel: DEFAULT_MODEL_SLUG,
-      modelClient: parts.modelClients(meta.id),
+      // The engine asks for a client per task, for the model its requests go to.
+      modelClient: (model, provider) => {
+        ledger.requestModel = model.slug;
+        return clients(model, provider);
+      },
       sink: {
         append: (item) => {
           log.append(item);
           if (isHistoryRewrite(item)) this.rewrites += 1;
+          // Same synchronous step as the line: the entry is durable exactly when the line is.
+          ledger.observe(
+            item,
+            log.lastSeq,
+            log.lastWrittenAt ?? new Date(systemClock.nowMs()).toISOString(),
+          );
         },
       },
     };
@@ -155,7 +184,7 @@ export class LiveThread {
    */
   static create(
     parts: StorageParts,
-    req: Pick<CreateThreadRequest, "tenant" | "threadId" | "config">,
+    req: Pick<CreateThreadRequest, "tenant" | "threadId" | "config" | "metadata">,
     inTransaction: () => void,
   ): LiveThread {
     const config = resolveSessionConfiguration(
@@ -167,12 +196,16 @@ export class LiveThread {
     // A thread whose instructions and context alone overflow its model could take no turn.
     const model = parts.catalog.get(config.model);
     if (model) assertContextFits(config, model, systemClock.nowMs(), undefined);
-    const now = new Date(systemClock.nowMs()).toISOString();
+    const now = creationTime(parts.sql, systemClock.nowMs());
     const meta = newThreadMeta(req.tenant, req.threadId, now, null);
     const log = new RolloutLog(parts.sql, systemClock, 0);
     parts.storage.transactionSync(() => {
       log.append({ type: "session_meta", payload: sessionMetaPayload(req.threadId, now, config) });
       log.append({ type: "spindle_config", payload: config });
+      if (req.metadata !== undefined && Object.keys(req.metadata).length > 0) {
+        meta.metadata = req.metadata;
+        log.append({ type: "spindle_metadata", payload: { metadata: req.metadata } });
+      }
       // The newest line's time, as a restore from the rollout reads it back.
       meta.updated_at = log.lastWrittenAt ?? now;
       parts.meta.put("thread", meta);

@@ -1,5 +1,10 @@
 import type { TurnResource, Warning } from "../shared/api/index.ts";
-import type { ContentItem, ImportedFrom, SessionConfiguration } from "../shared/protocol/index.ts";
+import type {
+  ContentItem,
+  ImportedFrom,
+  SessionConfiguration,
+  ThreadMetadata,
+} from "../shared/protocol/index.ts";
 import type { Sql } from "./sql.ts";
 import { TextParts } from "./text-parts.ts";
 
@@ -14,6 +19,8 @@ export interface ThreadMeta {
   imported_from?: ImportedFrom | null;
   turn_count: number;
   warnings: Warning[];
+  /** The newest `spindle_metadata` line's (absent in rows written before metadata: none). */
+  metadata?: ThreadMetadata;
 }
 
 /** A new thread's identity. */
@@ -32,6 +39,7 @@ export function newThreadMeta(
     imported_from: null,
     turn_count: 0,
     warnings: [],
+    metadata: {},
   };
 }
 

@@ -27,6 +27,8 @@ export function threadResource(live: LiveThread, running: boolean): ThreadResour
     config: live.session.state.config,
     turn_count: meta.turn_count,
     token_usage: live.session.history.tokenInfo ?? null,
+    usage: live.ledger.totals(),
+    metadata: meta.metadata ?? {},
     created_at: meta.created_at,
     updated_at: meta.updated_at,
     forked_from: meta.forked_from,

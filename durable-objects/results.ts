@@ -1,4 +1,4 @@
-import type { FieldError, ProblemCode, RpcResult } from "../shared/api/index.ts";
+import type { FieldError, ProblemCode, QuotaName, RpcResult } from "../shared/api/index.ts";
 import { SessionError } from "../shared/session/index.ts";
 
 /**
@@ -14,6 +14,23 @@ export function fail(code: ProblemCode, detail: string, errors?: FieldError[]): 
 }
 
 export const THREAD_NOT_FOUND = fail("not_found", "No such thread.");
+
+/** `quota_exceeded` naming the quota; `retryAfterSeconds` for a time-based one (design §11). */
+export function failQuota(
+  quota: QuotaName,
+  detail: string,
+  retryAfterSeconds?: number,
+): RpcResult<never> {
+  return {
+    ok: false,
+    error: {
+      code: "quota_exceeded",
+      detail,
+      quota,
+      ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
+    },
+  };
+}
 
 /**
  * The failure a core error stands for; undefined for anything unexpected. `fieldBase` is the

@@ -19,6 +19,9 @@ import { sqlOf } from "./sql.ts";
  * - spindle_parts: the rest of an event, a queued turn, a meta value or a turn row longer than
  *   one part (its own row holds the first part; see `text-parts.ts`), by kind and key.
  * - spindle_idempotency: `Idempotency-Key`s of recent requests and what each did (24 hours).
+ * - spindle_sync: the object's tenancy state (`sync-values.ts`): ledger ids and totals, the
+ *   tenant's placement and quotas, what the tenant's object last acknowledged.
+ * - spindle_usage: usage-ledger entries the tenant's object has not acknowledged yet (the outbox).
  */
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS spindle_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -46,13 +49,17 @@ const MIGRATIONS: readonly string[] = [
      at INTEGER NOT NULL);`,
   `CREATE TABLE IF NOT EXISTS spindle_checkpoint_runs (
      grp INTEGER NOT NULL, part INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (grp, part));`,
+  `CREATE TABLE IF NOT EXISTS spindle_sync (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+   CREATE TABLE IF NOT EXISTS spindle_usage (
+     incarnation TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
+     PRIMARY KEY (incarnation, seq));`,
 ];
 
 /**
  * Empties the tables that hold the thread as its rollout defines it (identity, configuration,
  * turns, the rollout tail, checkpoints, the segment manifest), for a restore to rewrite from R2.
  * The rest is requests and their answers, and stays: events (so event ids never repeat), queued
- * turns, idempotency keys.
+ * turns, idempotency keys, and the tenancy state (the ledger and what was pushed).
  */
 export function clearRolloutState(storage: SqlStorage): void {
   storage.exec(`DELETE FROM spindle_meta; DELETE FROM spindle_rollout;
@@ -62,15 +69,18 @@ export function clearRolloutState(storage: SqlStorage): void {
     DELETE FROM spindle_parts WHERE kind IN ('meta', 'turn');`);
 }
 
-/** Applies the numbered migration steps not yet applied. Cheap when up to date. */
-export function migrate(storage: SqlStorage): void {
+/**
+ * Applies the numbered migration steps not yet applied (`steps`: the Thread's by default; the
+ * tenancy objects have their own). Cheap when up to date.
+ */
+export function migrate(storage: SqlStorage, steps: readonly string[] = MIGRATIONS): void {
   const sql = sqlOf(storage);
   sql`CREATE TABLE IF NOT EXISTS spindle_schema (version INTEGER NOT NULL)`;
   const row = sql<{ version: number }>`SELECT version FROM spindle_schema`.toArray()[0];
   if (row === undefined) sql`INSERT INTO spindle_schema (version) VALUES (0)`;
-  for (let version = row?.version ?? 0; version < MIGRATIONS.length; version++) {
+  for (let version = row?.version ?? 0; version < steps.length; version++) {
     // A step may hold several statements; exec runs them all.
-    storage.exec(MIGRATIONS[version] ?? "");
+    storage.exec(steps[version] ?? "");
     sql`UPDATE spindle_schema SET version = ${version + 1}`;
   }
 }

@@ -29,6 +29,13 @@ export interface TaskControlDeps {
   /** Whether the thread is being deleted: no queued turn starts. */
   halted: () => boolean;
   waitUntil: (work: Promise<unknown>) => void;
+  /**
+   * The tenant's answer on starting a task under its quotas, or undefined (no call, no wait)
+   * when it sets none that a task start needs (`quota-gate.ts`).
+   */
+  admit: (turnId: string) => Promise<RpcResult<void>> | undefined;
+  /** Task `turnId` started or `ended`: the tenant's index (and running count) shows it. */
+  taskChanged: (turnId: string, ended: boolean) => void;
 }
 
 /** What admitting a turn request did: started or joined a task, or queued the turn. */
@@ -96,13 +103,24 @@ export class TaskControl {
     );
     this.#running = task;
     this.#deps.waitUntil(this.#deps.alarms.within(RUNNING_TASK_ALARM_MS));
+    this.#deps.taskChanged(turnId, false);
     const settle = () => {
       if (this.#running === task) this.#running = undefined;
+      this.#deps.taskChanged(turnId, true);
       this.#deps.events.prune();
       this.#deps.waitUntil(this.#deps.afterTask().then(() => this.drainQueue()));
     };
     task.done.then(settle, settle);
     return { task, started };
+  }
+
+  /**
+   * Asks the tenant whether a task may start (its quotas), when it sets any a start needs; then
+   * checks again that nothing started meanwhile. Undefined: it may. Without such quotas this
+   * answers at once, so the caller's checks and its start stay one synchronous step.
+   */
+  admitted(turnId: string): Promise<RpcResult<never> | undefined> | undefined {
+    return this.#deps.admit(turnId)?.then((answer) => (answer.ok ? this.busy() : answer));
   }
 
   /**
@@ -161,6 +179,11 @@ export class TaskControl {
           break;
       }
     }
+    const admitting = this.admitted(turnId);
+    if (admitting) {
+      const refused = await admitting;
+      if (refused) return refused;
+    }
     this.abandonPausedTurn(live, "replaced");
     const begun = await this.started(live, turnId, (signal) =>
       live.session.runTurn({ content: contentOf(req.input) }, req.overrides, signal, { turnId }),
@@ -170,14 +193,41 @@ export class TaskControl {
 
   /**
    * Resumes a paused turn with outputs for its pending calls, once they check out: every pending
-   * call answered, no other. `admitted` runs right before the task starts (to record the key).
+   * call answered, no other, and the tenant's quotas admit the task (checked again after the
+   * tenant's answer). `admitted` runs right before the task starts (to record the key).
    */
-  resume(
+  async resume(
     live: LiveThread,
     turnId: string,
     items: readonly FunctionCallOutputInput[],
     admitted: () => void,
-  ): RpcResult<RunningTask> {
+  ): Promise<RpcResult<RunningTask>> {
+    let checked = this.#resumable(live, turnId, items);
+    const admitting = checked.ok ? this.admitted(turnId) : undefined;
+    if (admitting) {
+      const refused = await admitting;
+      if (refused) return refused;
+      checked = this.#resumable(live, turnId, items);
+    }
+    if (!checked.ok) return checked;
+    const { row, outputs } = checked.value;
+    admitted();
+    const { task } = this.start(
+      live,
+      row.id,
+      (signal) =>
+        live.session.resumeTurn(row.id, row.pending_calls, outputs, signal, row.queued_input),
+      row,
+    );
+    return ok(task);
+  }
+
+  /** The paused turn and its outputs, when `items` may resume it now. */
+  #resumable(
+    live: LiveThread,
+    turnId: string,
+    items: readonly FunctionCallOutputInput[],
+  ): RpcResult<{ row: TurnRow; outputs: ToolCallOutput[] }> {
     const row = this.#deps.meta.turn(turnId);
     if (!row) return fail("turn_not_found", `No turn "${turnId}" in this thread.`);
     if (row.status !== "requires_action") {
@@ -198,15 +248,7 @@ export class TaskControl {
       );
       return fail("unknown_call_id", err.message, errors);
     }
-    admitted();
-    const { task } = this.start(
-      live,
-      row.id,
-      (signal) =>
-        live.session.resumeTurn(row.id, row.pending_calls, outputs, signal, row.queued_input),
-      row,
-    );
-    return ok(task);
+    return ok({ row, outputs });
   }
 
   /**
@@ -269,29 +311,45 @@ export class TaskControl {
     return ok(resource);
   }
 
-  /**
-   * A queued turn interrupted before it started: it wrote no line, so its row holds none (and
-   * sorts before every turn that ran, ordinal 0, so it never counts as the thread's latest). Its
-   * `turn.interrupted` event ends the streams that waited for it.
-   */
+  /** A queued turn interrupted before it started. */
   #interruptedBeforeStart(live: LiveThread, turnId: string): TurnResource {
+    return this.#endedBeforeStart(live, turnId, "interrupted", null);
+  }
+
+  /**
+   * A queued turn that ended before it started (interrupted, or refused by a quota when its turn
+   * came): it wrote no line, so its row holds none (and sorts before every turn that ran,
+   * ordinal 0, so it never counts as the thread's latest). Its terminal event ends the streams
+   * that waited for it.
+   */
+  #endedBeforeStart(
+    live: LiveThread,
+    turnId: string,
+    status: "interrupted" | "failed",
+    error: TurnRow["error"],
+  ): TurnResource {
     const after = live.log.lastSeq + 1;
     this.#deps.meta.putTurn({
       id: turnId,
       ordinal: 0,
       kind: "turn",
-      status: "interrupted",
+      status,
       first_seq: after,
       last_seq: after - 1,
       pending_calls: [],
       usage: null,
-      error: null,
+      error,
     });
     const resource: TurnResource = {
       ...queuedTurnResource(live.meta.id, turnId),
-      status: "interrupted",
+      status,
+      error,
     };
-    this.#deps.events.emit("turn.interrupted", turnId, resource);
+    this.#deps.events.emit(
+      status === "failed" ? "turn.failed" : "turn.interrupted",
+      turnId,
+      resource,
+    );
     return resource;
   }
 
@@ -299,6 +357,22 @@ export class TaskControl {
   async drainQueue(): Promise<void> {
     const live = await this.#deps.load();
     if (!live || this.#running || this.#deps.halted()) return;
+    const head = this.#deps.queue.peek();
+    if (!head) return;
+    // The turn leaves the queue only once it starts or is refused: an instance lost while the
+    // tenant answers leaves it queued.
+    const admitting = this.admitted(head.turnId);
+    if (admitting) {
+      const refused = await admitting;
+      if (refused && !refused.ok && refused.error.code === "quota_exceeded") {
+        if (this.#deps.queue.remove(head.turnId)) {
+          const message = refused.error.detail;
+          this.#endedBeforeStart(live, head.turnId, "failed", { code: "quota_exceeded", message });
+        }
+        return;
+      }
+      if (refused || this.#running || this.#deps.halted()) return;
+    }
     const next = this.#deps.queue.shift();
     if (!next) return;
     this.abandonPausedTurn(live, "replaced");
@@ -339,12 +413,16 @@ export class TaskControl {
     this.markInterrupted(live, row);
   }
 
-  /** Stores `row` as interrupted through the newest line; moves `updated_at`. */
+  /**
+   * Stores `row` as interrupted through the newest line; moves `updated_at`. Its usage is what
+   * the ledger counted for it, also the requests an instance lost before the row was updated.
+   */
   markInterrupted(live: LiveThread, row: TurnRow): TurnRow {
     const done: TurnRow = {
       ...row,
       status: "interrupted",
       pending_calls: [],
+      usage: live.ledger.turnUsage(row.id) ?? row.usage,
       last_seq: live.log.lastSeq,
     };
     this.#deps.meta.putTurn(done);

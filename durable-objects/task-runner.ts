@@ -86,7 +86,13 @@ async function drive(
     markStarted();
   }
   const finish = async (r: TurnRow, status: TurnRow["status"], extra: Partial<TurnRow> = {}) => {
-    const done: TurnRow = { ...r, ...extra, status, last_seq: live.log.lastSeq };
+    const done: TurnRow = {
+      ...r,
+      ...extra,
+      status,
+      usage: live.ledger.turnUsage(r.id) ?? r.usage,
+      last_seq: live.log.lastSeq,
+    };
     meta.putTurn(done);
     // A turn that ran start to end here has all its items in hand; a resumed one reads them back.
     const seen = resumed?.id === r.id ? undefined : items.get(r.id);
@@ -143,7 +149,8 @@ async function drive(
       } else if (event.type === "item.delta") {
         events.emit("item.delta", event.turn_id, { delta: event.delta });
       } else if (event.type === "token_count") {
-        if (row) row.usage = event.info ? { ...event.info.last_token_usage } : null;
+        // The turn's usage is the sum of its requests', as the ledger counted them.
+        if (row) row.usage = live.ledger.turnUsage(row.id) ?? row.usage;
         events.emit("token_count", event.turn_id, { info: event.info ?? null });
       }
     }

@@ -6,6 +6,7 @@ import type {
   RolloutLine,
   SessionConfiguration,
   SessionMeta,
+  ThreadMetadata,
 } from "../shared/protocol/index.ts";
 import {
   createCheckpoint,
@@ -15,6 +16,7 @@ import {
   unreadLineWarnings,
 } from "../shared/rollout/index.ts";
 import { configOfRollout, type NumberedLine, truncationPolicyOf } from "../shared/session/index.ts";
+import { creationTime, ThreadLedger } from "./ledger.ts";
 import {
   LiveThread,
   readWholeRollout,
@@ -79,6 +81,7 @@ function rebuildThread(catalog: ModelCatalog, input: RebuildInput): RebuiltThrea
     updated_at: input.updatedAt,
     turn_count: turns.filter((t) => t.kind !== "compaction").length,
     imported_from: session?.imported_from ?? null,
+    metadata: metadataOfRollout(lines),
     warnings: [
       ...input.lost.map(warning("rollout_repaired")),
       ...unreadLineWarnings(input.lines).map(warning("rollout_line_unread")),
@@ -98,7 +101,7 @@ function sessionMetaOf(lines: readonly RolloutLine[]): SessionMeta | undefined {
 /** An import or fork request, with the parent a paginated fork's history starts from. */
 export type ImportRequest = Pick<
   CreateFromRolloutRequest,
-  "tenant" | "threadId" | "forkedFrom" | "warnings" | "parent"
+  "tenant" | "threadId" | "forkedFrom" | "warnings" | "parent" | "metadata"
 >;
 
 /**
@@ -122,7 +125,7 @@ export async function importThread(
   const source = await sourceLines(req, read);
   if (!source.ok) return source;
   const { meta: sourceMeta, lines: rest, forkedFrom, lost } = source.value;
-  const now = new Date(systemClock.nowMs()).toISOString();
+  const now = creationTime(parts.sql, systemClock.nowMs());
   const numbered = (lines: readonly RolloutLine[]) =>
     lines.map((line, i) => ({ seq: i + 1, line }));
   const configured = configOfRollout(
@@ -145,6 +148,8 @@ export async function importThread(
         imported_from: sourceMeta.imported_from ?? importedFrom(sourceMeta),
       };
   if (importWarnings.length > 0) ownMeta.import_warnings = importWarnings;
+  // The copied lines are not this thread's own: a restore does not count their usage.
+  ownMeta.spindle_copied_lines = rest.length;
   const stored: ImportedLine[] = [
     encoded({ timestamp: now, type: "session_meta", payload: ownMeta }),
     ...rest,
@@ -169,6 +174,12 @@ export async function importThread(
     parts.meta.put("config", config);
     parts.meta.put("thread", meta);
     for (const t of turns) parts.meta.putTurn(t);
+    if (req.metadata !== undefined) {
+      meta.metadata = req.metadata;
+      log.append({ type: "spindle_metadata", payload: { metadata: req.metadata } });
+      meta.updated_at = log.lastWrittenAt ?? meta.updated_at;
+      parts.meta.put("thread", meta);
+    }
     inTransaction();
   });
   return ok(new LiveThread(parts, meta, config, log, undefined, state));
@@ -338,6 +349,7 @@ export async function restoreThread(
   });
   const lastSeq = rows.at(-1)?.seq ?? 0;
   const flushed = whole.segments.at(-1)?.last_seq ?? 0;
+  const copied = metaLine.payload.spindle_copied_lines ?? 0;
   // A reload needs every line after the checkpoint in SQLite. Not when lines were lost: a
   // checkpoint would keep the context baseline that `state` dropped.
   const checkpoint =
@@ -354,6 +366,8 @@ export async function restoreThread(
     for (const t of turns) parts.meta.putTurn(t);
     for (const s of whole.segments) SegmentStore.recordDone(parts.sql, s);
     for (const r of rows) if (r.seq > flushed) RolloutLog.insert(parts.sql, r.seq, r.text);
+    // The thread's own usage, as its lines count it (the SQLite state may be the lost part).
+    ThreadLedger.rebuild(parts.sql, meta.created_at, rows, 1 + copied);
   });
   const restoredLog = new RolloutLog(parts.sql, systemClock, lastSeq);
   const live = new LiveThread(parts, meta, config, restoredLog, checkpoint, state);
@@ -376,4 +390,10 @@ export function newestTimestamp(lines: readonly RolloutLine[]): string | undefin
     }
   }
   return newest;
+}
+
+/** A rollout's metadata: its newest `spindle_metadata` line's, else none. */
+export function metadataOfRollout(lines: readonly RolloutLine[]): ThreadMetadata {
+  const newest = lines.findLast((l) => l.type === "spindle_metadata");
+  return newest?.type === "spindle_metadata" ? newest.payload.metadata : {};
 }

@@ -9,41 +9,42 @@ import type {
   ExportRequest,
   ForkSource,
   ForkSourceRequest,
-  IdempotencyKey,
   InjectRequest,
   ListHistoryRequest,
   ListResource,
+  PatchThreadBody,
+  RestoreRequest,
   RollbackRequest,
   RolloutExport,
   RpcResult,
   StartTurnRequest,
   SteerRequest,
   SubmitOutputsRequest,
+  TenantPolicy,
   ThreadResource,
   ThreadRpc,
   TurnResource,
 } from "../shared/api/index.ts";
-import type { MessageItem, Prompt, ResponseItem } from "../shared/protocol/index.ts";
+import { mergeMetadata } from "../shared/api/index.ts";
+import type { Prompt, ResponseItem } from "../shared/protocol/index.ts";
 import { Admission } from "./admission.ts";
 import { AlarmSchedule } from "./alarms.ts";
 import { EventLog } from "./event-log.ts";
+import { HistoryEdits } from "./history-edits.ts";
 import { IdempotencyKeys, type IdempotencyRecord } from "./idempotency.ts";
-import {
-  LiveThread,
-  type StorageParts,
-  storagePartsOf,
-  systemClock,
-  threadPrefix,
-} from "./live-thread.ts";
+import { LiveThread, type StorageParts, storagePartsOf, systemClock } from "./live-thread.ts";
+import { requireBucketIn } from "./placement.ts";
+import { QuotaGate } from "./quota-gate.ts";
 import { historyPage, queuedTurnResource, threadResource, turnResource } from "./resources.ts";
 import { fail, guarded, ok, THREAD_NOT_FOUND } from "./results.ts";
 import { exportedRollout, rolloutPrefix } from "./rollout-export.ts";
-import { importFingerprint, readRolloutStream } from "./rollout-import.ts";
 import { RolloutLog } from "./rollout-log.ts";
 import { migrate } from "./schema.ts";
-import { SegmentStore } from "./segments.ts";
 import { contentOf, newTurnId, TaskControl } from "./task-control.ts";
-import { cancelUpload, importThread, restoreThread } from "./thread-from-rollout.ts";
+import { TenantSync } from "./tenant-sync.ts";
+import { ThreadCreation } from "./thread-creation.ts";
+import { deleteThreadState } from "./thread-deletion.ts";
+import { restoreThread } from "./thread-from-rollout.ts";
 import { TurnQueue } from "./turn-queue.ts";
 import { Upkeep } from "./upkeep.ts";
 
@@ -52,7 +53,8 @@ import { Upkeep } from "./upkeep.ts";
  * and R2, loads the thread on its first request (the constructor only migrates the schema), and
  * routes each RPC method of `ThreadRpc` to the engine through one boundary (`#withThread`). Which
  * task runs is `TaskControl`'s, keys are `Admission`'s, the alarm and R2 flushes are `Upkeep`'s,
- * resources are built in `resources.ts`, and import and restore in `thread-from-rollout.ts`.
+ * resources are built in `resources.ts`, and import and restore in `thread-from-rollout.ts`. The
+ * tenant's index and ledger are fed by `TenantSync`, its quotas applied by `QuotaGate` (§11).
  */
 export class Thread extends DurableObject<Env> implements ThreadRpc {
   readonly #parts: StorageParts;
@@ -63,6 +65,10 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   readonly #alarms: AlarmSchedule;
   readonly #tasks: TaskControl;
   readonly #upkeep: Upkeep;
+  readonly #sync: TenantSync;
+  readonly #quotas: QuotaGate;
+  readonly #creation: ThreadCreation;
+  readonly #edits: HistoryEdits;
   #live: LiveThread | undefined;
   #loading: Promise<LiveThread | undefined> | undefined;
   /** A delete is under way: no flush, checkpoint or queued turn starts. */
@@ -71,12 +77,22 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     migrate(ctx.storage.sql);
-    this.#parts = storagePartsOf(ctx, env);
+    this.#alarms = new AlarmSchedule(ctx.storage, systemClock);
+    this.#sync = TenantSync.ofObject(ctx, env, systemClock, this.#alarms, {
+      snapshot: async () => {
+        const live = await this.#thread();
+        return live ? this.#resource(live) : null;
+      },
+      tenantGone: async () => {
+        await this.deleteThread();
+      },
+    });
+    this.#parts = storagePartsOf(ctx, env, requireBucketIn(env, this.#sync.policy.jurisdiction));
     const { meta, sql } = this.#parts;
+    this.#quotas = new QuotaGate(this.#sync, sql);
     this.#events = new EventLog(sql, systemClock);
     this.#queue = new TurnQueue(sql);
     this.#idempotency = new IdempotencyKeys(sql, systemClock);
-    this.#alarms = new AlarmSchedule(ctx.storage, systemClock);
     const common = {
       meta,
       events: this.#events,
@@ -89,6 +105,11 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       ...common,
       queue: this.#queue,
       afterTask: () => this.#upkeep.scheduleFlush(),
+      admit: (turnId) => this.#quotas.taskAdmission(turnId),
+      taskChanged: (turnId, ended) => {
+        if (ended) this.#quotas.taskEnded(turnId);
+        this.#sync.kick();
+      },
     });
     this.#upkeep = new Upkeep({
       ...common,
@@ -106,6 +127,25 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
         meta.turn(turnId) !== undefined ||
         this.#queue.has(turnId),
     );
+    this.#creation = new ThreadCreation({
+      parts: this.#parts,
+      admission: this.#admission,
+      tasks: this.#tasks,
+      sync: this.#sync,
+      thread: () => this.#thread(),
+      resource: (live) => this.#resource(live),
+      adopt: (live) => this.#adopt(live),
+      place: (policy) => this.#place(policy),
+    });
+    this.#edits = new HistoryEdits({
+      parts: this.#parts,
+      admission: this.#admission,
+      tasks: this.#tasks,
+      events: this.#events,
+      quotas: this.#quotas,
+      resource: (live) => this.#resource(live),
+      adopt: (live) => this.#adopt(live),
+    });
   }
 
   /** The loaded thread, for subclasses (the test worker's inspection methods). */
@@ -122,6 +162,8 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
         this.#loading = undefined;
         // Settling ends a turn, and a turn's end schedules the flush of its lines.
         if (live && this.#tasks.settleInterruptedTurn(live)) await this.#upkeep.scheduleFlush();
+        // A push a crash cut short is found stale and made again.
+        if (live) this.#sync.kick();
         return live;
       },
       (err: unknown) => {
@@ -146,11 +188,27 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     });
   }
 
-  /** Makes `live` the thread of this instance and schedules the flush of what it wrote. */
+  /**
+   * Makes `live` the thread of this instance, schedules the flush of what it wrote and tells the
+   * tenant's index.
+   */
   async #adopt(live: LiveThread): Promise<ThreadResource> {
     this.#live = live;
     await this.#upkeep.scheduleFlush();
+    this.#sync.kick(true);
     return this.#resource(live);
+  }
+
+  /**
+   * Keeps the tenant's policy a request carried; the first one also picks the bucket of the
+   * tenant's jurisdiction (an object created for a thread has none before).
+   */
+  #place(policy: TenantPolicy | undefined): void {
+    if (policy === undefined) return;
+    this.#sync.place(policy);
+    if (this.#live === undefined) {
+      this.#parts.bucket = requireBucketIn(this.env, policy.jurisdiction);
+    }
   }
 
   #resource(live: LiveThread): ThreadResource {
@@ -160,31 +218,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   // --- Threads ----------------------------------------------------------------------------------
 
   createThread(req: CreateThreadRequest): Promise<RpcResult<ThreadResource>> {
-    return guarded(async () => {
-      const existing = await this.#existingThread(req);
-      if (existing) return existing;
-      const live = LiveThread.create(this.#parts, req, () =>
-        this.#admission.record(req.idempotency, null),
-      );
-      return ok(await this.#adopt(live));
-    });
-  }
-
-  /**
-   * The answer to a create, fork or import aimed at a thread that exists: the thread itself for a
-   * retry of the request that created it (same key, same request), else `thread_exists`.
-   * Undefined when there is no thread yet.
-   */
-  async #existingThread(req: {
-    threadId: string;
-    idempotency?: IdempotencyKey;
-  }): Promise<RpcResult<ThreadResource> | undefined> {
-    const live = await this.#thread();
-    if (live === undefined) return undefined;
-    const earlier = this.#admission.earlier(req.idempotency);
-    if (!earlier.ok) return earlier;
-    if (earlier.value) return ok(this.#resource(live));
-    return fail("thread_exists", `Thread "${req.threadId}" already exists.`);
+    return this.#creation.create(req);
   }
 
   getThread(): Promise<RpcResult<ThreadResource>> {
@@ -204,17 +238,15 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
         this.#events.closeAll();
         await this.#upkeep.settled();
         await this.ctx.blockConcurrencyWhile(async () => {
-          const prefix = threadPrefix(live.meta.tenant, live.meta.id);
-          await SegmentStore.deleteAll(this.env.ROLLOUT, prefix);
-          await this.#alarms.clear();
-          await this.ctx.storage.deleteAll();
+          await deleteThreadState(this.ctx.storage, this.#parts.bucket, this.#alarms, live);
           this.#queue.reset();
           this.#live = undefined;
-          migrate(this.ctx.storage.sql);
         });
       } finally {
         this.#deleting = false;
       }
+      // The tenant's index drops it (retried by the alarm if this push fails).
+      this.#sync.kick(true);
       return ok(null);
     });
   }
@@ -223,9 +255,12 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
 
   startTurn(req: StartTurnRequest): Promise<RpcResult<TurnResource>> {
     return this.#withThread(async (live) => {
+      this.#place(req.policy);
       const earlier = this.#admission.earlier(req.idempotency);
       if (!earlier.ok) return earlier;
       if (earlier.value?.turnId) return this.#awaitedTurn(live, earlier.value.turnId);
+      const full = this.#quotas.inputRefused();
+      if (full) return full;
       const turnId = this.#tasks.turnIdFor(req);
       const admitted = await this.#admission.keyed(req.idempotency, turnId, () =>
         this.#tasks.admitTurn(live, req, turnId),
@@ -238,9 +273,12 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
 
   streamTurn(req: StartTurnRequest): Promise<RpcResult<EventStream>> {
     return this.#withThread(async (live) => {
+      this.#place(req.policy);
       const earlier = this.#admission.earlier(req.idempotency);
       if (!earlier.ok) return earlier;
       if (earlier.value?.turnId) return this.#replayedStream(earlier.value);
+      const full = this.#quotas.inputRefused();
+      if (full) return full;
       const turnId = this.#tasks.turnIdFor(req);
       // Subscribe first, so the stream holds every event of the turn from its start.
       const stream = this.#events.subscribe(this.#events.lastSeq, turnId);
@@ -298,10 +336,11 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
 
   submitOutputs(turnId: string, req: SubmitOutputsRequest): Promise<RpcResult<TurnResource>> {
     return this.#withThread(async (live) => {
+      this.#place(req.policy);
       const earlier = this.#admission.earlier(req.idempotency);
       if (!earlier.ok) return earlier;
       if (earlier.value) return this.#awaitedTurn(live, turnId);
-      const resumed = this.#tasks.resume(live, turnId, req.items, () =>
+      const resumed = await this.#tasks.resume(live, turnId, req.items, () =>
         this.#admission.record(req.idempotency, turnId),
       );
       return resumed.ok ? ok(await resumed.value.done) : resumed;
@@ -309,12 +348,13 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   }
 
   streamOutputs(turnId: string, req: SubmitOutputsRequest): Promise<RpcResult<EventStream>> {
-    return this.#withThread((live) => {
+    return this.#withThread(async (live) => {
+      this.#place(req.policy);
       const earlier = this.#admission.earlier(req.idempotency);
       if (!earlier.ok) return earlier;
       if (earlier.value) return this.#replayedStream(earlier.value);
       const stream = this.#events.subscribe(this.#events.lastSeq, turnId);
-      const resumed = this.#tasks.resume(live, turnId, req.items, () =>
+      const resumed = await this.#tasks.resume(live, turnId, req.items, () =>
         this.#admission.record(req.idempotency, turnId),
       );
       if (!resumed.ok) stream.cancel().catch(() => undefined);
@@ -342,45 +382,21 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   // --- Thread operations ------------------------------------------------------------------------
 
   rollback(req: RollbackRequest): Promise<RpcResult<ThreadResource>> {
-    return this.#withThread(async (live) => {
-      const earlier = this.#admission.earlier(req.idempotency);
-      if (!earlier.ok) return earlier;
-      if (earlier.value) return ok(this.#resource(live));
-      const busy = this.#tasks.busy();
-      if (busy) return busy;
-      this.#admission.recorded(req.idempotency, null, () => {
-        this.#tasks.abandonPausedTurn(live, "interrupted");
-        live.session.recordRollback(req.turns);
-      });
-      return this.#reload(live);
-    });
-  }
-
-  /**
-   * Replaces the loaded thread with a replay of its rollout, after a change whose exact state
-   * (reference, baseline, settings) is defined by replay: a rollback, and a message recorded
-   * outside a turn, which replay attributes to the turn before it (reference §6.1), so a rollback
-   * in between counts it as rolled back with that turn.
-   */
-  async #reload(live: LiveThread): Promise<RpcResult<ThreadResource>> {
-    const updatedAt = live.log.lastWrittenAt;
-    const reloaded = await LiveThread.load(this.#parts, live.segments);
-    if (!reloaded) return THREAD_NOT_FOUND;
-    if (updatedAt !== undefined) {
-      reloaded.meta.updated_at = updatedAt;
-      this.#parts.meta.put("thread", reloaded.meta);
-    }
-    return ok(await this.#adopt(reloaded));
+    return this.#withThread((live) => this.#edits.rollback(live, req));
   }
 
   compact(req: CompactRequest): Promise<RpcResult<TurnResource>> {
     return this.#withThread(async (live) => {
+      this.#place(req.policy);
       const earlier = this.#admission.earlier(req.idempotency);
       if (!earlier.ok) return earlier;
       if (earlier.value?.turnId) return this.#awaitedTurn(live, earlier.value.turnId);
       const busy = this.#tasks.busy();
       if (busy) return busy;
       const turnId = newTurnId();
+      const admitting = this.#tasks.admitted(turnId);
+      const refused = admitting && (await admitting);
+      if (refused) return refused;
       const admitted = await this.#admission.keyed(req.idempotency, turnId, () =>
         this.#tasks.started(live, turnId, (signal) =>
           live.session.compact("manual", signal, { turnId }),
@@ -391,31 +407,9 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   }
 
   inject(req: InjectRequest): Promise<RpcResult<ThreadResource>> {
-    return this.#withThread(async (live) => {
-      const earlier = this.#admission.earlier(req.idempotency);
-      if (!earlier.ok) return earlier;
-      if (earlier.value) return ok(this.#resource(live));
-      const running = this.#tasks.running;
-      if (running && running.currentKind !== "turn") {
-        return fail("thread_busy", "A compaction is running.");
-      }
-      // The key is recorded in the same synchronous step as the messages: both or neither.
-      return this.#admission.keyed(req.idempotency, null, async () => {
-        if (running) {
-          // While a turn runs, injected input joins it as pending input (reference §5.5).
-          for (const item of req.items) live.session.steer([...item.content]);
-          return ok(this.#resource(live));
-        }
-        const messages: MessageItem[] = req.items.map((m) => ({
-          type: "message",
-          role: "user",
-          content: [...m.content],
-        }));
-        for (const item of live.session.inject(messages)) {
-          this.#events.emit("item.completed", null, { item, context: false });
-        }
-        return this.#reload(live);
-      });
+    return this.#withThread((live) => {
+      this.#place(req.policy);
+      return this.#edits.inject(live, req);
     });
   }
 
@@ -430,35 +424,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   }
 
   createFromRollout(req: CreateFromRolloutRequest): Promise<RpcResult<ThreadResource>> {
-    return guarded(async () => {
-      // A keyed import's fingerprint lacks its body, which only this object reads: it is
-      // completed once the body is read, and only then compared. Without a record of its key
-      // there is nothing to compare, and an existing thread is answered at once.
-      const keyedImport = req.source === "import" ? req.idempotency : undefined;
-      if (!keyedImport || !this.#admission.has(keyedImport.key)) {
-        const existing = await this.#existingThread(req);
-        if (existing) {
-          await cancelUpload(req);
-          return existing;
-        }
-      }
-      const read = await readRolloutStream(req.lines);
-      const idempotency = keyedImport && {
-        key: keyedImport.key,
-        fingerprint: importFingerprint(keyedImport.fingerprint, read),
-      };
-      if (idempotency) {
-        const existing = await this.#existingThread({ threadId: req.threadId, idempotency });
-        if (existing) return cancelUpload(req).then(() => existing);
-      }
-      const imported = await importThread(this.#parts, req, read, () =>
-        // The thread exists from here on: so does the key that created it.
-        this.#admission.record(idempotency ?? req.idempotency, null),
-      );
-      if (!imported.ok) return imported;
-      this.#tasks.settleInterruptedTurn(imported.value);
-      return ok(await this.#adopt(imported.value));
-    });
+    return this.#creation.createFromRollout(req);
   }
 
   listHistory(req: ListHistoryRequest): Promise<RpcResult<ListResource<ResponseItem>>> {
@@ -469,8 +435,9 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     return this.#withThread((live) => ok(live.session.previewPrompt()));
   }
 
-  restore(): Promise<RpcResult<ThreadResource>> {
+  restore(req: RestoreRequest): Promise<RpcResult<ThreadResource>> {
     return guarded(async () => {
+      this.#place(req.policy);
       const [tenant, threadId] = this.ctx.id.name?.split(":") ?? [];
       if (!tenant || !threadId) return fail("internal", "This object has no thread name.");
       const busy = this.#tasks.busy();
@@ -483,11 +450,33 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     });
   }
 
+  patchThread(req: PatchThreadBody): Promise<RpcResult<ThreadResource>> {
+    return this.#withThread(async (live) => {
+      const metadata = mergeMetadata(live.meta.metadata ?? {}, req.metadata);
+      if (metadata === undefined) {
+        return fail("invalid_request", "A thread holds at most 16 metadata keys.", [
+          { path: "/metadata", message: "more than 16 keys after the patch" },
+        ]);
+      }
+      // A line, so a thread rebuilt from R2 has it; and the index follows at once.
+      live.meta.metadata = metadata;
+      live.log.append({ type: "spindle_metadata", payload: { metadata } });
+      live.touch(this.#parts.meta);
+      await this.#upkeep.scheduleFlush();
+      this.#sync.kick(true);
+      return ok(this.#resource(live));
+    });
+  }
+
   // --- Alarm ------------------------------------------------------------------------------------
 
-  /** Flushes, checkpoints and prunes, then starts a queued turn left waiting. */
+  /**
+   * Flushes, checkpoints and prunes, then starts a queued turn left waiting; and pushes to the
+   * tenant's object what it has not acknowledged.
+   */
   override async alarm(): Promise<void> {
     this.#alarms.fired();
     await this.#upkeep.run();
+    await this.#sync.repair();
   }
 }

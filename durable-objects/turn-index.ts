@@ -1,7 +1,13 @@
 import { isProblemCode } from "../shared/api/index.ts";
 import { isUserTurnBoundary } from "../shared/context/index.ts";
-import type { ResponseItem, RolloutLine } from "../shared/protocol/index.ts";
+import {
+  type ResponseItem,
+  type RolloutLine,
+  requestUsage,
+  type TokenUsage,
+} from "../shared/protocol/index.ts";
 import { opensUntrackedTurn } from "../shared/rollout/index.ts";
+import { addTurnUsage } from "./ledger.ts";
 import type { TurnRow } from "./meta-store.ts";
 
 /** What the open turn recorded so far that decides its kind. */
@@ -47,6 +53,7 @@ export function turnRowsFromRollout(
   const rows: TurnRow[] = [];
   let open: OpenTurn | undefined;
   let tasksStarted = false;
+  let total: TokenUsage | undefined;
   for (const { seq, line } of lines) {
     if (opensUntrackedTurn(line, tasksStarted)) {
       if (open) rows.push(closed(open, { status: "completed", pending_calls: [] }));
@@ -84,11 +91,17 @@ export function turnRowsFromRollout(
         }),
       );
       open = undefined;
-    } else if (open) {
-      open.row.last_seq = seq;
-      if (event.type === "user_message") open.userInput = true;
-      if (event.type === "token_count" && event.info)
-        open.row.usage = { ...event.info.last_token_usage };
+    } else {
+      // A request's usage is how far the running total moved, as the ledger reads it.
+      if (event.type === "token_count" && event.info) {
+        const usage = requestUsage(total, event.info);
+        total = event.info.total_token_usage;
+        if (open) open.row.usage = addTurnUsage(open.row.usage, usage);
+      }
+      if (open) {
+        open.row.last_seq = seq;
+        if (event.type === "user_message") open.userInput = true;
+      }
     }
   }
   if (open) {

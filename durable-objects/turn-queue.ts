@@ -59,6 +59,12 @@ export class TurnQueue {
     this.#parts.remove(position);
   }
 
+  /** The oldest queued turn, left in the queue. */
+  peek(): QueuedTurn | undefined {
+    if (this.#count() === 0) return undefined;
+    return [...this.#turns(1).values()][0];
+  }
+
   /** Removes and returns the oldest queued turn. */
   shift(): QueuedTurn | undefined {
     if (this.#count() === 0) return undefined;

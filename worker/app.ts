@@ -9,7 +9,6 @@ import {
   type IdempotencyKey,
   type InputMessage,
   importBodyMaxBytes,
-  isProblemCode,
   PROBLEM_CONTENT_TYPE,
   type RpcResult,
   type StartTurnRequest,
@@ -17,9 +16,10 @@ import {
   type TurnInput,
 } from "../shared/api/index.ts";
 import type { AppEnv } from "./app-env.ts";
-import { authenticate } from "./auth.ts";
-import { ApiError, toApiError } from "./errors.ts";
+import { authenticate, authorize, isolateKeyCache } from "./auth.ts";
+import { ApiError, toApiError, unwrap } from "./errors.ts";
 import { idempotencyOf, threadIdForKey } from "./idempotency.ts";
+import type { KeyCache } from "./key-cache.ts";
 import { buildOpenApiDocument, type OpenApiDocument } from "./openapi.ts";
 import {
   API_ROUTES,
@@ -31,6 +31,7 @@ import {
   type RouteSpec,
 } from "./routes.ts";
 import { SSE_HEADERS, serverSentEvents } from "./sse.ts";
+import { jurisdictionOf, policyOf, tenancyHandlers } from "./tenancy.ts";
 import { getThreadStub, type ThreadStubFactory } from "./thread-stub.ts";
 import {
   limitBody,
@@ -50,12 +51,20 @@ export interface AppOptions {
   importMaxBytes?: number;
   /** Silence on an SSE stream before a keep-alive comment; defaults to 15 s. */
   keepAliveMs?: number;
+  /**
+   * The verified tenant keys of this app (each isolate has its own); defaults to the isolate's.
+   * Tests give two apps their own, as two isolates would have.
+   */
+  keyCache?: KeyCache;
 }
 
-type RouteHandler<R> = (c: Context<AppEnv>, input: RouteInput<R>) => Response | Promise<Response>;
+export type RouteHandler<R> = (
+  c: Context<AppEnv>,
+  input: RouteInput<R>,
+) => Response | Promise<Response>;
 
 /** One handler per route of the table: a route without a handler does not compile. */
-type Handlers = { [K in OperationId]: RouteHandler<(typeof API_ROUTES)[K]> };
+export type Handlers = { [K in OperationId]: RouteHandler<(typeof API_ROUTES)[K]> };
 
 const threadUrl = (threadId: string) => `/v1/threads/${threadId}`;
 
@@ -68,11 +77,12 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
     { idempotency }: { idempotency?: IdempotencyKey },
   ) => (idempotency ? threadIdForKey(operation, idempotency.key) : newThreadId());
   const importMaxBytes = options.importMaxBytes ?? importBodyMaxBytes;
+  const keyCache = options.keyCache ?? isolateKeyCache;
   const app = new Hono<AppEnv>();
   let document: OpenApiDocument | undefined;
 
   const stubFor = (c: Context<AppEnv>, threadId: string): ThreadRpc =>
-    threadStub(c.env, c.var.tenant, threadId);
+    threadStub(c.env, c.var.tenant, threadId, jurisdictionOf(c));
 
   /** The response of a streamed turn (`endAfterTerminal`) or of the thread's tail. */
   const eventStream = (
@@ -100,15 +110,17 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
     },
 
     createThread: async (c, { body, header }) => {
-      const { id, ...config } = body;
+      const { id, metadata, ...config } = body;
       const keyed = await idempotencyOf(header, "createThread", { param: {}, body });
       const threadId = id ?? (await newOrKeyedThreadId("createThread", keyed));
       const tenant = c.var.tenant;
       const thread = unwrap(
-        await threadStub(c.env, tenant, threadId).createThread({
+        await stubFor(c, threadId).createThread({
           tenant,
           threadId,
           config,
+          ...(metadata === undefined ? {} : { metadata }),
+          ...policyOf(c),
           ...keyed,
         }),
       );
@@ -138,9 +150,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       // A paginated fork's parent: its lines, read by the target only if the upload needs them.
       let parent: CreateFromRolloutRequest["parent"];
       if (query.parent !== undefined) {
-        const { lines, warnings } = unwrap(
-          await threadStub(c.env, tenant, query.parent).forkSource({}),
-        );
+        const { lines, warnings } = unwrap(await stubFor(c, query.parent).forkSource({}));
         parent = { threadId: query.parent, lines, warnings };
       }
       // Streamed to the DO as it arrives; past the limit, or when the upload breaks off, the DO's
@@ -148,12 +158,13 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       const upload = limitStream(body, importMaxBytes);
       let result: RpcResult<unknown>;
       try {
-        result = await threadStub(c.env, tenant, threadId).createFromRollout({
+        result = await stubFor(c, threadId).createFromRollout({
           tenant,
           threadId,
           lines: upload.stream,
           source: "import",
           ...(parent ? { parent } : {}),
+          ...policyOf(c),
           ...keyed,
         });
       } catch (thrown) {
@@ -183,6 +194,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
         ...(overrides === undefined ? {} : { overrides }),
         onBusy: on_busy,
         ...(expected_turn_id === undefined ? {} : { expectedTurnId: expected_turn_id }),
+        ...policyOf(c),
         ...(await idempotencyOf(header, "startTurn", { param, body })),
       };
       if (stream ?? acceptsEventStream(c.req.header("accept"))) {
@@ -199,6 +211,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       const stub = stubFor(c, param.id);
       const req = {
         items: body.items,
+        ...policyOf(c),
         ...(await idempotencyOf(header, "submitOutputs", { param, body })),
       };
       if (body.stream ?? acceptsEventStream(c.req.header("accept"))) {
@@ -242,13 +255,15 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       const threadId = body.id ?? (await newOrKeyedThreadId("forkThread", keyed));
       let result: RpcResult<unknown>;
       try {
-        result = await threadStub(c.env, tenant, threadId).createFromRollout({
+        result = await stubFor(c, threadId).createFromRollout({
           tenant,
           threadId,
           lines: source.lines,
           forkedFrom: source.forkedFrom,
           warnings: source.warnings,
           source: "fork",
+          ...(body.metadata === undefined ? {} : { metadata: body.metadata }),
+          ...policyOf(c),
           ...keyed,
         });
       } catch (thrown) {
@@ -260,13 +275,20 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
     },
 
     compactThread: async (c, { param, body, header }) => {
-      const req = await idempotencyOf(header, "compactThread", { param, body });
+      const req = {
+        ...policyOf(c),
+        ...(await idempotencyOf(header, "compactThread", { param, body })),
+      };
       return c.json(unwrap(await stubFor(c, param.id).compact(req)));
     },
 
     injectItems: async (c, { param, body, header }) => {
       const items = body.items ?? inputMessages(body.text ?? "");
-      const req = { items, ...(await idempotencyOf(header, "injectItems", { param, body })) };
+      const req = {
+        items,
+        ...policyOf(c),
+        ...(await idempotencyOf(header, "injectItems", { param, body })),
+      };
       return c.json(unwrap(await stubFor(c, param.id).inject(req)));
     },
 
@@ -291,7 +313,13 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       });
     },
 
-    restoreThread: async (c, { param }) => c.json(unwrap(await stubFor(c, param.id).restore())),
+    restoreThread: async (c, { param }) =>
+      c.json(unwrap(await stubFor(c, param.id).restore(policyOf(c)))),
+
+    patchThread: async (c, { param, body }) =>
+      c.json(unwrap(await stubFor(c, param.id).patchThread(body))),
+
+    ...tenancyHandlers(keyCache),
   };
 
   app.onError((err, c) => renderError(c, err));
@@ -318,7 +346,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   });
 
   // Authenticate before anything reads the body or touches a DO.
-  app.use("/v1/*", authenticate());
+  app.use("/v1/*", authenticate(keyCache));
 
   for (const operationId of Object.keys(API_ROUTES) as OperationId[]) {
     const route: RouteSpec = API_ROUTES[operationId];
@@ -326,10 +354,11 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
     const handle: MiddlewareHandler<AppEnv> = async (c) =>
       handler(c, (await readInput(c, route)) as RouteInput<RouteSpec>);
     const method = route.method.toUpperCase();
+    const allowed = authorize(route.access);
     if (route.body?.kind === "json") {
-      app.on(method, honoPath(route.path), limitBody(route.body.maxBytes), handle);
+      app.on(method, honoPath(route.path), allowed, limitBody(route.body.maxBytes), handle);
     } else {
-      app.on(method, honoPath(route.path), handle);
+      app.on(method, honoPath(route.path), allowed, handle);
     }
   }
 
@@ -340,7 +369,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
 async function readInput(c: Context<AppEnv>, route: RouteSpec) {
   return {
     param: route.params && parseRequestPart(route.params, c.req.param(), "param"),
-    query: route.query && parseRequestPart(route.query, c.req.query(), "query"),
+    query: route.query && parseRequestPart(route.query, foldQuery(c.req.query()), "query"),
     header: route.headers && parseRequestPart(route.headers, c.req.header(), "header"),
     body:
       route.body?.kind === "json"
@@ -349,17 +378,27 @@ async function readInput(c: Context<AppEnv>, route: RouteSpec) {
   };
 }
 
-/** The value of a successful DO call, or its failure thrown as the matching `ApiError`. */
-function unwrap<T>(result: RpcResult<T>): T {
-  if (result.ok) return result.value;
-  const { code, detail, errors } = result.error;
-  // Guards against a DO from another deploy that speaks a code this worker does not know.
-  if (!isProblemCode(code)) {
-    throw new ApiError("internal", "The thread returned an unknown error.", {
-      cause: result.error,
-    });
+/**
+ * Query parameters with `name[key]=value` (a deep object, as `metadata[team]=core`) folded into
+ * `{name: {key: value}}`; the first value of each parameter counts.
+ */
+export function foldQuery(query: Record<string, string>): Record<string, unknown> {
+  const flat = new Map<string, string>();
+  const deep = new Map<string, [string, string][]>();
+  for (const [name, value] of Object.entries(query)) {
+    const match = /^([A-Za-z_]+)\[([^\]]*)\]$/.exec(name);
+    if (!match) {
+      flat.set(name, value);
+      continue;
+    }
+    const [, outer = "", inner = ""] = match;
+    deep.set(outer, [...(deep.get(outer) ?? []), [inner, value]]);
   }
-  throw new ApiError(code, detail, errors === undefined ? {} : { errors });
+  // `fromEntries` defines own properties, so a key such as `__proto__` stays a plain key.
+  return Object.fromEntries([
+    ...flat,
+    ...[...deep].map(([outer, entries]) => [outer, Object.fromEntries(entries)] as const),
+  ]);
 }
 
 /** A string input is one user message with one text part. */

@@ -2,19 +2,27 @@ import { HTTPException } from "hono/http-exception";
 import type { z } from "zod";
 import {
   type FieldError,
+  isProblemCode,
   type Problem,
   type ProblemCode,
   type ProblemStatus,
   problemStatus,
   problemTitle,
   problemType,
+  type QuotaName,
+  type RpcResult,
 } from "../shared/api/index.ts";
 import { jsonPointer } from "../shared/protocol/index.ts";
 
 export interface ApiErrorOptions {
   errors?: FieldError[];
-  /** Headers the error needs: `WWW-Authenticate` (401), `Allow` (405), `Accept-Post` (415). */
+  /**
+   * Headers the error needs: `WWW-Authenticate` (401), `Allow` (405), `Accept-Post` (415),
+   * `Retry-After` (429).
+   */
   headers?: Record<string, string>;
+  /** With `quota_exceeded`: the quota, named in the problem document. */
+  quota?: QuotaName;
   cause?: unknown;
 }
 
@@ -28,6 +36,7 @@ export class ApiError extends Error {
   readonly status: ProblemStatus;
   readonly errors: FieldError[] | undefined;
   readonly headers: Record<string, string>;
+  readonly quota: QuotaName | undefined;
 
   constructor(code: ProblemCode, detail: string, options: ApiErrorOptions = {}) {
     super(detail, options.cause === undefined ? undefined : { cause: options.cause });
@@ -35,6 +44,7 @@ export class ApiError extends Error {
     this.status = problemStatus(code);
     this.errors = options.errors;
     this.headers = options.headers ?? {};
+    this.quota = options.quota;
   }
 
   /** The problem document; `detail` is the message, which must be safe to show the client. */
@@ -47,6 +57,7 @@ export class ApiError extends Error {
       code: this.code,
     };
     if (this.errors !== undefined) problem.errors = this.errors;
+    if (this.quota !== undefined) problem.quota = this.quota;
     return problem;
   }
 }
@@ -90,7 +101,7 @@ export function issuesToFieldErrors(
   part: RequestPart,
 ): FieldError[] {
   return flattenIssues(issues, []).map(({ path, message }) => ({
-    path: part === "body" ? jsonPointer(path) : path.map(String).join("."),
+    path: part === "body" ? jsonPointer(path) : parameterPath(path, part),
     message,
   }));
 }
@@ -104,6 +115,11 @@ function flattenIssues(
     const path = [...base, ...issue.path];
     if (issue.code === "unrecognized_keys") {
       for (const key of issue.keys) out.push({ path: [...path, key], message: "Unknown field" });
+      continue;
+    }
+    // A record's key that fails its schema: that schema's message, at the key's path.
+    if (issue.code === "invalid_key" && issue.issues.length > 0) {
+      out.push(...flattenIssues(issue.issues, path).map((e) => ({ ...e, path })));
       continue;
     }
     if (issue.code === "invalid_union" && issue.errors.length > 0) {
@@ -131,4 +147,33 @@ function flattenIssues(
 
 function isTopLevelTypeMismatch(issue: z.core.$ZodIssue): boolean {
   return issue.code === "invalid_type" && issue.path.length === 0;
+}
+
+/**
+ * A parameter's path: its name, and for a query parameter folded from `name[key]=value` (see
+ * `foldQuery`) the name as sent, `metadata[team]`.
+ */
+function parameterPath(path: readonly PropertyKey[], part: RequestPart): string {
+  const [name, ...rest] = path.map(String);
+  if (part === "query" && rest.length > 0) return `${name}[${rest.join("][")}]`;
+  return [name, ...rest].join(".");
+}
+
+/** The value of a successful DO call, or its failure thrown as the matching `ApiError`. */
+export function unwrap<T>(result: RpcResult<T>): T {
+  if (result.ok) return result.value;
+  const { code, detail, errors, quota, retryAfterSeconds } = result.error;
+  // Guards against a DO from another deploy that speaks a code this worker does not know.
+  if (!isProblemCode(code)) {
+    throw new ApiError("internal", "The thread returned an unknown error.", {
+      cause: result.error,
+    });
+  }
+  throw new ApiError(code, detail, {
+    ...(errors === undefined ? {} : { errors }),
+    ...(quota === undefined ? {} : { quota }),
+    ...(retryAfterSeconds === undefined
+      ? {}
+      : { headers: { "Retry-After": String(retryAfterSeconds) } }),
+  });
 }

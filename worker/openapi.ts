@@ -6,6 +6,10 @@
  */
 import { z } from "zod";
 import {
+  ApiKeyResourceSchema,
+  CreatedApiKeySchema,
+  CreateKeyBodySchema,
+  CreateTenantBodySchema,
   CreateThreadBodySchema,
   EmptyBodySchema,
   FieldErrorSchema,
@@ -13,11 +17,15 @@ import {
   HistoryPageSchema,
   InjectBodySchema,
   InputMessageSchema,
+  PatchTenantBodySchema,
+  PatchThreadBodySchema,
   PROBLEM_CONTENT_TYPE,
   type ProblemCode,
   ProblemSchema,
   PromptResourceSchema,
   problemStatus,
+  QuotasInputSchema,
+  QuotasSchema,
   ResolvedThreadConfigSchema,
   ResponseItemOutputSchema,
   RollbackBodySchema,
@@ -25,13 +33,17 @@ import {
   StartTurnBodySchema,
   SteerBodySchema,
   SubmitOutputsBodySchema,
+  TenantResourceSchema,
   ThreadEventSchema,
   ThreadResourceSchema,
+  ThreadUsageSchema,
   TurnInputSchema,
   TurnResourceSchema,
+  UsageBucketSchema,
 } from "../shared/api/index.ts";
 import {
   ThreadConfigSchema,
+  ThreadMetadataSchema,
   TokenUsageInfoSchema,
   TokenUsageSchema,
 } from "../shared/protocol/index.ts";
@@ -39,6 +51,7 @@ import {
   API_ROUTES,
   type ContentSpec,
   HealthSchema,
+  LIST_SCHEMAS,
   OpenApiDocumentSchema,
   type ResponseSpec,
   type RouteSpec,
@@ -73,6 +86,11 @@ const REQUEST_COMPONENTS: ReadonlyMap<z.ZodType, string> = new Map<z.ZodType, st
   [TurnInputSchema, "TurnInput"],
   [InputMessageSchema, "InputMessage"],
   [ThreadConfigSchema, "ThreadConfig"],
+  [PatchThreadBodySchema, "PatchThreadBody"],
+  [CreateTenantBodySchema, "CreateTenantBody"],
+  [PatchTenantBodySchema, "PatchTenantBody"],
+  [QuotasInputSchema, "QuotasInput"],
+  [CreateKeyBodySchema, "CreateKeyBody"],
 ]);
 
 /**
@@ -94,6 +112,14 @@ const RESPONSE_COMPONENTS: ReadonlyMap<z.ZodType, string> = new Map<z.ZodType, s
   [RolloutLineDocSchema, "RolloutLine"],
   [HealthSchema, "Health"],
   [OpenApiDocumentSchema, "OpenApiDocument"],
+  [ThreadMetadataSchema, "ThreadMetadata"],
+  [ThreadUsageSchema, "ThreadUsage"],
+  [TenantResourceSchema, "Tenant"],
+  [QuotasSchema, "Quotas"],
+  [ApiKeyResourceSchema, "ApiKey"],
+  [CreatedApiKeySchema, "CreatedApiKey"],
+  [UsageBucketSchema, "UsageBucket"],
+  ...Object.entries(LIST_SCHEMAS).map(([name, schema]) => [schema, name] as const),
 ]);
 
 const MEDIA_TYPES: Record<ContentSpec["format"], string> = {
@@ -125,7 +151,8 @@ export function buildOpenApiDocument(
       version: "1",
       description:
         "Hosted AI-agent conversation threads. Every `/v1` route needs `Authorization: Bearer " +
-        "<api key>`; the key names the tenant. Errors are RFC 9457 problem documents " +
+        "<api key>`: a tenant's key (it names the tenant; each route names the scope it needs) " +
+        "or, under `/v1/admin`, an admin key. Errors are RFC 9457 problem documents " +
         "(`application/problem+json`) with a stable `code`.",
     },
     security: [{ apiKey: [] }],
@@ -133,7 +160,18 @@ export function buildOpenApiDocument(
     components: {
       schemas,
       securitySchemes: {
-        apiKey: { type: "http", scheme: "bearer", description: "An API key of the tenant." },
+        apiKey: {
+          type: "http",
+          scheme: "bearer",
+          description:
+            "An API key of the tenant. A route's requirement lists the scope the key needs " +
+            "(`threads`, `hooks`, `keys`, `usage`); a key without it is a 403 `forbidden`.",
+        },
+        adminKey: {
+          type: "http",
+          scheme: "bearer",
+          description: "An operator's admin key (`SPINDLE_ADMIN_KEYS`): the admin API only.",
+        },
       },
     },
   };
@@ -165,8 +203,13 @@ function componentSchemas(
 function operation(operationId: string, route: RouteSpec): Record<string, unknown> {
   const op: Record<string, unknown> = { operationId, summary: route.summary };
   if (route.description !== undefined) op.description = route.description;
-  const isPublic = !route.path.startsWith("/v1/");
-  if (isPublic) op.security = [];
+  const isPublic = route.access === "public";
+  // OpenAPI 3.1 §4.8.30: for a non-OAuth scheme the array lists the roles needed: the scope.
+  op.security = isPublic
+    ? []
+    : route.access === "admin"
+      ? [{ adminKey: [] }]
+      : [{ apiKey: [route.access] }];
   const parameters = [
     ...parametersOf(route.params, "path"),
     ...parametersOf(route.query, "query"),
@@ -201,7 +244,7 @@ function operation(operationId: string, route: RouteSpec): Record<string, unknow
 function errorCodesByStatus(route: RouteSpec, isPublic: boolean): Map<number, ProblemCode[]> {
   const validated = route.params ?? route.query ?? route.headers ?? route.body;
   const codes = new Set<ProblemCode>([
-    ...(isPublic ? [] : (["unauthorized"] as const)),
+    ...(isPublic ? [] : (["unauthorized", "forbidden"] as const)),
     ...(validated === undefined ? [] : (["invalid_request"] as const)),
     ...(route.body === undefined ? [] : (["payload_too_large"] as const)),
     ...route.errors,
@@ -239,6 +282,7 @@ function successResponse(response: ResponseSpec): Record<string, unknown> {
 const PROBLEM_HEADERS: Partial<Record<ProblemCode, [string, string]>> = {
   unauthorized: ["WWW-Authenticate", "The Bearer challenge (RFC 6750 §3)."],
   unsupported_media_type: ["Accept-Post", "The media types the body may have."],
+  quota_exceeded: ["Retry-After", "For `tokens_per_day`: seconds until the next UTC day."],
 };
 
 /** A problem response whose `code` is one of `codes` (all of the same status). */
@@ -290,6 +334,11 @@ function parametersOf(
       required: where === "path" || !(field as z.ZodType).safeParse(undefined).success,
       schema: fieldSchema,
     };
+    // An object in the query is sent as `name[key]=value` (e.g. `metadata[team]=core`).
+    if (where === "query" && fieldSchema.type === "object") {
+      parameter.style = "deepObject";
+      parameter.explode = true;
+    }
     if (typeof description === "string") parameter.description = description;
     return parameter;
   });

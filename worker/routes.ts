@@ -6,6 +6,10 @@
  */
 import { z } from "zod";
 import {
+  ApiKeyResourceSchema,
+  CreatedApiKeySchema,
+  CreateKeyBodySchema,
+  CreateTenantBodySchema,
   CreateThreadBodySchema,
   EmptyBodySchema,
   EventsHeadersSchema,
@@ -18,6 +22,12 @@ import {
   ImportQuerySchema,
   InjectBodySchema,
   jsonBodyMaxBytes,
+  KeyParamsSchema,
+  ListQuerySchema,
+  ListThreadsQuerySchema,
+  listResourceSchema,
+  PatchTenantBodySchema,
+  PatchThreadBodySchema,
   type ProblemCode,
   PromptResourceSchema,
   RollbackBodySchema,
@@ -25,20 +35,26 @@ import {
   StartTurnBodySchema,
   SteerBodySchema,
   SubmitOutputsBodySchema,
+  TenantKeyParamsSchema,
+  TenantParamsSchema,
+  TenantResourceSchema,
   ThreadEventSchema,
   ThreadParamsSchema,
   ThreadResourceSchema,
   TurnParamsSchema,
   TurnResourceSchema,
   turnBodyMaxBytes,
+  UsageBucketSchema,
+  UsageQuerySchema,
 } from "../shared/api/index.ts";
+import type { Access } from "./auth.ts";
 
 export const HealthSchema = z.object({ ok: z.literal(true), service: z.literal("spindle") });
 
 /** `GET /openapi.json`: an OpenAPI 3.1 document. */
 export const OpenApiDocumentSchema = z.looseObject({ openapi: z.string() });
 
-export type HttpMethod = "get" | "post" | "delete";
+export type HttpMethod = "get" | "post" | "patch" | "delete";
 
 /** A JSON body: limited to `maxBytes`, then parsed with `schema` (an empty body reads as `{}`). */
 export interface JsonBodySpec<S extends z.ZodType = z.ZodType> {
@@ -75,6 +91,11 @@ export interface RouteSpec {
   method: HttpMethod;
   /** OpenAPI path template (`/v1/threads/{id}`); every route under `/v1/` needs an API key. */
   path: string;
+  /**
+   * Who may call it: anyone (`public`, outside `/v1/`), an admin key (`admin`), or a tenant's key
+   * with this scope (403 `forbidden` otherwise).
+   */
+  access: Access;
   summary: string;
   description?: string;
   params?: z.ZodObject;
@@ -85,8 +106,8 @@ export interface RouteSpec {
   responses: Readonly<Record<number, ResponseSpec>>;
   /**
    * The problem codes this route answers with beyond the ones every route of its kind has
-   * (`unauthorized`, `invalid_request` for a validated request, `payload_too_large` for a body,
-   * `internal`), which the document adds itself.
+   * (`unauthorized` and `forbidden` under `/v1/`, `invalid_request` for a validated request,
+   * `payload_too_large` for a body, `internal`), which the document adds itself.
    */
   errors: readonly ProblemCode[];
 }
@@ -106,6 +127,21 @@ const threadCreated = (description: string): ResponseSpec => ({
   content: json(ThreadResourceSchema),
   headers: { Location: "The new thread's URL." },
 });
+const ThreadListSchema = listResourceSchema(ThreadResourceSchema);
+const TenantListSchema = listResourceSchema(TenantResourceSchema);
+const ApiKeyListSchema = listResourceSchema(ApiKeyResourceSchema);
+const UsageListSchema = listResourceSchema(UsageBucketSchema);
+
+/** The schemas of the list resources of this table, named in the OpenAPI document. */
+export const LIST_SCHEMAS = {
+  ThreadList: ThreadListSchema,
+  TenantList: TenantListSchema,
+  ApiKeyList: ApiKeyListSchema,
+  UsageList: UsageListSchema,
+};
+
+/** The quota a turn-starting route may refuse with (429, `Retry-After` for `tokens_per_day`). */
+const QUOTA_ERRORS = ["quota_exceeded"] as const;
 
 /** The media types an import accepts: the JSONL spellings in use, and plain text for curl. */
 export const IMPORT_MEDIA_TYPES: readonly string[] = [
@@ -128,6 +164,7 @@ export const API_ROUTES = {
   health: {
     method: "get",
     path: "/healthz",
+    access: "public",
     summary: "Liveness",
     responses: { 200: { description: "The worker is up.", content: json(HealthSchema) } },
     errors: [],
@@ -135,6 +172,7 @@ export const API_ROUTES = {
   openApiDocument: {
     method: "get",
     path: "/openapi.json",
+    access: "public",
     summary: "This API's OpenAPI 3.1 document",
     responses: { 200: { description: "The document.", content: json(OpenApiDocumentSchema) } },
     errors: [],
@@ -142,16 +180,24 @@ export const API_ROUTES = {
   createThread: {
     method: "post",
     path: "/v1/threads",
+    access: "threads",
     summary: "Create a thread",
     description: "Configuration as in design §8; what the body leaves out takes the defaults.",
     headers: IdempotencyHeadersSchema,
     body: jsonBody(CreateThreadBodySchema, jsonBodyMaxBytes),
     responses: { 201: threadCreated("The new thread.") },
-    errors: ["thread_exists", "unknown_model", "context_window_exceeded", "idempotency_key_reused"],
+    errors: [
+      "thread_exists",
+      "unknown_model",
+      "context_window_exceeded",
+      "idempotency_key_reused",
+      ...QUOTA_ERRORS,
+    ],
   },
   importThread: {
     method: "post",
     path: "/v1/threads/import",
+    access: "threads",
     summary: "Import a Codex rollout as a new thread",
     description:
       "The body is a Codex rollout JSONL file (one rollout line per line), streamed and limited " +
@@ -173,19 +219,48 @@ export const API_ROUTES = {
       "parent_rollout_required",
       "unsupported_media_type",
       "idempotency_key_reused",
+      ...QUOTA_ERRORS,
     ],
   },
   getThread: {
     method: "get",
     path: "/v1/threads/{id}",
+    access: "threads",
     summary: "Get a thread",
     params: ThreadParamsSchema,
+    responses: { 200: { description: "The thread.", content: json(ThreadResourceSchema) } },
+    errors: ["not_found"],
+  },
+  listThreads: {
+    method: "get",
+    path: "/v1/threads",
+    access: "threads",
+    summary: "List the tenant's threads",
+    description:
+      "Newest `updated_at` first (or oldest with `order=asc`), in keyset pages. Each item is the " +
+      "thread as of its last index update, which follows the thread's own changes within about " +
+      "a second; `GET /v1/threads/{id}` answers with the thread as it is now.",
+    query: ListThreadsQuerySchema,
+    responses: { 200: { description: "A page of threads.", content: json(ThreadListSchema) } },
+    errors: [],
+  },
+  patchThread: {
+    method: "patch",
+    path: "/v1/threads/{id}",
+    access: "threads",
+    summary: "Change a thread's metadata",
+    description:
+      "`metadata` is a JSON merge patch: a string sets a key, null removes it; at most 16 keys " +
+      "after the patch.",
+    params: ThreadParamsSchema,
+    body: jsonBody(PatchThreadBodySchema, jsonBodyMaxBytes),
     responses: { 200: { description: "The thread.", content: json(ThreadResourceSchema) } },
     errors: ["not_found"],
   },
   deleteThread: {
     method: "delete",
     path: "/v1/threads/{id}",
+    access: "threads",
     summary: "Delete a thread, its state and its R2 objects",
     params: ThreadParamsSchema,
     responses: { 204: { description: "Deleted." } },
@@ -194,6 +269,7 @@ export const API_ROUTES = {
   startTurn: {
     method: "post",
     path: "/v1/threads/{id}/turns",
+    access: "threads",
     summary: "Start a turn",
     description:
       "JSON: the Turn when it ends or pauses (`requires_action`), 202 when it was queued. " +
@@ -221,11 +297,13 @@ export const API_ROUTES = {
       "context_window_exceeded",
       "event_expired",
       ...KEYED_ERRORS,
+      ...QUOTA_ERRORS,
     ],
   },
   getTurn: {
     method: "get",
     path: "/v1/threads/{id}/turns/{turn}",
+    access: "threads",
     summary: "Get a turn",
     params: TurnParamsSchema,
     responses: { 200: { description: "The turn.", content: json(TurnResourceSchema) } },
@@ -234,6 +312,7 @@ export const API_ROUTES = {
   submitOutputs: {
     method: "post",
     path: "/v1/threads/{id}/turns/{turn}/outputs",
+    access: "threads",
     summary: "Send outputs for a turn's pending tool calls",
     description:
       "When no call is left pending the turn resumes, and the answer comes when it ends or " +
@@ -255,11 +334,13 @@ export const API_ROUTES = {
       "unknown_call_id",
       "event_expired",
       ...KEYED_ERRORS,
+      ...QUOTA_ERRORS,
     ],
   },
   steerTurn: {
     method: "post",
     path: "/v1/threads/{id}/turns/{turn}/steer",
+    access: "threads",
     summary: "Add input to the running turn",
     description: "The input is recorded before the turn's next model call; answers at once.",
     params: TurnParamsSchema,
@@ -271,6 +352,7 @@ export const API_ROUTES = {
   interruptTurn: {
     method: "post",
     path: "/v1/threads/{id}/turns/{turn}/interrupt",
+    access: "threads",
     summary: "End a turn as interrupted",
     description: "Answers once the turn has ended; a turn that already ended is answered as is.",
     params: TurnParamsSchema,
@@ -281,6 +363,7 @@ export const API_ROUTES = {
   getEvents: {
     method: "get",
     path: "/v1/threads/{id}/events",
+    access: "threads",
     summary: "Stream the thread's events",
     description:
       "Replays the retained events after `Last-Event-ID` (or `after`), then streams live events " +
@@ -302,6 +385,7 @@ export const API_ROUTES = {
   rollbackThread: {
     method: "post",
     path: "/v1/threads/{id}/rollback",
+    access: "threads",
     summary: "Drop the last n user turns",
     params: ThreadParamsSchema,
     headers: IdempotencyHeadersSchema,
@@ -312,6 +396,7 @@ export const API_ROUTES = {
   forkThread: {
     method: "post",
     path: "/v1/threads/{id}/fork",
+    access: "threads",
     summary: "Fork a new thread from this one's rollout",
     description:
       "The new thread (same tenant) holds the source's rollout up to `before_turn`, or every " +
@@ -320,32 +405,41 @@ export const API_ROUTES = {
     headers: IdempotencyHeadersSchema,
     body: jsonBody(ForkBodySchema, jsonBodyMaxBytes),
     responses: { 201: threadCreated("The new thread.") },
-    errors: ["not_found", "turn_not_found", "thread_exists", "idempotency_key_reused"],
+    errors: [
+      "not_found",
+      "turn_not_found",
+      "thread_exists",
+      "idempotency_key_reused",
+      ...QUOTA_ERRORS,
+    ],
   },
   compactThread: {
     method: "post",
     path: "/v1/threads/{id}/compact",
+    access: "threads",
     summary: "Run a compaction turn",
     params: ThreadParamsSchema,
     headers: IdempotencyHeadersSchema,
     body: jsonBody(EmptyBodySchema, jsonBodyMaxBytes),
     responses: { 200: { description: "The compaction turn.", content: json(TurnResourceSchema) } },
-    errors: ["not_found", "thread_busy", ...KEYED_ERRORS],
+    errors: ["not_found", "thread_busy", ...KEYED_ERRORS, ...QUOTA_ERRORS],
   },
   injectItems: {
     method: "post",
     path: "/v1/threads/{id}/inject",
+    access: "threads",
     summary: "Record user messages without a turn",
     description: "While a turn runs, they join it as pending input.",
     params: ThreadParamsSchema,
     headers: IdempotencyHeadersSchema,
     body: jsonBody(InjectBodySchema, turnBodyMaxBytes),
     responses: { 200: { description: "The thread.", content: json(ThreadResourceSchema) } },
-    errors: ["not_found", "thread_busy", ...KEYED_ERRORS],
+    errors: ["not_found", "thread_busy", ...KEYED_ERRORS, ...QUOTA_ERRORS],
   },
   listHistory: {
     method: "get",
     path: "/v1/threads/{id}/history",
+    access: "threads",
     summary: "List the live history items",
     params: ThreadParamsSchema,
     query: HistoryQuerySchema,
@@ -355,6 +449,7 @@ export const API_ROUTES = {
   getPrompt: {
     method: "get",
     path: "/v1/threads/{id}/prompt",
+    access: "threads",
     summary: "The exact next provider request",
     params: ThreadParamsSchema,
     responses: { 200: { description: "The prompt.", content: json(PromptResourceSchema) } },
@@ -363,6 +458,7 @@ export const API_ROUTES = {
   exportRollout: {
     method: "get",
     path: "/v1/threads/{id}/rollout",
+    access: "threads",
     summary: "Export the rollout as Codex JSONL",
     description:
       "A rollout with lines that cannot be read (a damaged R2 segment whose lines SQLite no longer holds) is refused with `rollout_incomplete`, so an export is never silently partial; `allow_incomplete=true` exports the lines that can be read.",
@@ -383,10 +479,149 @@ export const API_ROUTES = {
   restoreThread: {
     method: "post",
     path: "/v1/threads/{id}/restore",
+    access: "threads",
     summary: "Rebuild the thread from its R2 rollout",
     params: ThreadParamsSchema,
     responses: { 200: { description: "The rebuilt thread.", content: json(ThreadResourceSchema) } },
     errors: ["not_found", "thread_busy"],
+  },
+  getUsage: {
+    method: "get",
+    path: "/v1/usage",
+    access: "usage",
+    summary: "The tenant's token usage, by UTC day, thread or model",
+    description:
+      "Sums of the usage ledger: every provider request's tokens, counted once, in the bucket of " +
+      "its UTC day, thread and model. `turns` counts a turn in the bucket of its first request.",
+    query: UsageQuerySchema,
+    responses: { 200: { description: "The buckets, by key.", content: json(UsageListSchema) } },
+    errors: [],
+  },
+  createKey: {
+    method: "post",
+    path: "/v1/keys",
+    access: "keys",
+    summary: "Create an API key of the caller's tenant",
+    description:
+      "The secret is in this answer only. A key may give only scopes it has itself; without " +
+      "`scopes` the new key gets the caller's. Keys of `SPINDLE_API_KEYS` manage no keys (403).",
+    body: jsonBody(CreateKeyBodySchema, jsonBodyMaxBytes),
+    responses: { 201: { description: "The new key.", content: json(CreatedApiKeySchema) } },
+    // A key still trusted by an isolate while its tenant is being deleted.
+    errors: ["not_found"],
+  },
+  listKeys: {
+    method: "get",
+    path: "/v1/keys",
+    access: "keys",
+    summary: "List the caller's tenant's API keys (never their secrets)",
+    query: ListQuerySchema,
+    responses: { 200: { description: "A page of keys.", content: json(ApiKeyListSchema) } },
+    errors: [],
+  },
+  revokeKey: {
+    method: "delete",
+    path: "/v1/keys/{key_id}",
+    access: "keys",
+    summary: "Revoke an API key",
+    description: "The key fails everywhere within 30 s (at once through this worker's isolate).",
+    params: KeyParamsSchema,
+    responses: { 204: { description: "Revoked." } },
+    errors: ["not_found"],
+  },
+  createTenant: {
+    method: "post",
+    path: "/v1/admin/tenants",
+    access: "admin",
+    summary: "Create a tenant",
+    description:
+      "`jurisdiction` is fixed from now on: the tenant's Durable Objects and R2 objects are " +
+      "created there. An id that a static key of `SPINDLE_API_KEYS` names is taken.",
+    body: jsonBody(CreateTenantBodySchema, jsonBodyMaxBytes),
+    responses: {
+      201: {
+        description: "The new tenant.",
+        content: json(TenantResourceSchema),
+        headers: { Location: "The tenant's URL." },
+      },
+    },
+    errors: ["tenant_exists"],
+  },
+  listTenants: {
+    method: "get",
+    path: "/v1/admin/tenants",
+    access: "admin",
+    summary: "List the tenants",
+    query: ListQuerySchema,
+    responses: { 200: { description: "A page of tenants.", content: json(TenantListSchema) } },
+    errors: [],
+  },
+  getTenant: {
+    method: "get",
+    path: "/v1/admin/tenants/{tenant}",
+    access: "admin",
+    summary: "Get a tenant",
+    params: TenantParamsSchema,
+    responses: { 200: { description: "The tenant.", content: json(TenantResourceSchema) } },
+    errors: ["not_found"],
+  },
+  patchTenant: {
+    method: "patch",
+    path: "/v1/admin/tenants/{tenant}",
+    access: "admin",
+    summary: "Change a tenant's name or quotas",
+    description:
+      "`quotas` is merged: a number sets one, null removes it. Requests see the change within " +
+      "30 s (at once through this worker's isolate).",
+    params: TenantParamsSchema,
+    body: jsonBody(PatchTenantBodySchema, jsonBodyMaxBytes),
+    responses: { 200: { description: "The tenant.", content: json(TenantResourceSchema) } },
+    errors: ["not_found"],
+  },
+  deleteTenant: {
+    method: "delete",
+    path: "/v1/admin/tenants/{tenant}",
+    access: "admin",
+    summary: "Delete a tenant, its keys and all its threads",
+    description:
+      "Its keys stop working (within 30 s); its threads are deleted in the background, resuming " +
+      "after any failure; until that is done the tenant is listed with status `deleting`, and " +
+      "then it is gone.",
+    params: TenantParamsSchema,
+    responses: {
+      202: { description: "The tenant, `deleting`.", content: json(TenantResourceSchema) },
+    },
+    errors: ["not_found"],
+  },
+  createTenantKey: {
+    method: "post",
+    path: "/v1/admin/tenants/{tenant}/keys",
+    access: "admin",
+    summary: "Create an API key of a tenant",
+    description: "The secret is in this answer only. Without `scopes` the key has every scope.",
+    params: TenantParamsSchema,
+    body: jsonBody(CreateKeyBodySchema, jsonBodyMaxBytes),
+    responses: { 201: { description: "The new key.", content: json(CreatedApiKeySchema) } },
+    errors: ["not_found"],
+  },
+  listTenantKeys: {
+    method: "get",
+    path: "/v1/admin/tenants/{tenant}/keys",
+    access: "admin",
+    summary: "List a tenant's API keys (never their secrets)",
+    params: TenantParamsSchema,
+    query: ListQuerySchema,
+    responses: { 200: { description: "A page of keys.", content: json(ApiKeyListSchema) } },
+    errors: ["not_found"],
+  },
+  revokeTenantKey: {
+    method: "delete",
+    path: "/v1/admin/tenants/{tenant}/keys/{key_id}",
+    access: "admin",
+    summary: "Revoke a tenant's API key",
+    params: TenantKeyParamsSchema,
+    responses: { 204: { description: "Revoked." } },
+    errors: ["not_found"],
   },
 } as const satisfies Record<string, RouteSpec>;
 

@@ -11,3 +11,4 @@ const idSchema = (what: string) =>
 export const TenantIdSchema = idSchema("tenant");
 export const ThreadIdSchema = idSchema("thread");
 export const TurnIdSchema = idSchema("turn");
+export const ApiKeyIdSchema = idSchema("key");

@@ -11,8 +11,10 @@ import type { Same } from "./same.ts";
 export const PROBLEM_CODES = [
   "invalid_request",
   "unauthorized",
+  "forbidden",
   "not_found",
   "thread_exists",
+  "tenant_exists",
   "thread_busy",
   "turn_not_found",
   "turn_mismatch",
@@ -29,6 +31,7 @@ export const PROBLEM_CODES = [
   "parent_rollout_required",
   "idempotency_key_reused",
   "idempotency_key_in_use",
+  "quota_exceeded",
   "method_not_allowed",
   "internal",
 ] as const;
@@ -36,7 +39,20 @@ export const PROBLEM_CODES = [
 export type ProblemCode = (typeof PROBLEM_CODES)[number];
 
 /** The HTTP statuses problem codes map to. */
-export type ProblemStatus = 400 | 401 | 403 | 404 | 405 | 409 | 410 | 413 | 415 | 422 | 500 | 502;
+export type ProblemStatus =
+  | 400
+  | 401
+  | 403
+  | 404
+  | 405
+  | 409
+  | 410
+  | 413
+  | 415
+  | 422
+  | 429
+  | 500
+  | 502;
 
 /**
  * Status and title of each code. A `Record` keyed by the union, so a new code without a status
@@ -46,8 +62,10 @@ export type ProblemStatus = 400 | 401 | 403 | 404 | 405 | 409 | 410 | 413 | 415 
 const PROBLEM_TYPES: Record<ProblemCode, { status: ProblemStatus; title: string }> = {
   invalid_request: { status: 400, title: "The request is invalid" },
   unauthorized: { status: 401, title: "Authentication is required" },
+  forbidden: { status: 403, title: "The API key may not do this" },
   not_found: { status: 404, title: "The resource does not exist" },
   thread_exists: { status: 409, title: "A thread with this id already exists" },
+  tenant_exists: { status: 409, title: "A tenant with this id already exists" },
   thread_busy: { status: 409, title: "The thread is running a turn" },
   turn_not_found: { status: 404, title: "The turn does not exist" },
   turn_mismatch: { status: 409, title: "The turn is not the thread's current turn" },
@@ -70,6 +88,7 @@ const PROBLEM_TYPES: Record<ProblemCode, { status: ProblemStatus; title: string 
     status: 409,
     title: "A request with this idempotency key is still being admitted",
   },
+  quota_exceeded: { status: 429, title: "A quota of the tenant is used up" },
   method_not_allowed: { status: 405, title: "The method is not allowed on this resource" },
   internal: { status: 500, title: "Internal error" },
 };
@@ -109,6 +128,15 @@ export const FieldErrorSchema = z.object({
 });
 export type FieldError = z.output<typeof FieldErrorSchema>;
 
+/** The tenant quotas (design §11); `quota_exceeded` names the one that refused a request. */
+export const QUOTA_NAMES = [
+  "max_threads",
+  "max_running_turns",
+  "tokens_per_day",
+  "max_thread_bytes",
+] as const;
+export type QuotaName = (typeof QUOTA_NAMES)[number];
+
 /** RFC 9457 problem document with the `code` extension member. */
 export const ProblemSchema = z.object({
   type: z.string(),
@@ -117,6 +145,10 @@ export const ProblemSchema = z.object({
   detail: z.string(),
   code: z.enum(PROBLEM_CODES),
   errors: z.array(FieldErrorSchema).optional(),
+  quota: z
+    .enum(QUOTA_NAMES)
+    .optional()
+    .describe("With `quota_exceeded`: the quota that refused the request."),
 });
 
 /** The problem document this API answers with (media type `application/problem+json`). */
@@ -127,6 +159,7 @@ export interface Problem {
   detail: string;
   code: ProblemCode;
   errors?: FieldError[];
+  quota?: QuotaName;
 }
 
 const documentedShapes: [Same<z.output<typeof ProblemSchema>, Problem>] = [true];

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ImageDetailSchema, ThreadConfigSchema } from "../protocol/index.ts";
+import { ImageDetailSchema, ThreadConfigSchema, ThreadMetadataSchema } from "../protocol/index.ts";
 import { ThreadIdSchema, TurnIdSchema } from "./ids.ts";
 
 /**
@@ -8,8 +8,16 @@ import { ThreadIdSchema, TurnIdSchema } from "./ids.ts";
  * them and the OpenAPI document is generated from them (documented by their input side).
  */
 
-/** `POST /v1/threads`: the thread configuration (design §8) plus an optional client-chosen id. */
-export const CreateThreadBodySchema = ThreadConfigSchema.extend({ id: ThreadIdSchema.optional() });
+/**
+ * `POST /v1/threads`: the thread configuration (design §8) plus an optional client-chosen id and
+ * the thread's metadata (design §11).
+ */
+export const CreateThreadBodySchema = ThreadConfigSchema.extend({
+  id: ThreadIdSchema.optional(),
+  metadata: ThreadMetadataSchema.optional().describe(
+    "At most 16 keys of 1-64 characters, values of at most 512; `GET /v1/threads` filters on them.",
+  ),
+});
 
 export const InputTextPartSchema = z.strictObject({
   type: z.literal("input_text"),
@@ -122,6 +130,9 @@ export const ForkBodySchema = z.strictObject({
   id: ThreadIdSchema.optional().describe("The new thread's id; generated when absent."),
   before_turn: TurnIdSchema.optional().describe(
     "The fork holds the source's rollout up to just before this turn. Absent: every ended turn.",
+  ),
+  metadata: ThreadMetadataSchema.optional().describe(
+    "The new thread's metadata. Absent: the source's, as the copied rollout holds it.",
   ),
 });
 

@@ -14,6 +14,7 @@ import {
   ReasoningItemSchema,
   type ResponseItem,
   SessionConfigurationSchema,
+  ThreadMetadataSchema,
   TokenUsageInfoSchema,
   TokenUsageSchema,
   WebSearchCallItemSchema,
@@ -21,6 +22,7 @@ import {
 import { ThreadIdSchema, TurnIdSchema } from "./ids.ts";
 import { PROBLEM_CODES } from "./problems.ts";
 import type { Same } from "./same.ts";
+import { ThreadUsageSchema } from "./tenancy.ts";
 
 /**
  * Resource shapes of HTTP API v1 (design §7): what the Thread DO returns and the worker renders.
@@ -81,8 +83,14 @@ export const ThreadResourceSchema = z.object({
   status: ThreadStatusSchema,
   config: ResolvedThreadConfigSchema,
   turn_count: z.number().int().nonnegative(),
-  /** Null until the first model response reports usage. */
+  /**
+   * The context's token accounting as Codex keeps it (a fork's totals include its source's);
+   * null until the first model response reports usage.
+   */
   token_usage: TokenUsageInfoSchema.nullable(),
+  /** What this thread's own provider requests used, as the usage ledger counts it. */
+  usage: ThreadUsageSchema,
+  metadata: ThreadMetadataSchema,
   created_at: timestamp,
   updated_at: timestamp,
   /** The id of the thread this one was forked from; null when it was not forked. */

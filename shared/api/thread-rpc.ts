@@ -17,10 +17,12 @@
  * receiver.
  */
 
-import type { Prompt, ResponseItem, ThreadConfig } from "../protocol/index.ts";
-import type { FieldError, ProblemCode } from "./problems.ts";
+import type { Prompt, ResponseItem, ThreadConfig, ThreadMetadata } from "../protocol/index.ts";
+import type { FieldError, ProblemCode, QuotaName } from "./problems.ts";
 import type { FunctionCallOutputInput, InputMessage, OnBusy } from "./requests.ts";
 import type { ListResource, ThreadResource, TurnResource } from "./resources.ts";
+import type { PatchThreadBody } from "./tenancy.ts";
+import type { TenantPolicy } from "./tenant-rpc.ts";
 
 export interface RpcFailure {
   code: ProblemCode;
@@ -28,6 +30,9 @@ export interface RpcFailure {
   detail: string;
   /** Field errors, for `invalid_request`-like codes. */
   errors?: FieldError[];
+  /** With `quota_exceeded`: the quota, and for a time-based one when to try again. */
+  quota?: QuotaName;
+  retryAfterSeconds?: number;
 }
 
 export type RpcResult<T> = { ok: true; value: T } | { ok: false; error: RpcFailure };
@@ -37,7 +42,19 @@ export interface CreateThreadRequest {
   threadId: string;
   /** Validated `ThreadConfig` (defaults applied); what it leaves out takes the catalog default. */
   config: ThreadConfig;
+  metadata?: ThreadMetadata;
+  /** A managed tenant's residency and quotas; absent for a tenant of the static keys. */
+  policy?: TenantPolicy;
   idempotency?: IdempotencyKey;
+}
+
+/**
+ * Requests that may start a task (or, for `inject`, record input) carry the tenant's quotas, so
+ * the thread checks them before the provider is called (design §15 invariant 13). A tenant with
+ * no quota set costs these requests no call to its object.
+ */
+export interface WithPolicy {
+  policy?: TenantPolicy;
 }
 
 /**
@@ -51,7 +68,7 @@ export interface IdempotencyKey {
   fingerprint: string;
 }
 
-export interface StartTurnRequest {
+export interface StartTurnRequest extends WithPolicy {
   /** The user input, always as messages: a string body arrives as one `input_text` message. */
   input: InputMessage[];
   /** Absent when the request had none; what it sets becomes the thread's new default. */
@@ -79,7 +96,7 @@ export interface EventsRequest {
 }
 
 /** `submitOutputs` / `streamOutputs`. */
-export interface SubmitOutputsRequest {
+export interface SubmitOutputsRequest extends WithPolicy {
   /** 1-128 outputs, `call_id`s distinct (checked by the worker). */
   items: FunctionCallOutputInput[];
   idempotency?: IdempotencyKey;
@@ -100,12 +117,12 @@ export interface RollbackRequest {
 }
 
 /** `compact`. */
-export interface CompactRequest {
+export interface CompactRequest extends WithPolicy {
   idempotency?: IdempotencyKey;
 }
 
 /** `inject`. */
-export interface InjectRequest {
+export interface InjectRequest extends WithPolicy {
   /** 1-256 user messages (a `{text}` body arrives as one `input_text` message). */
   items: InputMessage[];
   idempotency?: IdempotencyKey;
@@ -167,8 +184,14 @@ export interface CreateFromRolloutRequest {
   parent?: { threadId: string; lines: ReadableStream<Uint8Array>; warnings: string[] };
   /** `fork`: lines from `forkSource`; `import`: a client's upload, to be checked line by line. */
   source: "fork" | "import";
+  /** The new thread's metadata; absent: the newest `spindle_metadata` line of `lines`, if any. */
+  metadata?: ThreadMetadata;
+  policy?: TenantPolicy;
   idempotency?: IdempotencyKey;
 }
+
+/** `restore`: the tenant's placement, for an object whose own record of it was lost. */
+export type RestoreRequest = WithPolicy;
 
 /**
  * Event streams: a body of NDJSON, one `ThreadEvent` (`events.ts`) per `\n`-terminated line,
@@ -326,5 +349,11 @@ export interface ThreadRpc {
   /** The exact next provider request (design §7 `GET …/prompt`). */
   getPrompt(): Promise<RpcResult<Prompt>>;
   /** Rebuilds the thread from its R2 rollout (design §6). */
-  restore(): Promise<RpcResult<ThreadResource>>;
+  restore(req: RestoreRequest): Promise<RpcResult<ThreadResource>>;
+  /**
+   * Applies a JSON merge patch to the thread's metadata and records the result as a
+   * `spindle_metadata` line. `invalid_request` (path `/metadata`) when the result would hold more
+   * than 16 keys.
+   */
+  patchThread(req: PatchThreadBody): Promise<RpcResult<ThreadResource>>;
 }

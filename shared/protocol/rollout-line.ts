@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ResponseItemSchema } from "./response-item.ts";
 import { SessionConfigurationSchema } from "./thread-config.ts";
+import { ThreadMetadataSchema } from "./thread-metadata.ts";
 import { TokenUsageInfoSchema } from "./token-usage.ts";
 import { TurnContextItemSchema } from "./turn-context.ts";
 
@@ -48,6 +49,11 @@ export const SessionMetaSchema = z.looseObject({
   imported_from: ImportedFromSchema.nullish(),
   /** Spindle's own lines only: what the import could not carry over. */
   import_warnings: z.array(ImportWarningSchema).nullish(),
+  /**
+   * Spindle's: how many lines after this one a fork or an import copied (its own lines follow
+   * them), so a thread rebuilt from R2 counts only its own provider requests.
+   */
+  spindle_copied_lines: z.number().int().nonnegative().optional(),
 });
 
 export const WorldStateItemSchema = z.looseObject({
@@ -130,9 +136,10 @@ const KnownEventMsgSchema = z.discriminatedUnion("type", [
 export const EventMsgSchema = z.union([KnownEventMsgSchema, OtherEventSchema]);
 
 /**
- * Spindle's own `spindle_config` line: the thread's resolved configuration, written at creation and
- * whenever a turn's overrides change it, so a thread rebuilt from R2 alone gets its configuration
- * back. Codex readers skip it as an unknown line type.
+ * Spindle's own lines, which Codex readers skip as unknown line types: `spindle_config`, the
+ * thread's resolved configuration, written at creation and whenever a turn's overrides change
+ * it, and `spindle_metadata`, the thread's metadata, written whenever it is set; so a thread
+ * rebuilt from R2 alone gets both back.
  */
 const envelope = { timestamp: z.string(), ordinal: z.number().nullish() };
 /**
@@ -153,6 +160,11 @@ export const RolloutLineSchema = z.union([
       ...envelope,
       type: z.literal("spindle_config"),
       payload: SessionConfigurationSchema,
+    }),
+    z.object({
+      ...envelope,
+      type: z.literal("spindle_metadata"),
+      payload: z.object({ metadata: ThreadMetadataSchema }),
     }),
   ]),
   // Line types from other Codex revisions are tolerated on read and ignored by reconstruction.

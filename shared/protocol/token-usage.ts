@@ -25,7 +25,8 @@ export const ZERO_TOKEN_USAGE: TokenUsage = Object.freeze({
   total_tokens: 0,
 });
 
-function addUsage(a: TokenUsage, b: TokenUsage): TokenUsage {
+/** The field-by-field sum of two usages. */
+export function addTokenUsage(a: TokenUsage, b: TokenUsage): TokenUsage {
   return {
     input_tokens: a.input_tokens + b.input_tokens,
     cached_input_tokens: a.cached_input_tokens + b.cached_input_tokens,
@@ -51,9 +52,31 @@ export function appendTokenUsage(
   };
   const next: TokenUsageInfo = { ...base };
   if (last !== undefined) {
-    next.total_token_usage = addUsage(base.total_token_usage, last);
+    next.total_token_usage = addTokenUsage(base.total_token_usage, last);
     next.last_token_usage = { ...last };
   }
   if (modelContextWindow !== undefined) next.model_context_window = modelContextWindow;
   return next;
+}
+
+/**
+ * What one provider request used, read from the `token_count` line it produced: how far the
+ * running total moved since the previous `token_count` line's (`previousTotal`; undefined before
+ * the first). `last_token_usage` is not it: after a compaction it holds the estimate of the new,
+ * shorter context, not what the summary request cost. The totals only ever grow (a rollback or a
+ * reload keeps the newest one), so every field is a non-negative count.
+ */
+export function requestUsage(
+  previousTotal: TokenUsage | undefined,
+  info: TokenUsageInfo,
+): TokenUsage {
+  const now = info.total_token_usage;
+  const before = previousTotal ?? ZERO_TOKEN_USAGE;
+  return {
+    input_tokens: now.input_tokens - before.input_tokens,
+    cached_input_tokens: now.cached_input_tokens - before.cached_input_tokens,
+    output_tokens: now.output_tokens - before.output_tokens,
+    reasoning_output_tokens: now.reasoning_output_tokens - before.reasoning_output_tokens,
+    total_tokens: now.total_tokens - before.total_tokens,
+  };
 }

@@ -1,8 +1,6 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, type LocalWorker, startLocalWorker, text } from "./local-worker.ts";
+import { describe, expect, it } from "vitest";
+import { call, text } from "./local-worker.ts";
+import { persistedWorker } from "./persisted-worker.ts";
 
 interface Prompt {
   instructions: string;
@@ -11,35 +9,7 @@ interface Prompt {
   parallel_tool_calls: boolean;
 }
 
-let persistDir: string;
-let worker: LocalWorker | undefined;
-
-/** The running worker; the restart test swaps it. */
-function base(): URL {
-  if (!worker) throw new Error("the worker is not running");
-  return worker.url;
-}
-
-async function restart(): Promise<void> {
-  const old = worker;
-  worker = undefined;
-  await old?.dispose();
-  worker = await startLocalWorker(persistDir);
-}
-
-beforeAll(async () => {
-  persistDir = await mkdtemp(join(tmpdir(), "spindle-e2e-"));
-  worker = await startLocalWorker(persistDir);
-});
-
-afterAll(async () => {
-  try {
-    await worker?.dispose();
-  } finally {
-    worker = undefined;
-    await rm(persistDir, { recursive: true, force: true });
-  }
-});
+const { base, restart } = persistedWorker("spindle-e2e-");
 
 const newThreadId = () => `e2e_${crypto.randomUUID().replaceAll("-", "")}`;
 

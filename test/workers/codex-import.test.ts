@@ -46,7 +46,7 @@ function newestStatements(texts: readonly string[]) {
 
 async function importFixture(fixture: Pick<CodexFixture, "lines">, parent?: string) {
   const id = newThreadId();
-  const res = await importRollout(id, jsonl(fixture.lines), {}, parent);
+  const res = await importRollout(id, jsonl(fixture.lines), {}, { parent });
   return { id, thread: await json<Thread>(res, 201) };
 }
 
@@ -200,18 +200,18 @@ describe("a paginated Codex fork", () => {
 
   it("with a thread that was not imported from its parent, or for a rollout that is no fork, is refused", async () => {
     const { id: other } = await importFixture({ lines: CODEX_FIXTURES[0]?.lines ?? [] });
-    const wrong = await importRollout(newThreadId(), jsonl(child), {}, other);
+    const wrong = await importRollout(newThreadId(), jsonl(child), {}, { parent: other });
     expect(await json(wrong, 400)).toMatchObject({
       code: "invalid_request",
       errors: [{ path: "parent" }],
     });
     const { id: parentThread } = await importFixture({ lines: parent });
-    const notFork = await importRollout(newThreadId(), jsonl(parent), {}, parentThread);
+    const notFork = await importRollout(newThreadId(), jsonl(parent), {}, { parent: parentThread });
     expect(await json(notFork, 400)).toMatchObject({
       code: "invalid_request",
       errors: [{ path: "parent", message: "the rollout's session_meta has no history_base" }],
     });
-    const missing = await importRollout(newThreadId(), jsonl(child), {}, newThreadId());
+    const missing = await importRollout(newThreadId(), jsonl(child), {}, { parent: newThreadId() });
     expect(await json(missing, 404)).toMatchObject({ code: "not_found" });
   });
 });

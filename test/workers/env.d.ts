@@ -11,6 +11,6 @@ declare namespace Cloudflare {
   }
   interface GlobalProps {
     mainModule: TestWorker;
-    durableNamespaces: "TestThread";
+    durableNamespaces: "TestThread" | "Tenant" | "TenantDirectory";
   }
 }

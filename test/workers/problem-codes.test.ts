@@ -8,6 +8,7 @@ import { env } from "cloudflare:workers";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { PROBLEM_CODES, type ProblemCode, problemStatus } from "../../shared/api/index.ts";
 import { api, DEV_KEY, importRollout, json, newThreadId, post } from "./helpers/api.ts";
+import { ADMIN_KEY, createKey, createTenant, tenantWithKey } from "./helpers/tenancy.ts";
 
 const covered = new Set<ProblemCode>();
 
@@ -68,6 +69,31 @@ describe("every problem code is produced by the service", () => {
 
   it("unauthorized: a request without an API key", async () => {
     await expectProblem(await api("GET", "/v1/threads/abc", undefined, null), "unauthorized");
+  });
+
+  it("forbidden: a key without the scope the route needs", async () => {
+    const tenant = await createTenant();
+    const { key } = await createKey(tenant.id, { scopes: ["usage"] });
+    await expectProblem(
+      await api("GET", `/v1/threads/${newThreadId()}`, undefined, key),
+      "forbidden",
+    );
+  });
+
+  it("tenant_exists: creating a tenant under an id that is taken", async () => {
+    const tenant = await createTenant();
+    await expectProblem(
+      await api("POST", "/v1/admin/tenants", { id: tenant.id }, ADMIN_KEY),
+      "tenant_exists",
+    );
+  });
+
+  it("quota_exceeded: a thread more than the tenant's max_threads", async () => {
+    const { key } = await tenantWithKey({ quotas: { max_threads: 1 } });
+    await json(await api("POST", "/v1/threads", {}, key), 201);
+    const refused = await api("POST", "/v1/threads", {}, key);
+    expect(refused.headers.get("retry-after")).toBe(null);
+    await expectProblem(refused, "quota_exceeded");
   });
 
   it("not_found: a thread that does not exist", async () => {
@@ -222,7 +248,7 @@ describe("every problem code is produced by the service", () => {
   it("method_not_allowed: a method the path does not take", async () => {
     const res = await api("PUT", `/v1/threads/${newThreadId()}`);
     await expectProblem(res, "method_not_allowed");
-    expect(res.headers.get("allow")).toBe("GET, DELETE");
+    expect(res.headers.get("allow")).toBe("GET, PATCH, DELETE");
   });
 
   it("internal: a failure the service did not expect, without its details", async () => {

@@ -14,6 +14,7 @@ import {
   turnResource,
 } from "../../durable-objects/resources.ts";
 import type { Env } from "../../env.ts";
+import { ZERO_THREAD_USAGE } from "../../shared/api/index.ts";
 import type { MessageItem } from "../../shared/protocol/index.ts";
 import { newThreadId, threadStub } from "./helpers/api.ts";
 
@@ -97,6 +98,8 @@ describe("threadResource: the thread as the API shows it", () => {
       },
       turn_count: 0,
       token_usage: null,
+      usage: ZERO_THREAD_USAGE,
+      metadata: {},
       created_at: result.meta.created_at,
       updated_at: result.meta.updated_at,
       forked_from: null,

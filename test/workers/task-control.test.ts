@@ -71,6 +71,8 @@ function withTasks<T>(body: (setup: Setup) => Promise<T>): Promise<T> {
       waitUntil: (work) => {
         waited.push(work);
       },
+      admit: () => undefined,
+      taskChanged: () => {},
     });
     const idle = async () => {
       for (let seen = -1; seen !== waited.length; ) {

@@ -359,6 +359,8 @@ describe("importThread: a thread from an uploaded or forked rollout", () => {
           source: "api",
           model_provider: "local",
           imported_from: origin,
+          // The 5 lines after it are copied, not the thread's own.
+          spindle_copied_lines: 5,
         },
       },
       imported: { forked_from: null, imported_from: origin, turn_count: 1 },
@@ -412,6 +414,8 @@ describe("importThread: a thread from an uploaded or forked rollout", () => {
           originator: "codex_cli_rs",
           cli_version: "0.50.0",
           forked_from_id: "t_source",
+          // The 14 lines after it are copied, not the thread's own.
+          spindle_copied_lines: 14,
         },
       },
       lastSeq: 16,
@@ -455,6 +459,7 @@ describe("importThread: a thread from an uploaded or forked rollout", () => {
       // The compaction is not a user turn.
       turn_count: 3,
       warnings: [],
+      metadata: {},
     };
     const config = RESOLVED_CONFIG;
     expect(result).toEqual({
@@ -508,6 +513,7 @@ describe("importThread: a thread from an uploaded or forked rollout", () => {
         "model_provider",
         "originator",
         "source",
+        "spindle_copied_lines",
         "timestamp",
       ],
     });

@@ -8,6 +8,8 @@ import { readWholeRollout } from "../../durable-objects/live-thread.ts";
 import { Thread } from "../../durable-objects/thread.ts";
 import { type Checkpoint, createCheckpoint } from "../../shared/rollout/index.ts";
 
+export { TenantDirectory } from "../../durable-objects/directory.ts";
+export { Tenant } from "../../durable-objects/tenant.ts";
 export { default } from "../../worker/index.ts";
 
 export class TestThread extends Thread {

@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
-import { DEV_API_KEY, tenantForKey } from "../../../worker/auth.ts";
+import { SCOPES } from "../../../shared/api/index.ts";
+import { DEV_ADMIN_KEY, DEV_API_KEY, principalForKey } from "../../../worker/auth.ts";
 import {
   apiKeys,
   FakeThreads,
@@ -182,8 +183,8 @@ describe("authenticate", () => {
   });
 });
 
-describe("tenantForKey", () => {
-  it("compares the digest with every configured one, even after a match", () => {
+describe("principalForKey", () => {
+  it("compares the digest with every configured one, even after a match", async () => {
     // Node lacks the Workers-only `timingSafeEqual`; install a recording one for this test.
     const subtle = crypto.subtle as unknown as {
       timingSafeEqual?: (a: Uint8Array, b: Uint8Array) => boolean;
@@ -199,20 +200,37 @@ describe("tenantForKey", () => {
         SPINDLE_ENV: "development",
         SPINDLE_API_KEYS: JSON.stringify(keys),
       });
-      expect(tenantForKey(keyA, env)).toBe("A");
-      expect(tenantForKey("sk-c", env)).toBe("C");
-      expect(tenantForKey(DEV_API_KEY, env)).toBe("local");
-      expect(tenantForKey("sk-none", env)).toBe(undefined);
-      // Four entries (three configured, the development key) compared for each of four keys.
-      expect(compared).toEqual(Array.from({ length: 16 }, () => [32, 32]));
+      const tenantOf = async (key: string) => {
+        const principal = await principalForKey(key, env);
+        return principal?.kind === "tenant" ? principal.tenant : principal?.kind;
+      };
+      expect(await tenantOf(keyA)).toBe("A");
+      expect(await tenantOf("sk-c")).toBe("C");
+      expect(await tenantOf(DEV_API_KEY)).toBe("local");
+      expect(await tenantOf("sk-none")).toBe(undefined);
+      // Five entries (three configured, the two development keys) compared for each of four keys.
+      expect(compared).toEqual(Array.from({ length: 20 }, () => [32, 32]));
     } finally {
       delete subtle.timingSafeEqual;
     }
   });
 
-  it("several keys may name the same tenant, so a key can be rotated", () => {
+  it("several keys may name the same tenant, so a key can be rotated", async () => {
     const keys = { [sha256Hex("sk-old")]: "A", [sha256Hex("sk-new")]: "A" };
     const env = new FakeThreads().env({ SPINDLE_API_KEYS: JSON.stringify(keys) });
-    expect([tenantForKey("sk-old", env), tenantForKey("sk-new", env)]).toEqual(["A", "A"]);
+    const principals = [await principalForKey("sk-old", env), await principalForKey("sk-new", env)];
+    expect(principals).toEqual([
+      { kind: "tenant", tenant: "A", keyId: null, scopes: SCOPES, policy: undefined },
+      { kind: "tenant", tenant: "A", keyId: null, scopes: SCOPES, policy: undefined },
+    ]);
+  });
+
+  it("an admin key of SPINDLE_ADMIN_KEYS is an admin, and sk-local-admin only in development", async () => {
+    const admin = JSON.stringify([sha256Hex("sk-operator")]);
+    const production = new FakeThreads().env({ SPINDLE_ADMIN_KEYS: admin });
+    const development = new FakeThreads().env({ SPINDLE_ENV: "development" });
+    expect(await principalForKey("sk-operator", production)).toEqual({ kind: "admin" });
+    expect(await principalForKey(DEV_ADMIN_KEY, production)).toBe(undefined);
+    expect(await principalForKey(DEV_ADMIN_KEY, development)).toEqual({ kind: "admin" });
   });
 });

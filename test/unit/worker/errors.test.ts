@@ -5,12 +5,14 @@ import { PROBLEM_CODES, problemStatus } from "../../../shared/api/index.ts";
 import { ApiError, issuesToFieldErrors, toApiError } from "../../../worker/errors.ts";
 
 describe("problem codes", () => {
-  it("each code has the status design §7 gives it", () => {
+  it("each code has the status design §7 and §11 give it", () => {
     expect(Object.fromEntries(PROBLEM_CODES.map((code) => [code, problemStatus(code)]))).toEqual({
       invalid_request: 400,
       unauthorized: 401,
+      forbidden: 403,
       not_found: 404,
       thread_exists: 409,
+      tenant_exists: 409,
       thread_busy: 409,
       turn_not_found: 404,
       turn_mismatch: 409,
@@ -27,6 +29,7 @@ describe("problem codes", () => {
       parent_rollout_required: 400,
       idempotency_key_reused: 422,
       idempotency_key_in_use: 409,
+      quota_exceeded: 429,
       method_not_allowed: 405,
       internal: 500,
     });

@@ -21,6 +21,7 @@ import type {
   ThreadRpc,
   TurnResource,
 } from "../../../shared/api/index.ts";
+import { ZERO_THREAD_USAGE } from "../../../shared/api/index.ts";
 import type { Prompt, ResponseItem } from "../../../shared/protocol/index.ts";
 import { createApp } from "../../../worker/app.ts";
 
@@ -55,7 +56,9 @@ export class FakeThreads {
     },
   };
 
-  env(vars: Partial<Pick<Env, "SPINDLE_ENV" | "SPINDLE_API_KEYS">> = {}): Env {
+  env(
+    vars: Partial<Pick<Env, "SPINDLE_ENV" | "SPINDLE_API_KEYS" | "SPINDLE_ADMIN_KEYS">> = {},
+  ): Env {
     return { THREAD: this.namespace, ROLLOUT: {}, ...vars } as unknown as Env;
   }
 
@@ -122,7 +125,20 @@ export class FakeThreads {
           if (!found.ok) return found;
           return { ok: true, value: prompt };
         }),
-      restore: () => call("restore", [], existing),
+      restore: (req) => call("restore", [req], existing),
+      patchThread: (req) =>
+        call("patchThread", [req], () => {
+          const found = existing();
+          if (!found.ok) return found;
+          const metadata: Record<string, string> = { ...found.value.metadata };
+          for (const [key, value] of Object.entries(req.metadata)) {
+            if (value === null) delete metadata[key];
+            else metadata[key] = value;
+          }
+          const patched = { ...found.value, metadata };
+          this.threads.set(name, patched);
+          return { ok: true, value: patched };
+        }),
       streamTurn: (req: StartTurnRequest) =>
         call("streamTurn", [req], () => {
           const found = existing();
@@ -240,6 +256,8 @@ export function thread(id: string): ThreadResource {
     },
     turn_count: 0,
     token_usage: null,
+    usage: ZERO_THREAD_USAGE,
+    metadata: {},
     created_at: "2026-01-01T00:00:00.000Z",
     updated_at: "2026-01-01T00:00:00.000Z",
     forked_from: null,

@@ -78,6 +78,20 @@ describe("the OpenAPI document", () => {
         "GET /v1/threads/{id}/prompt",
         "GET /v1/threads/{id}/rollout",
         "POST /v1/threads/{id}/restore",
+        "GET /v1/threads",
+        "PATCH /v1/threads/{id}",
+        "GET /v1/usage",
+        "POST /v1/keys",
+        "GET /v1/keys",
+        "DELETE /v1/keys/{key_id}",
+        "POST /v1/admin/tenants",
+        "GET /v1/admin/tenants",
+        "GET /v1/admin/tenants/{tenant}",
+        "PATCH /v1/admin/tenants/{tenant}",
+        "DELETE /v1/admin/tenants/{tenant}",
+        "POST /v1/admin/tenants/{tenant}/keys",
+        "GET /v1/admin/tenants/{tenant}/keys",
+        "DELETE /v1/admin/tenants/{tenant}/keys/{key_id}",
       ].sort(),
     );
   });
@@ -127,16 +141,50 @@ describe("the OpenAPI document", () => {
     });
   });
 
-  it("/v1 routes need the API key and the two public routes do not", () => {
+  it("each operation names its key: none, an admin key, or a tenant key with the scope it needs", () => {
     expect(doc.security).toEqual([{ apiKey: [] }]);
     expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: "http", scheme: "bearer" });
-    const open = operations(doc)
-      .filter(([, , op]) => op.security !== undefined)
-      .map(([path, , op]) => [path, op.security]);
-    expect(open).toEqual([
-      ["/healthz", []],
-      ["/openapi.json", []],
+    expect(doc.components.securitySchemes.adminKey).toMatchObject({
+      type: "http",
+      scheme: "bearer",
+    });
+    const byKey = new Map<string, string[]>();
+    for (const [path, method, op] of operations(doc)) {
+      const name = JSON.stringify(op.security);
+      byKey.set(name, [...(byKey.get(name) ?? []), `${method.toUpperCase()} ${path}`]);
+    }
+    expect(byKey.get("[]")).toEqual(["GET /healthz", "GET /openapi.json"]);
+    expect(byKey.get(JSON.stringify([{ adminKey: [] }]))).toEqual([
+      "POST /v1/admin/tenants",
+      "GET /v1/admin/tenants",
+      "GET /v1/admin/tenants/{tenant}",
+      "PATCH /v1/admin/tenants/{tenant}",
+      "DELETE /v1/admin/tenants/{tenant}",
+      "POST /v1/admin/tenants/{tenant}/keys",
+      "GET /v1/admin/tenants/{tenant}/keys",
+      "DELETE /v1/admin/tenants/{tenant}/keys/{key_id}",
     ]);
+    expect(byKey.get(JSON.stringify([{ apiKey: ["usage"] }]))).toEqual(["GET /v1/usage"]);
+    expect(byKey.get(JSON.stringify([{ apiKey: ["keys"] }]))).toEqual([
+      "POST /v1/keys",
+      "GET /v1/keys",
+      "DELETE /v1/keys/{key_id}",
+    ]);
+    const threads = byKey.get(JSON.stringify([{ apiKey: ["threads"] }])) ?? [];
+    expect(threads).toHaveLength(20);
+    expect(threads.every((op) => op.includes(" /v1/threads"))).toBe(true);
+    expect([...byKey.keys()]).toHaveLength(5);
+  });
+
+  it("the metadata filter of the listing is a deep-object query parameter", () => {
+    const list = doc.paths["/v1/threads"]?.get as Operation;
+    expect(list.parameters?.find((p) => p.name === "metadata")).toMatchObject({
+      in: "query",
+      required: false,
+      style: "deepObject",
+      explode: true,
+      schema: { type: "object", additionalProperties: { type: "string", maxLength: 512 } },
+    });
   });
 
   it("each route's own error codes are documented under their status", () => {
@@ -156,11 +204,13 @@ describe("the OpenAPI document", () => {
       "201",
       "400",
       "401",
+      "403",
       "404",
       "409",
       "413",
       "415",
       "422",
+      "429",
       "500",
     ]);
     expect(imports.responses["415"]).toMatchObject({
@@ -242,6 +292,7 @@ describe("the OpenAPI document", () => {
     const unnamed: RouteSpec = {
       method: "post",
       path: "/v1/x",
+      access: "threads",
       summary: "x",
       body: { kind: "json", schema: z.strictObject({ a: z.string() }), maxBytes: 10 },
       responses: { 200: { description: "x" } },

@@ -179,7 +179,7 @@ describe("thread routes", () => {
     const res = await request("/v1/threads/t1/restore", { method: "POST" });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual(thread("t1"));
-    expect(fake.calls).toEqual([{ name: "A:t1", method: "restore", args: [] }]);
+    expect(fake.calls).toEqual([{ name: "A:t1", method: "restore", args: [{}] }]);
   });
 
   it("the stub factory can be replaced and receives the tenant and thread id", async () => {
@@ -402,8 +402,8 @@ describe("routing errors", () => {
   it("a known path with the wrong method is 405 with Allow", async () => {
     const { request, fake } = setup();
     const cases: [string, string, string][] = [
-      ["GET", "/v1/threads", "POST"],
-      ["PUT", "/v1/threads/t1", "GET, DELETE"],
+      ["PUT", "/v1/threads", "POST, GET"],
+      ["PUT", "/v1/threads/t1", "GET, PATCH, DELETE"],
       ["GET", "/v1/threads/t1/turns", "POST"],
       ["DELETE", "/v1/threads/t1/turns/u1", "GET"],
       ["POST", "/v1/threads/t1/history", "GET"],
@@ -420,7 +420,7 @@ describe("routing errors", () => {
       ["POST", "/v1/threads/t1/rollout", "GET"],
       ["POST", "/openapi.json", "GET"],
       // `import` is also a valid thread id, so both routes answer there.
-      ["PUT", "/v1/threads/import", "POST, GET, DELETE"],
+      ["PUT", "/v1/threads/import", "POST, GET, PATCH, DELETE"],
     ];
     for (const [method, path, allow] of cases) {
       const res = await request(path, { method });

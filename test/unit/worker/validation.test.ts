@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { foldQuery } from "../../../worker/app.ts";
 import { breakingStream } from "../../helpers/streams.ts";
 import { problemOf, setup, thread } from "./fake-thread.ts";
 
@@ -333,5 +334,36 @@ describe("bodies that break off", () => {
       expect(await problemOf(res)).toEqual(brokenProblem);
     }
     expect(fake.calls).toEqual([]);
+  });
+});
+
+describe("deep-object query parameters", () => {
+  it("folds `name[key]=value` into an object, keeping plain parameters and odd keys as keys", () => {
+    expect(
+      foldQuery({
+        limit: "5",
+        "metadata[team]": "core",
+        "metadata[__proto__]": "x",
+        "metadata[]": "empty",
+        "weird[a][b]": "kept flat",
+      }),
+    ).toEqual({
+      limit: "5",
+      metadata: Object.fromEntries([
+        ["team", "core"],
+        ["__proto__", "x"],
+        ["", "empty"],
+      ]),
+      "weird[a][b]": "kept flat",
+    });
+  });
+
+  it("names a folded parameter's error as it was sent", async () => {
+    const { request } = setup();
+    const res = await request(`/v1/threads?metadata[team]=${"v".repeat(513)}`);
+    expect(await problemOf(res)).toMatchObject({
+      code: "invalid_request",
+      errors: [{ path: "metadata[team]", message: expect.any(String) }],
+    });
   });
 });

@@ -109,14 +109,14 @@ export async function post(path: string, body?: unknown, key: string | null = DE
 }
 
 /**
- * `POST /v1/threads/import?id=&parent=` with a JSONL body, as the local development tenant (no
- * `id`: the service names the thread), with `extra` headers.
+ * `POST /v1/threads/import?id=&parent=` with a JSONL body, as the local development tenant unless
+ * `key` says otherwise (no `id`: the service names the thread), with `extra` headers.
  */
 export async function importRollout(
   id: string | undefined,
   body: string,
   extra: Record<string, string> = {},
-  parent?: string,
+  { parent, key = DEV_KEY }: { parent?: string; key?: string } = {},
 ): Promise<Response> {
   const params = new URLSearchParams({
     ...(id === undefined ? {} : { id }),
@@ -127,7 +127,7 @@ export async function importRollout(
     method: "POST",
     headers: {
       ...extra,
-      authorization: `Bearer ${DEV_KEY}`,
+      authorization: `Bearer ${key}`,
       "content-type": "application/x-ndjson",
     },
     body,

@@ -1,0 +1,63 @@
+import type { RpcResult } from "../shared/api/index.ts";
+import { failQuota } from "./results.ts";
+import type { Sql } from "./sql.ts";
+import type { TenantSync } from "./tenant-sync.ts";
+
+/**
+ * The tenant's quotas as a thread applies them (design §11, §15 invariant 13), before anything
+ * is recorded or the provider called, and never to a task already running:
+ * - `max_thread_bytes`, checked here without a call: a thread whose rollout holds that many bytes
+ *   takes no new input (turns, queued or steered ones, injects); outputs still finish a paused
+ *   turn;
+ * - `tokens_per_day` and `max_running_turns`, checked by the tenant's object when a task starts
+ *   (a turn, a queued turn, a resumed one, a compaction): one call, made only when one of them is
+ *   set, so a tenant without them costs its turns nothing here.
+ * `max_threads` is checked by the tenant's object when a thread is created (`TenantSync.reserve`).
+ */
+export class QuotaGate {
+  readonly #sync: TenantSync;
+  readonly #sql: Sql;
+
+  constructor(sync: TenantSync, sql: Sql) {
+    this.#sync = sync;
+    this.#sql = sql;
+  }
+
+  /** `quota_exceeded` (`max_thread_bytes`) when the thread may take no more input. */
+  inputRefused(): RpcResult<never> | undefined {
+    const max = this.#sync.quotas.max_thread_bytes;
+    if (max === null) return undefined;
+    const bytes = rolloutBytes(this.#sql);
+    if (bytes < max) return undefined;
+    return failQuota(
+      "max_thread_bytes",
+      `The thread's rollout holds ${bytes} bytes, its tenant's max_thread_bytes is ${max}.`,
+    );
+  }
+
+  /**
+   * The tenant's answer on starting a task, or undefined (synchronously, without a call) when the
+   * tenant sets neither quota a task start needs.
+   */
+  taskAdmission(turnId: string): Promise<RpcResult<void>> | undefined {
+    const quotas = this.#sync.quotas;
+    if (quotas.tokens_per_day === null && quotas.max_running_turns === null) return undefined;
+    return this.#sync.admitTask(turnId, quotas);
+  }
+
+  /** A task ended: a tenant that counts running turns hears of it at once. */
+  taskEnded(turnId: string): void {
+    if (this.#sync.quotas.max_running_turns !== null) this.#sync.taskEnded(turnId);
+  }
+}
+
+/** The bytes of the thread's rollout as JSONL: its R2 segments plus the lines not in one yet. */
+export function rolloutBytes(sql: Sql): number {
+  const flushed = sql<{ bytes: number; through: number }>`
+    SELECT COALESCE(SUM(bytes), 0) AS bytes, COALESCE(MAX(last_seq), 0) AS through
+    FROM spindle_segments WHERE state = 'done'`.one();
+  const tail = sql<{ bytes: number }>`
+    SELECT COALESCE(SUM(length(CAST(line AS BLOB))), 0) + COUNT(DISTINCT seq) AS bytes
+    FROM spindle_rollout WHERE seq > ${flushed.through}`.one();
+  return flushed.bytes + tail.bytes;
+}

@@ -1,0 +1,141 @@
+import { hexToBytes } from "@noble/hashes/utils.js";
+import { z } from "zod";
+import {
+  type ApiKeyResource,
+  type CreatedApiKey,
+  type CreateKeyRequest,
+  formatApiKey,
+  type ListQuery,
+  type ListResource,
+  redactApiKey,
+  type Scope,
+  type TenantResource,
+} from "../shared/api/index.ts";
+import type { Clock } from "../shared/ports/index.ts";
+import { decodeCursor, pageOf } from "./cursor.ts";
+import { digestsEqual, keyDigest } from "./digests.ts";
+import type { Sql } from "./sql.ts";
+
+/** `last_used_at` is written at most this often per key: coarse, so a request writes nothing. */
+export const LAST_USED_GRANULARITY_MS = 60_000;
+
+/** Compared against when a key id is unknown, so an unknown id takes the same time. */
+const NO_DIGEST = new Uint8Array(32);
+
+const KEY_ID_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+
+function randomKeyId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return `key_${[...bytes].map((b) => KEY_ID_ALPHABET[b % KEY_ID_ALPHABET.length]).join("")}`;
+}
+
+/** 32 random bytes, base64url without padding (43 characters). */
+function randomSecret(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  return btoa(String.fromCharCode(...bytes))
+    .replaceAll("+", "-")
+    .replaceAll("/", "_")
+    .replace(/=+$/, "");
+}
+
+const KeyCursorSchema = z.object({ c: z.string(), i: z.string() });
+
+interface KeyRow extends Record<string, SqlStorageValue> {
+  id: string;
+  digest: ArrayBuffer;
+  body: string;
+  created_at: string;
+  last_used_at: string | null;
+}
+
+/**
+ * A tenant's API keys (design §11): digests at rest, the secret shown once, constant-time
+ * comparison. A revoked key is deleted: it is gone from the list and fails like a key that never
+ * was.
+ */
+export class KeyStore {
+  readonly #sql: Sql;
+  readonly #clock: Clock;
+
+  constructor(sql: Sql, clock: Clock) {
+    this.#sql = sql;
+    this.#clock = clock;
+  }
+
+  create(tenant: TenantResource, req: CreateKeyRequest): CreatedApiKey {
+    const parts = {
+      jurisdiction: tenant.jurisdiction,
+      tenant: tenant.id,
+      keyId: randomKeyId(),
+      secret: randomSecret(),
+    };
+    const key = formatApiKey(parts);
+    const resource: ApiKeyResource = {
+      object: "api_key",
+      id: parts.keyId,
+      name: req.name,
+      scopes: req.scopes,
+      redacted_key: redactApiKey(parts),
+      created_at: new Date(this.#clock.nowMs()).toISOString(),
+      last_used_at: null,
+    };
+    const { last_used_at: _, ...body } = resource;
+    const digest = hexToBytes(keyDigest(key));
+    this.#sql`INSERT INTO tenant_keys (id, digest, body, created_at)
+      VALUES (${resource.id}, ${digest.buffer as ArrayBuffer}, ${JSON.stringify(body)},
+        ${resource.created_at})`;
+    return { ...resource, key };
+  }
+
+  /**
+   * The key's scopes when `digestHex` is the digest stored under `keyId`. The comparison takes the
+   * same time whether the id exists or not, and whatever the digests share.
+   */
+  verify(keyId: string, digestHex: string): Scope[] | undefined {
+    if (!/^[0-9a-f]{64}$/.test(digestHex)) return undefined;
+    const row = this.#sql<KeyRow>`SELECT * FROM tenant_keys WHERE id = ${keyId}`.toArray()[0];
+    const stored = row ? new Uint8Array(row.digest) : NO_DIGEST;
+    const equal = digestsEqual(stored, hexToBytes(digestHex));
+    if (!row || !equal) return undefined;
+    const now = this.#clock.nowMs();
+    const lastUsed = row.last_used_at === null ? 0 : Date.parse(row.last_used_at);
+    if (now - lastUsed >= LAST_USED_GRANULARITY_MS) {
+      const at = new Date(now).toISOString();
+      this.#sql`UPDATE tenant_keys SET last_used_at = ${at} WHERE id = ${keyId}`;
+    }
+    return resourceOf(row).scopes;
+  }
+
+  /** Keys oldest first. `undefined` for a cursor this store did not make. */
+  list(query: ListQuery): ListResource<ApiKeyResource> | undefined {
+    let rows: KeyRow[];
+    if (query.cursor === undefined) {
+      rows = this.#sql<KeyRow>`SELECT * FROM tenant_keys ORDER BY created_at, id
+        LIMIT ${query.limit + 1}`.toArray();
+    } else {
+      const after = decodeCursor(query.cursor, KeyCursorSchema);
+      if (after === undefined) return undefined;
+      rows = this
+        .#sql<KeyRow>`SELECT * FROM tenant_keys WHERE (created_at, id) > (${after.c}, ${after.i})
+        ORDER BY created_at, id LIMIT ${query.limit + 1}`.toArray();
+    }
+    return pageOf(rows, query.limit, resourceOf, (last) => ({ c: last.created_at, i: last.id }));
+  }
+
+  /** False when the tenant has no such key. */
+  revoke(keyId: string): boolean {
+    return this.#sql`DELETE FROM tenant_keys WHERE id = ${keyId}`.rowsWritten > 0;
+  }
+
+  /** Every key goes (the tenant is deleted). */
+  clear(): void {
+    this.#sql`DELETE FROM tenant_keys`;
+  }
+}
+
+function resourceOf(row: KeyRow): ApiKeyResource {
+  return {
+    ...(JSON.parse(row.body) as Omit<ApiKeyResource, "last_used_at">),
+    last_used_at: row.last_used_at,
+  };
+}

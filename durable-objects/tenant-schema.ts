@@ -1,0 +1,50 @@
+/**
+ * The `Tenant` object's tables (one object per tenant), as numbered migration steps applied by
+ * `migrate` (`schema.ts`). Names are persisted: never rename one; add a step.
+ * - tenant_meta: small JSON values: `record` (the tenant, as the directory has it), `deleted`.
+ * - tenant_keys: API keys: id, SHA-256 digest of the whole key (the secret is never stored), the
+ *   resource without `last_used_at`, which has its own column (written at most once a minute).
+ * - tenant_threads: the thread index: one row per thread (its resource as of its last push), or a
+ *   reservation under `max_threads` (`body` null until the thread's first push).
+ * - tenant_thread_metadata: each indexed thread's metadata, one row per key, for the filters.
+ * - tenant_thread_sync: per thread id ever pushed: the newest push version applied and the newest
+ *   ledger entry taken (the thread's incarnation, the line's seq). Kept after the thread is
+ *   deleted, so a late push changes nothing.
+ * - tenant_usage: the usage ledger, rolled up by UTC day, thread and model.
+ * - tenant_daily_tokens: input + output tokens per UTC day, for `tokens_per_day`.
+ *
+ * Inbound hooks and outbound webhook endpoints (design §12) are tenant configuration too and get
+ * their tables here, beside the keys.
+ */
+export const TENANT_MIGRATIONS: readonly string[] = [
+  `CREATE TABLE IF NOT EXISTS tenant_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+   CREATE TABLE IF NOT EXISTS tenant_keys (
+     id TEXT PRIMARY KEY, digest BLOB NOT NULL, body TEXT NOT NULL, created_at TEXT NOT NULL,
+     last_used_at TEXT);
+   CREATE INDEX IF NOT EXISTS tenant_keys_created ON tenant_keys (created_at, id);
+   CREATE TABLE IF NOT EXISTS tenant_threads (
+     thread_id TEXT PRIMARY KEY, status TEXT, updated_at TEXT, body TEXT, reserved_until INTEGER);
+   CREATE INDEX IF NOT EXISTS tenant_threads_updated ON tenant_threads (updated_at, thread_id);
+   CREATE INDEX IF NOT EXISTS tenant_threads_status
+     ON tenant_threads (status, updated_at, thread_id);
+   CREATE TABLE IF NOT EXISTS tenant_thread_metadata (
+     thread_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+     PRIMARY KEY (thread_id, key));
+   CREATE INDEX IF NOT EXISTS tenant_thread_metadata_value
+     ON tenant_thread_metadata (key, value, thread_id);
+   CREATE TABLE IF NOT EXISTS tenant_thread_sync (
+     thread_id TEXT PRIMARY KEY, version INTEGER NOT NULL DEFAULT 0,
+     usage_incarnation TEXT NOT NULL DEFAULT '', usage_seq INTEGER NOT NULL DEFAULT 0);
+   CREATE TABLE IF NOT EXISTS tenant_usage (
+     day TEXT NOT NULL, thread_id TEXT NOT NULL, model TEXT NOT NULL,
+     input_tokens INTEGER NOT NULL, cached_input_tokens INTEGER NOT NULL,
+     output_tokens INTEGER NOT NULL, reasoning_tokens INTEGER NOT NULL,
+     requests INTEGER NOT NULL, turns INTEGER NOT NULL,
+     PRIMARY KEY (day, thread_id, model));
+   CREATE TABLE IF NOT EXISTS tenant_daily_tokens (day TEXT PRIMARY KEY, tokens INTEGER NOT NULL);`,
+];
+
+/** The directory object's tables: every managed tenant's record, by id. */
+export const DIRECTORY_MIGRATIONS: readonly string[] = [
+  `CREATE TABLE IF NOT EXISTS directory_tenants (id TEXT PRIMARY KEY, body TEXT NOT NULL);`,
+];

@@ -1,0 +1,285 @@
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
+import type { Env } from "../env.ts";
+import {
+  NO_QUOTAS,
+  type Quotas,
+  type RpcResult,
+  type SyncAck,
+  type TenantPolicy,
+  type TenantRpc,
+  type ThreadResource,
+  type ThreadSync,
+} from "../shared/api/index.ts";
+import type { Clock } from "../shared/ports/index.ts";
+import type { AlarmSchedule } from "./alarms.ts";
+import { dropEntries, pendingEntries } from "./ledger.ts";
+import { tenantStubIn } from "./placement.ts";
+import { ok } from "./results.ts";
+import { type Sql, sqlOf } from "./sql.ts";
+import { SyncValues } from "./sync-values.ts";
+
+/** A thread pushes to its tenant's object at most once per this long, unless it must at once. */
+export const SYNC_INTERVAL_MS = 1_000;
+/** Ledger entries per push; more go in the pushes that follow at once. */
+export const SYNC_BATCH_ENTRIES = 500;
+/** The longest wait between two attempts of a failing push. */
+export const SYNC_RETRY_MAX_MS = 5 * 60_000;
+
+/**
+ * The largest index entry a push carries, in characters of JSON (a row of the tenant's object
+ * holds at most 2 MB). A thread whose resource is longer (megabytes of instructions, tools or
+ * sections) is listed without those texts; `GET /v1/threads/{id}` has them.
+ */
+export const INDEX_ENTRY_MAX_CHARS = 256 * 1024;
+
+/** The thread as its index entry holds it. */
+export function indexEntryOf(thread: ThreadResource): ThreadResource {
+  if (JSON.stringify(thread).length <= INDEX_ENTRY_MAX_CHARS) return thread;
+  const {
+    base_instructions: _b,
+    developer_instructions: _d,
+    agents_md: _a,
+    ...config
+  } = thread.config;
+  return { ...thread, config: { ...config, context_sections: {}, tools: [] } };
+}
+
+export function syncRetryDelayMs(attempts: number): number {
+  return Math.min(SYNC_INTERVAL_MS * 2 ** attempts, SYNC_RETRY_MAX_MS);
+}
+
+/** What a push acknowledged: its version and the hash of the thread it carried. */
+interface Pushed {
+  version: number;
+  hash: string;
+}
+
+/** What a Thread object gives its sync: its own hooks; the rest comes from its state. */
+export interface ThreadSyncHooks {
+  snapshot: TenantSyncDeps["snapshot"];
+  tenantGone: TenantSyncDeps["tenantGone"];
+}
+
+export interface TenantSyncDeps {
+  sql: Sql;
+  env: Env;
+  clock: Clock;
+  alarms: AlarmSchedule;
+  /** The object's tenant and thread, from its name (undefined for an unnamed object). */
+  name: { tenant: string; threadId: string } | undefined;
+  /** The thread as the listing shows it, loaded if need be; null when the object holds none. */
+  snapshot: () => Promise<ThreadResource | null>;
+  /** The tenant's object says the tenant was deleted: the thread deletes itself. */
+  tenantGone: () => Promise<void>;
+  waitUntil: (work: Promise<unknown>) => void;
+}
+
+/**
+ * The thread's side of the tenant index and ledger (design §11): pushes what the tenant's object
+ * should know (the thread as listed, ledger entries not yet acknowledged) off the response path,
+ * coalesced, and repairs what a crash or a failed push left behind.
+ *
+ * Nothing here is a second copy that can disagree: the index entry is the thread's own resource,
+ * computed when a push is made and compared (by hash) with the last one the tenant acknowledged,
+ * and ledger entries are rows written with the line they count. So a push that never happened is
+ * found stale by the next one: the next change (`kick`), the next load of the thread, or its
+ * alarm (`repair`), which every change that needs a push keeps due. At most one push is in flight;
+ * changes during it are folded into the one that follows, and pushes are at least
+ * `SYNC_INTERVAL_MS` apart unless one must go at once (a create, a delete, a metadata change):
+ * one that comes too soon is left to the alarm. Each push carries a version that only grows,
+ * so the tenant ignores one that arrives after a newer one.
+ */
+export class TenantSync {
+  readonly #deps: TenantSyncDeps;
+  readonly #values: SyncValues;
+  #inFlight: Promise<void> | undefined;
+  #again = false;
+  #againUrgent = false;
+  #lastPushAt = Number.NEGATIVE_INFINITY;
+
+  constructor(deps: TenantSyncDeps) {
+    this.#deps = deps;
+    this.#values = new SyncValues(deps.sql);
+  }
+
+  /** The sync of a Thread object, whose name (`{tenant}:{thread}`) says what it pushes for. */
+  static ofObject(
+    ctx: DurableObjectState,
+    env: Env,
+    clock: Clock,
+    alarms: AlarmSchedule,
+    hooks: ThreadSyncHooks,
+  ): TenantSync {
+    const [tenant, threadId] = ctx.id.name?.split(":") ?? [];
+    return new TenantSync({
+      ...hooks,
+      sql: sqlOf(ctx.storage.sql),
+      env,
+      clock,
+      alarms,
+      name: tenant && threadId ? { tenant, threadId } : undefined,
+      waitUntil: (work) => ctx.waitUntil(work),
+    });
+  }
+
+  /** The tenant's placement and quotas, as the newest request that carried them said. */
+  get policy(): TenantPolicy {
+    return this.#values.get<TenantPolicy>("placement") ?? { jurisdiction: null, quotas: NO_QUOTAS };
+  }
+
+  get quotas(): Quotas {
+    return this.policy.quotas;
+  }
+
+  /** Keeps the policy a request carried, when it is new (quotas change; the jurisdiction never). */
+  place(policy: TenantPolicy | undefined): void {
+    if (policy === undefined) return;
+    const stored = this.#values.get<TenantPolicy>("placement");
+    if (stored !== undefined && JSON.stringify(stored) === JSON.stringify(policy)) return;
+    this.#values.put("placement", policy);
+  }
+
+  #tenant(): TenantRpc | undefined {
+    const name = this.#deps.name;
+    return name && tenantStubIn(this.#deps.env, this.policy.jurisdiction, name.tenant);
+  }
+
+  /** Something the tenant's object shows changed: push it soon (`urgent`: now). */
+  kick(urgent = false): void {
+    if (this.#deps.name === undefined) return;
+    if (this.#inFlight) {
+      this.#again = true;
+      this.#againUrgent ||= urgent;
+      return;
+    }
+    const wait = urgent ? 0 : this.#lastPushAt + SYNC_INTERVAL_MS - this.#deps.clock.nowMs();
+    if (wait > 0) {
+      // Too soon after the last push: the alarm pushes (the flush alarm after a turn is due
+      // within a second anyway, so this sets none of its own in a stream of turns).
+      this.#deps.waitUntil(this.#deps.alarms.within(wait));
+      return;
+    }
+    const run = this.#pushOnce().then(() => {
+      this.#inFlight = undefined;
+      if (!this.#again) return;
+      const urgentAgain = this.#againUrgent;
+      this.#again = false;
+      this.#againUrgent = false;
+      this.kick(urgentAgain);
+    });
+    this.#inFlight = run;
+    this.#deps.waitUntil(run);
+  }
+
+  /** The alarm's duty: push whatever the tenant's object has not acknowledged. */
+  async repair(): Promise<void> {
+    if (this.#deps.name === undefined) return;
+    await this.#inFlight;
+    while (await this.#pushOnce()) {
+      // A long backlog of entries goes in consecutive pushes.
+    }
+  }
+
+  /** One push, if anything is stale. True when more entries wait. Never throws. */
+  async #pushOnce(): Promise<boolean> {
+    this.#lastPushAt = this.#deps.clock.nowMs();
+    try {
+      const tenant = this.#tenant();
+      const sync = await this.#payload(false);
+      if (!tenant || !sync) return false;
+      const ack = await tenant.sync(sync.request);
+      if (!ack.ok) throw new Error(`${ack.error.code}: ${ack.error.detail}`);
+      // Deleted before it is acknowledged: a delete that fails leaves the push stale, and the
+      // retry asks again.
+      if (ack.value.tenantGone && sync.request.thread !== null) await this.#deps.tenantGone();
+      this.#acknowledge(sync, ack.value);
+      if ((this.#values.get<number>("push_attempts") ?? 0) > 0)
+        this.#values.put("push_attempts", 0);
+      return sync.request.usage.length === SYNC_BATCH_ENTRIES;
+    } catch (err) {
+      const attempts = (this.#values.get<number>("push_attempts") ?? 0) + 1;
+      this.#values.put("push_attempts", attempts);
+      const delay = syncRetryDelayMs(attempts);
+      console.warn(`[tenant-sync] push failed (attempt ${attempts}), retrying in ${delay} ms`, err);
+      await this.#deps.alarms.within(delay);
+      return false;
+    }
+  }
+
+  /** The next push (its version taken), or undefined when nothing is stale and not `force`. */
+  async #payload(force: boolean): Promise<{ request: ThreadSync; hash: string } | undefined> {
+    const name = this.#deps.name;
+    if (!name) return undefined;
+    const current = await this.#deps.snapshot();
+    const thread = current && indexEntryOf(current);
+    // From here to the version, one synchronous step: versions follow the snapshots' order.
+    const hash = bytesToHex(sha256(utf8ToBytes(JSON.stringify(thread))));
+    const usage = pendingEntries(this.#deps.sql, SYNC_BATCH_ENTRIES);
+    const pushed = this.#values.get<Pushed>("pushed");
+    if (!force && pushed?.hash === hash && usage.length === 0) return undefined;
+    const version = (this.#values.get<number>("version") ?? 0) + 1;
+    this.#values.put("version", version);
+    return { request: { threadId: name.threadId, version, thread, usage }, hash };
+  }
+
+  #acknowledge(sync: { request: ThreadSync; hash: string }, ack: SyncAck): void {
+    const pushed = this.#values.get<Pushed>("pushed");
+    if ((pushed?.version ?? 0) < sync.request.version) {
+      this.#values.put("pushed", { version: sync.request.version, hash: sync.hash });
+    }
+    dropEntries(this.#deps.sql, ack.usageThrough);
+  }
+
+  /**
+   * Asks the tenant's object to admit task `turnId` under `quotas` (`tokens_per_day`,
+   * `max_running_turns`), with the thread's ledger entries not acknowledged yet, so its own
+   * newest usage counts (they stay the pushes' to deliver). A small request: the index entry is
+   * left to the pushes too.
+   */
+  async admitTask(turnId: string, quotas: Quotas): Promise<RpcResult<void>> {
+    const tenant = this.#tenant();
+    const name = this.#deps.name;
+    if (!tenant || !name) return ok(undefined);
+    const admitted = await tenant.admitTask({
+      threadId: name.threadId,
+      turnId,
+      version: this.#values.get<number>("version") ?? 0,
+      usage: pendingEntries(this.#deps.sql, SYNC_BATCH_ENTRIES),
+      quotas,
+    });
+    return admitted.ok ? ok(undefined) : admitted;
+  }
+
+  /**
+   * Tells the tenant's object that task `turnId` ended, off the response path. If it never
+   * arrives, the next push (which says the thread is idle) ends it there.
+   */
+  taskEnded(turnId: string): void {
+    const tenant = this.#tenant();
+    const name = this.#deps.name;
+    if (!tenant || !name) return;
+    this.#deps.waitUntil(
+      tenant.taskEnded({ threadId: name.threadId, turnId }).catch((err: unknown) => {
+        console.warn("[tenant-sync] taskEnded failed; the next push ends the task", err);
+      }),
+    );
+  }
+
+  /** Room for this thread under `max_threads`, asked before it is created. */
+  async reserve(maxThreads: number): Promise<RpcResult<null>> {
+    const tenant = this.#tenant();
+    const name = this.#deps.name;
+    if (!tenant || !name) return ok(null);
+    return tenant.reserveThread({ threadId: name.threadId, maxThreads });
+  }
+
+  /**
+   * What a delete must keep of this state (the version and ledger ids go on; the placement tells
+   * the tombstone where to go), read before the storage is emptied.
+   */
+  static survivingDelete(sql: Sql): { key: string; value: string }[] {
+    return sql<{ key: string; value: string }>`
+      SELECT key, value FROM spindle_sync WHERE key IN ('version', 'placement')`.toArray();
+  }
+}

@@ -1,0 +1,228 @@
+import { DurableObject } from "cloudflare:workers";
+import type { Env } from "../env.ts";
+import type {
+  AdmitTaskRequest,
+  ApiKeyResource,
+  CreatedApiKey,
+  CreateKeyRequest,
+  ListQuery,
+  ListResource,
+  ListThreadsQuery,
+  ReserveThreadRequest,
+  RpcResult,
+  SyncAck,
+  TaskEndedRequest,
+  TenantResource,
+  TenantRpc,
+  ThreadResource,
+  ThreadSync,
+  UsageBucket,
+  UsageQuery,
+  VerifiedKey,
+  VerifyKeyRequest,
+} from "../shared/api/index.ts";
+import { badCursor } from "./cursor.ts";
+import { systemClock } from "./live-thread.ts";
+import { directoryStub, threadStubIn } from "./placement.ts";
+import { fail, failQuota, ok } from "./results.ts";
+import { migrate } from "./schema.ts";
+import { type Sql, sqlOf } from "./sql.ts";
+import { KeyStore } from "./tenant-keys.ts";
+import { TENANT_MIGRATIONS } from "./tenant-schema.ts";
+import { ThreadIndex } from "./thread-index.ts";
+import { secondsToNextUtcDay, UsageRollup, utcDay } from "./usage-rollup.ts";
+
+/** Threads deleted per alarm run while a tenant is being deleted, at most this many at once. */
+export const DELETION_BATCH = 20;
+export const DELETION_PARALLEL = 5;
+/** The wait before the deletion goes on after a run that failed somewhere. */
+export const DELETION_RETRY_MS = 10_000;
+
+const UNAUTHORIZED = fail("unauthorized", "The API key is not valid.");
+const NO_TENANT = fail("not_found", "No such tenant.");
+
+/**
+ * One tenant (design §11): its record, API keys, thread index, usage ledger and quota counters,
+ * in one SQLite-backed object named by the tenant id, in the tenant's jurisdiction. The hot paths
+ * reach it rarely: a key is verified once per isolate per 30 s, and a Thread pushes its changes
+ * coalesced, off its responses; only a tenant with quotas is asked before its turns start.
+ * The record is the directory's, copied here so a key's verification needs no other object.
+ * Tenants of the static `SPINDLE_API_KEYS` have no record: their threads are indexed and their
+ * usage counted all the same, but they hold no keys here.
+ */
+export class Tenant extends DurableObject<Env> implements TenantRpc {
+  readonly #sql: Sql;
+  readonly #keys: KeyStore;
+  readonly #index: ThreadIndex;
+  readonly #usage: UsageRollup;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    migrate(ctx.storage.sql, TENANT_MIGRATIONS);
+    this.#sql = sqlOf(ctx.storage.sql);
+    this.#keys = new KeyStore(this.#sql, systemClock);
+    this.#index = new ThreadIndex(ctx.storage.sql, this.#sql, systemClock);
+    this.#usage = new UsageRollup(ctx.storage.sql, this.#sql);
+  }
+
+  #meta<T>(key: string): T | undefined {
+    const row = this.#sql<{
+      value: string;
+    }>`SELECT value FROM tenant_meta WHERE key = ${key}`.toArray()[0];
+    return row === undefined ? undefined : (JSON.parse(row.value) as T);
+  }
+
+  #putMeta(key: string, value: unknown): void {
+    this.#sql`INSERT INTO tenant_meta (key, value) VALUES (${key}, ${JSON.stringify(value)})
+      ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
+  }
+
+  #record(): TenantResource | undefined {
+    return this.#meta<TenantResource>("record");
+  }
+
+  /** Whether the tenant was deleted (its record went; only this mark is left). */
+  #gone(): boolean {
+    return this.#record()?.status === "deleting" || this.#meta<boolean>("deleted") === true;
+  }
+
+  async verifyKey(req: VerifyKeyRequest): Promise<RpcResult<VerifiedKey>> {
+    const scopes = this.#keys.verify(req.keyId, req.digest);
+    const tenant = this.#record();
+    if (scopes === undefined || tenant?.status !== "active") return UNAUTHORIZED;
+    return ok({ tenant, keyId: req.keyId, scopes });
+  }
+
+  async putRecord(record: TenantResource): Promise<RpcResult<TenantResource>> {
+    this.#putMeta("record", record);
+    this.#sql`DELETE FROM tenant_meta WHERE key = 'deleted'`;
+    return ok(record);
+  }
+
+  async deleteTenant(record: TenantResource): Promise<RpcResult<TenantResource>> {
+    const deleting: TenantResource = { ...record, status: "deleting" };
+    this.#putMeta("record", deleting);
+    this.#keys.clear();
+    await this.ctx.storage.setAlarm(systemClock.nowMs());
+    return ok(deleting);
+  }
+
+  /** A batch of the deleting tenant's threads goes; then the next batch, until none is left. */
+  override async alarm(): Promise<void> {
+    const record = this.#record();
+    if (record?.status !== "deleting") return;
+    const batch = this.#index.threadIds(DELETION_BATCH);
+    if (batch.length === 0) {
+      await directoryStub(this.env).forget(record.id);
+      await this.ctx.storage.deleteAll();
+      migrate(this.ctx.storage.sql, TENANT_MIGRATIONS);
+      // A thread that pushes now (created with a key cached before the delete) learns that its
+      // tenant is gone and deletes itself.
+      this.#putMeta("deleted", true);
+      return;
+    }
+    let failed = false;
+    for (let i = 0; i < batch.length; i += DELETION_PARALLEL) {
+      await Promise.all(
+        batch.slice(i, i + DELETION_PARALLEL).map(async (threadId) => {
+          try {
+            const stub = threadStubIn(this.env, record.jurisdiction, record.id, threadId);
+            const deleted = await stub.deleteThread();
+            if (deleted.ok || deleted.error.code === "not_found") this.#index.remove(threadId);
+            else failed = true;
+          } catch (err) {
+            console.warn(`[tenant] deleting thread ${threadId} failed`, err);
+            failed = true;
+          }
+        }),
+      );
+    }
+    await this.ctx.storage.setAlarm(systemClock.nowMs() + (failed ? DELETION_RETRY_MS : 0));
+  }
+
+  async createKey(
+    req: CreateKeyRequest & { record?: TenantResource },
+  ): Promise<RpcResult<CreatedApiKey>> {
+    // The admin API passes the directory's record: it repairs a create cut short before the copy.
+    if (req.record && this.#record() === undefined) this.#putMeta("record", req.record);
+    const tenant = this.#record();
+    if (tenant?.status !== "active") return NO_TENANT;
+    return ok(this.#keys.create(tenant, { name: req.name, scopes: req.scopes }));
+  }
+
+  async listKeys(req: ListQuery): Promise<RpcResult<ListResource<ApiKeyResource>>> {
+    const page = this.#keys.list(req);
+    return page ? ok(page) : badCursor();
+  }
+
+  async revokeKey(keyId: string): Promise<RpcResult<null>> {
+    return this.#keys.revoke(keyId) ? ok(null) : fail("not_found", `No API key "${keyId}".`);
+  }
+
+  async listThreads(req: ListThreadsQuery): Promise<RpcResult<ListResource<ThreadResource>>> {
+    return this.#index.list(req);
+  }
+
+  async reserveThread(req: ReserveThreadRequest): Promise<RpcResult<null>> {
+    // A key cached before the delete still reaches here for up to 30 s: it fails as it will then.
+    if (this.#gone()) return UNAUTHORIZED;
+    return this.#index.reserve(req.threadId, req.maxThreads);
+  }
+
+  async sync(req: ThreadSync): Promise<RpcResult<SyncAck>> {
+    return ok(this.#apply(req));
+  }
+
+  /**
+   * While the tenant is being deleted, a push is still indexed (so the deletion's sweep finds the
+   * thread) and told the tenant is gone (so the thread deletes itself too); once it is deleted,
+   * nothing is kept.
+   */
+  #apply(req: ThreadSync): SyncAck {
+    if (this.#meta<boolean>("deleted") === true) {
+      const last = req.usage.at(-1);
+      const usageThrough = last ? { incarnation: last.incarnation, seq: last.seq } : null;
+      return { usageThrough, tenantGone: true };
+    }
+    const usageThrough = this.#usage.apply(req.threadId, req.usage);
+    this.#index.apply(req);
+    return { usageThrough, tenantGone: this.#gone() };
+  }
+
+  async admitTask(req: AdmitTaskRequest): Promise<RpcResult<null>> {
+    if (this.#gone()) return UNAUTHORIZED;
+    const { tokens_per_day, max_running_turns } = req.quotas;
+    const now = systemClock.nowMs();
+    if (tokens_per_day !== null) {
+      const today = utcDay(now);
+      const used =
+        this.#usage.tokensOn(today) + this.#usage.pendingTokensOn(req.threadId, req.usage, today);
+      if (used >= tokens_per_day) {
+        return failQuota(
+          "tokens_per_day",
+          `The tenant used ${used} of its ${tokens_per_day} tokens today (UTC).`,
+          secondsToNextUtcDay(now),
+        );
+      }
+    }
+    if (max_running_turns !== null) {
+      const admitted = this.#index.admitRunning(
+        req.threadId,
+        req.turnId,
+        req.version,
+        max_running_turns,
+      );
+      if (!admitted.ok) return admitted;
+    }
+    return ok(null);
+  }
+
+  async taskEnded(req: TaskEndedRequest): Promise<RpcResult<null>> {
+    this.#index.taskEnded(req.threadId, req.turnId);
+    return ok(null);
+  }
+
+  async usage(req: UsageQuery): Promise<RpcResult<ListResource<UsageBucket>>> {
+    return this.#usage.query(req, systemClock.nowMs());
+  }
+}

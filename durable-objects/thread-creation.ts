@@ -1,0 +1,129 @@
+import type {
+  CreateFromRolloutRequest,
+  CreateThreadRequest,
+  IdempotencyKey,
+  RpcResult,
+  TenantPolicy,
+  ThreadResource,
+} from "../shared/api/index.ts";
+import type { Admission } from "./admission.ts";
+import { LiveThread, type StorageParts } from "./live-thread.ts";
+import { fail, guarded, ok } from "./results.ts";
+import { importFingerprint, readRolloutStream } from "./rollout-import.ts";
+import type { TaskControl } from "./task-control.ts";
+import type { TenantSync } from "./tenant-sync.ts";
+import { cancelUpload, importThread } from "./thread-from-rollout.ts";
+
+export interface ThreadCreationDeps {
+  parts: StorageParts;
+  admission: Admission;
+  tasks: TaskControl;
+  sync: TenantSync;
+  /** The thread of this object, loaded if need be; undefined when there is none. */
+  thread: () => Promise<LiveThread | undefined>;
+  resource: (live: LiveThread) => ThreadResource;
+  /** Makes a new thread this object's (flush scheduled, index told). */
+  adopt: (live: LiveThread) => Promise<ThreadResource>;
+  /** Keeps the tenant's policy a request carried (and picks the jurisdiction's bucket). */
+  place: (policy: TenantPolicy | undefined) => void;
+}
+
+/**
+ * How a thread comes to exist in its object: a create, or a fork or an import (a rollout read
+ * from a stream). Each answers a retry of the request that created the thread with the thread,
+ * refuses any other request aimed at an existing one with `thread_exists`, and asks the tenant
+ * for room first when it has `max_threads` (design §11).
+ */
+export class ThreadCreation {
+  readonly #deps: ThreadCreationDeps;
+
+  constructor(deps: ThreadCreationDeps) {
+    this.#deps = deps;
+  }
+
+  create(req: CreateThreadRequest): Promise<RpcResult<ThreadResource>> {
+    const { parts, admission, adopt } = this.#deps;
+    return guarded(async () => {
+      this.#deps.place(req.policy);
+      const existing = await this.#existingThread(req);
+      if (existing) return existing;
+      const reserved = await this.#reserve();
+      if (!reserved.ok) return reserved;
+      let live: LiveThread;
+      try {
+        live = LiveThread.create(parts, req, () => admission.record(req.idempotency, null));
+      } catch (err) {
+        // Refused (an unknown model, …): a place reserved for it is given back.
+        this.#deps.sync.kick(true);
+        throw err;
+      }
+      return ok(await adopt(live));
+    });
+  }
+
+  createFromRollout(req: CreateFromRolloutRequest): Promise<RpcResult<ThreadResource>> {
+    const { parts, admission, tasks, adopt, sync } = this.#deps;
+    return guarded(async () => {
+      this.#deps.place(req.policy);
+      // A keyed import's fingerprint lacks its body, which only this object reads: it is
+      // completed once the body is read, and only then compared. Without a record of its key
+      // there is nothing to compare, and an existing thread is answered at once.
+      const keyedImport = req.source === "import" ? req.idempotency : undefined;
+      if (!keyedImport || !admission.has(keyedImport.key)) {
+        const existing = await this.#existingThread(req);
+        if (existing) {
+          await cancelUpload(req);
+          return existing;
+        }
+      }
+      const read = await readRolloutStream(req.lines);
+      const idempotency = keyedImport && {
+        key: keyedImport.key,
+        fingerprint: importFingerprint(keyedImport.fingerprint, read),
+      };
+      if (idempotency) {
+        const existing = await this.#existingThread({ threadId: req.threadId, idempotency });
+        if (existing) return cancelUpload(req).then(() => existing);
+      }
+      const reserved = await this.#reserve();
+      if (!reserved.ok) {
+        await cancelUpload(req);
+        return reserved;
+      }
+      const imported = await importThread(parts, req, read, () =>
+        // The thread exists from here on: so does the key that created it.
+        admission.record(idempotency ?? req.idempotency, null),
+      );
+      if (!imported.ok) {
+        // A place reserved for it is given back.
+        sync.kick(true);
+        return imported;
+      }
+      tasks.settleInterruptedTurn(imported.value);
+      return ok(await adopt(imported.value));
+    });
+  }
+
+  /** Room under the tenant's `max_threads`, asked only when it has one. */
+  async #reserve(): Promise<RpcResult<null>> {
+    const max = this.#deps.sync.quotas.max_threads;
+    return max === null ? ok(null) : this.#deps.sync.reserve(max);
+  }
+
+  /**
+   * The answer to a create, fork or import aimed at a thread that exists: the thread itself for a
+   * retry of the request that created it (same key, same request), else `thread_exists`.
+   * Undefined when there is no thread yet.
+   */
+  async #existingThread(req: {
+    threadId: string;
+    idempotency?: IdempotencyKey;
+  }): Promise<RpcResult<ThreadResource> | undefined> {
+    const live = await this.#deps.thread();
+    if (live === undefined) return undefined;
+    const earlier = this.#deps.admission.earlier(req.idempotency);
+    if (!earlier.ok) return earlier;
+    if (earlier.value) return ok(this.#deps.resource(live));
+    return fail("thread_exists", `Thread "${req.threadId}" already exists.`);
+  }
+}

@@ -1,0 +1,248 @@
+import { z } from "zod";
+import {
+  METADATA_KEY_MAX_CHARS,
+  METADATA_MAX_KEYS,
+  METADATA_VALUE_MAX_CHARS,
+} from "../protocol/index.ts";
+import { ApiKeyIdSchema, TenantIdSchema } from "./ids.ts";
+import { QUOTA_NAMES } from "./problems.ts";
+
+/**
+ * The tenancy layer of HTTP API v1 (design §11): tenants and their quotas, API keys and scopes,
+ * thread listing and metadata, the usage ledger. The zod schemas are the single definition, as in
+ * `requests.ts` and `resources.ts`.
+ */
+
+/** Where a tenant's data lives: its Durable Objects' jurisdiction and its R2 bucket's. */
+export const JURISDICTIONS = ["eu", "fedramp"] as const;
+export const JurisdictionSchema = z
+  .enum(JURISDICTIONS)
+  .nullable()
+  .describe("Data residency, fixed at creation: `eu`, `fedramp`, or null (no restriction).");
+export type Jurisdiction = z.output<typeof JurisdictionSchema>;
+
+/** What a key may do. A key created without `scopes` has every one. */
+export const SCOPES = ["threads", "hooks", "keys", "usage"] as const;
+export const ScopeSchema = z.enum(SCOPES);
+export type Scope = z.output<typeof ScopeSchema>;
+
+const positiveCount = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
+
+/** The quotas as a request sets them: a number sets one, null removes it, absent leaves it. */
+export const QuotasInputSchema = z.strictObject({
+  max_threads: positiveCount.nullable().optional().describe("Threads the tenant may hold."),
+  max_running_turns: positiveCount
+    .nullable()
+    .optional()
+    .describe("Turns (and compactions) running at once across the tenant's threads."),
+  tokens_per_day: positiveCount
+    .nullable()
+    .optional()
+    .describe("Input + output tokens per UTC day; a turn is refused once they are spent."),
+  max_thread_bytes: positiveCount
+    .nullable()
+    .optional()
+    .describe("Bytes of rollout JSONL one thread may hold; a full thread takes no new turn."),
+});
+
+/** The quotas of a tenant: every one present, null when unlimited. */
+export const QuotasSchema = z.object({
+  max_threads: positiveCount.nullable(),
+  max_running_turns: positiveCount.nullable(),
+  tokens_per_day: positiveCount.nullable(),
+  max_thread_bytes: positiveCount.nullable(),
+});
+export type Quotas = z.output<typeof QuotasSchema>;
+
+export const NO_QUOTAS: Quotas = Object.freeze({
+  max_threads: null,
+  max_running_turns: null,
+  tokens_per_day: null,
+  max_thread_bytes: null,
+});
+
+/** `quotas` as stored after applying `patch` (RFC 7386 style: null removes, absent keeps). */
+export function patchQuotas(base: Quotas, patch: z.output<typeof QuotasInputSchema>): Quotas {
+  const next = { ...base };
+  for (const name of QUOTA_NAMES) {
+    const value = patch[name];
+    if (value !== undefined) next[name] = value;
+  }
+  return next;
+}
+
+const timestamp = z.iso.datetime();
+const TenantNameSchema = z.string().min(1).max(256);
+
+/** `POST /v1/admin/tenants`. */
+export const CreateTenantBodySchema = z.strictObject({
+  id: TenantIdSchema,
+  name: TenantNameSchema.nullable().optional(),
+  jurisdiction: JurisdictionSchema.optional(),
+  quotas: QuotasInputSchema.optional(),
+});
+
+/** `PATCH /v1/admin/tenants/{tenant}`: the name and quotas; the jurisdiction is fixed. */
+export const PatchTenantBodySchema = z.strictObject({
+  name: TenantNameSchema.nullable().optional(),
+  quotas: QuotasInputSchema.optional(),
+});
+
+export const TenantResourceSchema = z.object({
+  object: z.literal("tenant"),
+  id: TenantIdSchema,
+  name: z.string().nullable(),
+  jurisdiction: JurisdictionSchema,
+  quotas: QuotasSchema,
+  /** `deleting` from the delete until its threads are gone; then the tenant no longer exists. */
+  status: z.enum(["active", "deleting"]),
+  created_at: timestamp,
+});
+export type TenantResource = z.output<typeof TenantResourceSchema>;
+
+/** `POST /v1/keys`, `POST /v1/admin/tenants/{tenant}/keys`. */
+export const CreateKeyBodySchema = z.strictObject({
+  name: z.string().min(1).max(256).nullable().optional(),
+  scopes: z
+    .array(ScopeSchema)
+    .min(1)
+    .refine((scopes) => new Set(scopes).size === scopes.length, "each scope at most once")
+    .optional()
+    .describe("What the key may do; absent: every scope (of the creating key, under /v1/keys)."),
+});
+
+export const ApiKeyResourceSchema = z.object({
+  object: z.literal("api_key"),
+  id: ApiKeyIdSchema,
+  name: z.string().nullable(),
+  scopes: z.array(ScopeSchema),
+  /** The key with its secret cut to its last four characters, to tell keys apart. */
+  redacted_key: z.string(),
+  created_at: timestamp,
+  /** When the key was last checked by the service; updated at most once a minute. */
+  last_used_at: timestamp.nullable(),
+});
+export type ApiKeyResource = z.output<typeof ApiKeyResourceSchema>;
+
+/** A new key: the resource plus `key`, the secret, in this answer only. */
+export const CreatedApiKeySchema = ApiKeyResourceSchema.extend({
+  key: z.string().describe("The secret. Shown once: only its SHA-256 digest is stored."),
+});
+export type CreatedApiKey = z.output<typeof CreatedApiKeySchema>;
+
+/** A page of a directory-like list (tenants, keys). */
+export const ListQuerySchema = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  cursor: z.string().min(1).max(512).optional(),
+});
+export type ListQuery = z.output<typeof ListQuerySchema>;
+
+export const TenantParamsSchema = z.object({ tenant: TenantIdSchema });
+export const KeyParamsSchema = z.object({ key_id: ApiKeyIdSchema });
+export const TenantKeyParamsSchema = z.object({ tenant: TenantIdSchema, key_id: ApiKeyIdSchema });
+
+/** `GET /v1/threads`: `metadata[KEY]=VALUE` arrives folded into `metadata` (see the worker). */
+export const ListThreadsQuerySchema = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  cursor: z.string().min(1).max(512).optional(),
+  status: z.enum(["idle", "running", "requires_action"]).optional(),
+  order: z
+    .enum(["desc", "asc"])
+    .default("desc")
+    .describe("By `updated_at`: newest first (`desc`, the default) or oldest first."),
+  metadata: z
+    .record(z.string().min(1).max(METADATA_KEY_MAX_CHARS), z.string().max(METADATA_VALUE_MAX_CHARS))
+    .refine((filters) => Object.keys(filters).length <= METADATA_MAX_KEYS, {
+      message: `at most ${METADATA_MAX_KEYS} metadata filters`,
+    })
+    .optional()
+    .describe(
+      "`metadata[KEY]=VALUE`: only threads whose metadata has KEY set to VALUE (all of them).",
+    ),
+});
+export type ListThreadsQuery = z.output<typeof ListThreadsQuerySchema>;
+
+/** `PATCH /v1/threads/{id}`: a JSON merge patch of the metadata (a string sets, null removes). */
+export const PatchThreadBodySchema = z.strictObject({
+  metadata: z.record(
+    z
+      .string()
+      .min(1, "a metadata key is 1-64 characters")
+      .max(METADATA_KEY_MAX_CHARS, "a metadata key is 1-64 characters"),
+    z
+      .string()
+      .max(METADATA_VALUE_MAX_CHARS, "a metadata value is at most 512 characters")
+      .nullable(),
+  ),
+});
+export type PatchThreadBody = z.output<typeof PatchThreadBodySchema>;
+
+/**
+ * `metadata` after a JSON merge patch (RFC 7386: a string sets a key, null removes it), or
+ * undefined when the result would hold more keys than a thread may.
+ */
+export function mergeMetadata(
+  base: Readonly<Record<string, string>>,
+  patch: Readonly<Record<string, string | null>>,
+): Record<string, string> | undefined {
+  const next: Record<string, string> = { ...base };
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete next[key];
+    else next[key] = value;
+  }
+  return Object.keys(next).length <= METADATA_MAX_KEYS ? next : undefined;
+}
+
+/** Token counts of the usage ledger (design §11); `reasoning_tokens` is part of `output_tokens`. */
+const usageCounts = {
+  input_tokens: z.number().int().nonnegative(),
+  cached_input_tokens: z.number().int().nonnegative(),
+  output_tokens: z.number().int().nonnegative(),
+  reasoning_tokens: z.number().int().nonnegative(),
+  /** Provider requests that reported usage. */
+  requests: z.number().int().nonnegative(),
+  /** Turns (and compactions) counted where their first provider request is. */
+  turns: z.number().int().nonnegative(),
+};
+
+/** A thread's own totals: what its provider requests used (a fork starts from zero). */
+export const ThreadUsageSchema = z.object(usageCounts);
+export type ThreadUsage = z.output<typeof ThreadUsageSchema>;
+
+export const ZERO_THREAD_USAGE: ThreadUsage = Object.freeze({
+  input_tokens: 0,
+  cached_input_tokens: 0,
+  output_tokens: 0,
+  reasoning_tokens: 0,
+  requests: 0,
+  turns: 0,
+});
+
+export const USAGE_GROUPS = ["day", "thread", "model"] as const;
+export type UsageGroup = (typeof USAGE_GROUPS)[number];
+
+const day = z.iso.date();
+
+/** `GET /v1/usage`: UTC days, `start` included, `end` excluded. */
+export const UsageQuerySchema = z
+  .object({
+    start: day.optional().describe("First UTC day (YYYY-MM-DD); default: 30 days before `end`."),
+    end: day.optional().describe("The UTC day after the last one; default: tomorrow."),
+    group_by: z.enum(USAGE_GROUPS).default("day"),
+    limit: z.coerce.number().int().min(1).max(1000).default(100),
+    cursor: z.string().min(1).max(512).optional(),
+  })
+  .superRefine((query, ctx) => {
+    if (query.start !== undefined && query.end !== undefined && query.start >= query.end) {
+      ctx.addIssue({ code: "custom", path: ["end"], message: "end must be after start" });
+    }
+  });
+export type UsageQuery = z.output<typeof UsageQuerySchema>;
+
+/** One bucket of `GET /v1/usage`: a UTC day, a thread id or a model, by `group_by`. */
+export const UsageBucketSchema = z.object({
+  object: z.literal("usage_bucket"),
+  bucket: z.string(),
+  ...usageCounts,
+});
+export type UsageBucket = z.output<typeof UsageBucketSchema>;

@@ -1,0 +1,180 @@
+/**
+ * The RPC contracts of the tenancy objects (design §11). Types only, like `thread-rpc.ts`: the
+ * worker and the Thread DO call these objects through stubs, and every method answers with an
+ * `RpcResult`.
+ *
+ * - `Tenant`, one per tenant, named by the tenant id, in its jurisdiction's namespace: the
+ *   tenant's record (a copy of the directory's), its API keys (SHA-256 digests only), the thread
+ *   index, the usage ledger's rollups, quota counters. Reached by the worker to verify a key (once
+ *   per key and isolate per 30 s), to list threads and usage and to manage keys; by a Thread DO to
+ *   push its index entry and ledger entries (coalesced, off the response path) and to admit a
+ *   task when the tenant has quotas. Never on the turn path of a tenant without quotas.
+ * - `TenantDirectory`, one object: every managed tenant's record, for the admin API only.
+ */
+import type { ListResource, ThreadResource } from "./resources.ts";
+import type {
+  ApiKeyResource,
+  CreatedApiKey,
+  Jurisdiction,
+  ListQuery,
+  ListThreadsQuery,
+  Quotas,
+  Scope,
+  TenantResource,
+  UsageBucket,
+  UsageQuery,
+} from "./tenancy.ts";
+import type { RpcResult } from "./thread-rpc.ts";
+
+/** What a request carries about its tenant to the Thread DO: from the key, cached up to 30 s. */
+export interface TenantPolicy {
+  jurisdiction: Jurisdiction;
+  quotas: Quotas;
+}
+
+/** A key the tenant's object recognized. */
+export interface VerifiedKey {
+  tenant: TenantResource;
+  keyId: string;
+  scopes: Scope[];
+}
+
+/** `verifyKey`: the key's id (public, from the key) and the SHA-256 of the whole key. */
+export interface VerifyKeyRequest {
+  keyId: string;
+  /** Lowercase hex. */
+  digest: string;
+}
+
+/** `createKey`. */
+export interface CreateKeyRequest {
+  name: string | null;
+  scopes: Scope[];
+  /**
+   * The directory's record, from the admin API: a tenant object without one (its create was cut
+   * short before the copy) takes it.
+   */
+  record?: TenantResource;
+}
+
+/**
+ * One provider request's usage (design §11 usage ledger), as the Thread DO derived it from the
+ * `token_count` line the request produced, in the same step that wrote the line.
+ */
+export interface LedgerEntry {
+  /**
+   * The thread's `created_at`, which tells a thread from one created later under the same id
+   * (after a delete); with `seq`, the entry's id.
+   */
+  incarnation: string;
+  /** The seq of the `token_count` line in the thread's rollout. */
+  seq: number;
+  turn_id: string;
+  /** The catalog slug of the model that served the request. */
+  model: string;
+  /** The UTC day of the `token_count` line. */
+  day: string;
+  /** The first request of its turn: the turn is counted in this entry's buckets. */
+  first_of_turn: boolean;
+  input_tokens: number;
+  cached_input_tokens: number;
+  output_tokens: number;
+  reasoning_tokens: number;
+}
+
+/** What a Thread DO pushes to its tenant's object. Applying the same push twice changes nothing. */
+export interface ThreadSync {
+  threadId: string;
+  /**
+   * Increases with every push of the thread's object, across deletes: an entry older than the one
+   * applied (a push that arrives late) is ignored.
+   */
+  version: number;
+  /** The thread as the listing shows it; null when the object holds no thread (deleted). */
+  thread: ThreadResource | null;
+  /**
+   * Ledger entries not acknowledged yet, oldest first; those at or before the newest one taken
+   * (by incarnation, then seq) are skipped.
+   */
+  usage: LedgerEntry[];
+}
+
+export interface SyncAck {
+  /** Every ledger entry up to this one is in the tenant's ledger: the thread may drop them. */
+  usageThrough: { incarnation: string; seq: number } | null;
+  /** The tenant was deleted: the thread deletes itself. */
+  tenantGone: boolean;
+}
+
+/** `admitTask`: the quota checks before a task calls the provider (design §15 invariant 13). */
+export interface AdmitTaskRequest {
+  threadId: string;
+  /** The task about to start. */
+  turnId: string;
+  /** The thread's newest push version: a push from before this (arriving late) keeps the task. */
+  version: number;
+  /**
+   * The thread's ledger entries not acknowledged yet: counted for `tokens_per_day` (its own
+   * newest usage counts), not taken (its next push brings them), so a check writes nothing.
+   */
+  usage: LedgerEntry[];
+  quotas: Quotas;
+}
+
+/** `taskEnded`: a task admitted under `max_running_turns` ended. */
+export interface TaskEndedRequest {
+  threadId: string;
+  turnId: string;
+}
+
+/** `reserveThread`: room for one more thread under `max_threads`, before it is created. */
+export interface ReserveThreadRequest {
+  threadId: string;
+  maxThreads: number;
+}
+
+export interface TenantRpc {
+  /**
+   * Checks a presented key in constant time against the stored digest of `keyId`, and the
+   * tenant's state. Every failure (no such key, a revoked key, a deleted tenant, no tenant) is the
+   * same `unauthorized`, so the answer tells nothing about which. Updates `last_used_at` at most
+   * once a minute.
+   */
+  verifyKey(req: VerifyKeyRequest): Promise<RpcResult<VerifiedKey>>;
+  /** Stores the directory's record of this tenant (create and update). */
+  putRecord(record: TenantResource): Promise<RpcResult<TenantResource>>;
+  /**
+   * Starts deleting the tenant: keys stop working here at once (cached ones within 30 s), and an
+   * alarm deletes the tenant's threads in batches, resuming after any failure; once none is left
+   * the object keeps only a tombstone, and the directory forgets the tenant.
+   */
+  deleteTenant(record: TenantResource): Promise<RpcResult<TenantResource>>;
+  /** `not_found` for a tenant without a record (deleted, or configured by static keys). */
+  createKey(req: CreateKeyRequest): Promise<RpcResult<CreatedApiKey>>;
+  listKeys(req: ListQuery): Promise<RpcResult<ListResource<ApiKeyResource>>>;
+  /** `not_found` for a key this tenant does not have. */
+  revokeKey(keyId: string): Promise<RpcResult<null>>;
+  listThreads(req: ListThreadsQuery): Promise<RpcResult<ListResource<ThreadResource>>>;
+  /** `quota_exceeded` (`max_threads`) when the tenant holds as many threads as it may. */
+  reserveThread(req: ReserveThreadRequest): Promise<RpcResult<null>>;
+  sync(req: ThreadSync): Promise<RpcResult<SyncAck>>;
+  /**
+   * Checks `tokens_per_day` (with the request's entries; `Retry-After` until the next UTC day)
+   * and `max_running_turns` (other threads running now), and counts the thread as running when
+   * both pass. It stops counting when `taskEnded` says so, or when a push newer
+   * than the admission says the thread no longer runs (a repair for a `taskEnded` never sent).
+   */
+  admitTask(req: AdmitTaskRequest): Promise<RpcResult<null>>;
+  taskEnded(req: TaskEndedRequest): Promise<RpcResult<null>>;
+  usage(req: UsageQuery): Promise<RpcResult<ListResource<UsageBucket>>>;
+}
+
+export interface DirectoryRpc {
+  /** Records a new tenant; `tenant_exists` when the id is taken (also while one is deleting). */
+  claim(record: TenantResource): Promise<RpcResult<TenantResource>>;
+  get(tenant: string): Promise<RpcResult<TenantResource>>;
+  put(record: TenantResource): Promise<RpcResult<TenantResource>>;
+  list(req: ListQuery): Promise<RpcResult<ListResource<TenantResource>>>;
+  /** Forgets a tenant whose deletion finished. */
+  forget(tenant: string): Promise<RpcResult<null>>;
+}

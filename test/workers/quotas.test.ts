@@ -1,0 +1,337 @@
+/**
+ * Tenant quotas (design §11, §15 invariant 13): each refuses with 429 `quota_exceeded` naming it
+ * (`Retry-After` for `tokens_per_day`), before anything is recorded or the provider is called,
+ * and never cuts a task that runs.
+ */
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, type MockInstance, vi } from "vitest";
+import { api, importRollout, json, newThreadId } from "./helpers/api.ts";
+import { answerEvents, responsesStream } from "./helpers/openai.ts";
+import { ADMIN_KEY, tenantWithKey } from "./helpers/tenancy.ts";
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+interface Turn {
+  id: string;
+  status: string;
+  pending_calls: { call_id: string }[];
+  error: { code: string; message: string } | null;
+}
+
+/** Answers the openai provider's requests, counting them. */
+function remoteModel(): MockInstance {
+  return vi.spyOn(globalThis, "fetch").mockImplementation(async () => {
+    const body = responsesStream(answerEvents("Upstream answer"));
+    return new Response(body, { headers: { "content-type": "text/event-stream" } });
+  });
+}
+
+async function expectQuota(res: Response, quota: string, retryAfter: "none" | "until tomorrow") {
+  const problem = await json<Record<string, unknown>>(res, 429);
+  expect(problem).toMatchObject({ status: 429, code: "quota_exceeded", quota });
+  expect(res.headers.get("content-type")).toBe("application/problem+json");
+  const header = res.headers.get("retry-after");
+  if (retryAfter === "none") {
+    expect(header).toBe(null);
+  } else {
+    const now = Date.now();
+    const midnight = Date.UTC(
+      new Date(now).getUTCFullYear(),
+      new Date(now).getUTCMonth(),
+      new Date(now).getUTCDate() + 1,
+    );
+    const seconds = Number(header);
+    expect(Math.abs(seconds - (midnight - now) / 1000)).toBeLessThan(60);
+  }
+}
+
+const turn = (key: string, id: string, body: Record<string, unknown>) =>
+  api("POST", `/v1/threads/${id}/turns`, body, key);
+
+/** Resolves once the thread reports a running task. */
+async function untilRunning(key: string, id: string): Promise<void> {
+  await vi.waitFor(
+    async () => {
+      const thread = await json<{ status: string }>(
+        await api("GET", `/v1/threads/${id}`, undefined, key),
+      );
+      expect(thread.status).toBe("running");
+    },
+    { timeout: 5_000, interval: 10 },
+  );
+}
+
+async function newThread(key: string, body: Record<string, unknown> = {}): Promise<string> {
+  const id = newThreadId();
+  await json(await api("POST", "/v1/threads", { id, ...body }, key), 201);
+  return id;
+}
+
+describe("max_threads", () => {
+  it("refuses a create, a fork and an import past the limit, and a delete makes room", async () => {
+    const { tenant, key } = await tenantWithKey({ quotas: { max_threads: 2 } });
+    const first = await newThread(key);
+    const second = await newThread(key);
+    const exported = await (
+      await api("GET", `/v1/threads/${first}/rollout`, undefined, key)
+    ).text();
+    await expectQuota(await api("POST", "/v1/threads", {}, key), "max_threads", "none");
+    await expectQuota(
+      await api("POST", `/v1/threads/${first}/fork`, {}, key),
+      "max_threads",
+      "none",
+    );
+    await expectQuota(await importRollout(undefined, exported, {}, { key }), "max_threads", "none");
+    expect((await api("DELETE", `/v1/threads/${second}`, undefined, key)).status).toBe(204);
+    await vi.waitFor(
+      async () => expect((await api("POST", "/v1/threads", {}, key)).status).toBe(201),
+      {
+        timeout: 5_000,
+        interval: 20,
+      },
+    );
+    // Raised: takes effect at once through this isolate.
+    await json(
+      await api(
+        "PATCH",
+        `/v1/admin/tenants/${tenant.id}`,
+        { quotas: { max_threads: 3 } },
+        ADMIN_KEY,
+      ),
+    );
+    expect((await api("POST", "/v1/threads", {}, key)).status).toBe(201);
+  });
+
+  it("a create refused for another reason gives its reservation back", async () => {
+    const { key } = await tenantWithKey({ quotas: { max_threads: 1 } });
+    const unknownModel = await api("POST", "/v1/threads", { model: "no-such-model" }, key);
+    expect(unknownModel.status).toBe(400);
+    const broken = await importRollout(undefined, "not json\n", {}, { key });
+    expect(broken.status).toBe(400);
+    await vi.waitFor(
+      async () => expect((await api("POST", "/v1/threads", {}, key)).status).toBe(201),
+      {
+        timeout: 5_000,
+        interval: 20,
+      },
+    );
+  });
+});
+
+describe("max_running_turns", () => {
+  it("refuses a turn while as many run elsewhere, and admits it once one ended", async () => {
+    const { key } = await tenantWithKey({ quotas: { max_running_turns: 1 } });
+    const [a, b] = [await newThread(key), await newThread(key)];
+    const slow = turn(key, a, { input: "/slow 300 hold the slot" });
+    await untilRunning(key, a);
+    await expectQuota(await turn(key, b, { input: "me too" }), "max_running_turns", "none");
+    await expectQuota(
+      await api("POST", `/v1/threads/${b}/compact`, undefined, key),
+      "max_running_turns",
+      "none",
+    );
+    // The running thread itself may queue behind its own turn.
+    const queued = await json<Turn>(await turn(key, a, { input: "after", on_busy: "queue" }), 202);
+    expect((await json<Turn>(await slow)).status).toBe("completed");
+    await vi.waitFor(
+      async () => {
+        const status = (
+          await json<Turn>(await api("GET", `/v1/threads/${a}/turns/${queued.id}`, undefined, key))
+        ).status;
+        expect(status).toBe("completed");
+      },
+      { timeout: 5_000, interval: 10 },
+    );
+    const admitted = await vi.waitFor(
+      async () => {
+        const res = await turn(key, b, { input: "now" });
+        expect(res.status).toBe(200);
+        return json<Turn>(res);
+      },
+      { timeout: 5_000, interval: 20 },
+    );
+    expect(admitted.status).toBe("completed");
+    // Turns one after another on one thread never wait for the release.
+    for (let i = 0; i < 3; i++)
+      expect((await turn(key, b, { input: `again ${i}` })).status).toBe(200);
+  });
+});
+
+describe("tokens_per_day", () => {
+  it("lets the turn that spends the day's tokens finish, then refuses the next before the provider is called", async () => {
+    const { tenant, key } = await tenantWithKey({ quotas: { tokens_per_day: 20 } });
+    const upstream = remoteModel();
+    const id = await newThread(key, { model: "gpt-test" });
+    const spent = await json<Turn & { usage: { input_tokens: number } }>(
+      await turn(key, id, { input: "spend it" }),
+    );
+    // Never cut: it ran to its end, past the budget.
+    expect(spent.status).toBe("completed");
+    expect(spent.usage.input_tokens).toBeGreaterThan(20);
+    const calls = upstream.mock.calls.length;
+    const before = await (await api("GET", `/v1/threads/${id}/rollout`, undefined, key)).text();
+    await expectQuota(
+      await turn(key, id, { input: "one more" }),
+      "tokens_per_day",
+      "until tomorrow",
+    );
+    await expectQuota(
+      await api("POST", `/v1/threads/${id}/compact`, undefined, key),
+      "tokens_per_day",
+      "until tomorrow",
+    );
+    // Another thread of the tenant is refused too, once the usage reached the tenant's object
+    // (pushed by the thread's alarm within about a second).
+    const other = await newThread(key, { model: "gpt-test" });
+    await vi.waitFor(
+      async () => {
+        await runDurableObjectAlarm(env.THREAD.getByName(`${tenant.id}:${id}`));
+        const usage = await json<{ data: unknown[] }>(
+          await api("GET", "/v1/usage", undefined, key),
+        );
+        expect(usage.data).toHaveLength(1);
+      },
+      { timeout: 5_000, interval: 20 },
+    );
+    await expectQuota(
+      await turn(key, other, { input: "elsewhere" }),
+      "tokens_per_day",
+      "until tomorrow",
+    );
+    expect(upstream.mock.calls.length).toBe(calls);
+    // Nothing was recorded for the refused requests.
+    expect(await (await api("GET", `/v1/threads/${id}/rollout`, undefined, key)).text()).toBe(
+      before,
+    );
+  });
+
+  it("refuses the outputs that would resume a paused turn, which stays paused", async () => {
+    const { tenant, key } = await tenantWithKey();
+    const id = await newThread(key, { tools: [{ name: "lookup", description: "search" }] });
+    const paused = await json<Turn>(await turn(key, id, { input: "/call lookup {}" }));
+    expect(paused.status).toBe("requires_action");
+    await json(
+      await api(
+        "PATCH",
+        `/v1/admin/tenants/${tenant.id}`,
+        { quotas: { tokens_per_day: 1 } },
+        ADMIN_KEY,
+      ),
+    );
+    const items = [
+      { type: "function_call_output", call_id: paused.pending_calls[0]?.call_id, output: "42" },
+    ];
+    const outputs = await api(
+      "POST",
+      `/v1/threads/${id}/turns/${paused.id}/outputs`,
+      { items },
+      key,
+    );
+    await expectQuota(outputs, "tokens_per_day", "until tomorrow");
+    const still = await json<Turn>(
+      await api("GET", `/v1/threads/${id}/turns/${paused.id}`, undefined, key),
+    );
+    expect(still.status).toBe("requires_action");
+  });
+
+  it("a queued turn refused when its turn comes ends failed with quota_exceeded", async () => {
+    const { key } = await tenantWithKey({ quotas: { tokens_per_day: 10 } });
+    const id = await newThread(key);
+    const slow = turn(key, id, { input: "/slow 200 spend the budget meanwhile" });
+    await untilRunning(key, id);
+    const queued = await json<Turn>(await turn(key, id, { input: "later", on_busy: "queue" }), 202);
+    expect((await json<Turn>(await slow)).status).toBe("completed");
+    const ended = await vi.waitFor(
+      async () => {
+        const t = await json<Turn>(
+          await api("GET", `/v1/threads/${id}/turns/${queued.id}`, undefined, key),
+        );
+        expect(t.status).toBe("failed");
+        return t;
+      },
+      { timeout: 5_000, interval: 10 },
+    );
+    expect(ended.error).toEqual({
+      code: "quota_exceeded",
+      message: expect.stringContaining("tokens"),
+    });
+  });
+});
+
+describe("max_thread_bytes", () => {
+  it("a full thread takes no new turn nor inject, but a paused turn still finishes", async () => {
+    const { tenant, key } = await tenantWithKey();
+    const id = await newThread(key, { tools: [{ name: "lookup", description: "search" }] });
+    const paused = await json<Turn>(await turn(key, id, { input: "/call lookup {}" }));
+    await json(
+      await api(
+        "PATCH",
+        `/v1/admin/tenants/${tenant.id}`,
+        { quotas: { max_thread_bytes: 1000 } },
+        ADMIN_KEY,
+      ),
+    );
+    await expectQuota(await turn(key, id, { input: "more" }), "max_thread_bytes", "none");
+    await expectQuota(
+      await turn(key, id, { input: "more", on_busy: "queue" }),
+      "max_thread_bytes",
+      "none",
+    );
+    await expectQuota(
+      await api("POST", `/v1/threads/${id}/inject`, { text: "fyi" }, key),
+      "max_thread_bytes",
+      "none",
+    );
+    const items = [
+      { type: "function_call_output", call_id: paused.pending_calls[0]?.call_id, output: "42" },
+    ];
+    const done = await json<Turn>(
+      await api("POST", `/v1/threads/${id}/turns/${paused.id}/outputs`, { items }, key),
+    );
+    expect(done.status).toBe("completed");
+    // Another thread of the tenant is not full.
+    const other = await newThread(key);
+    expect((await turn(key, other, { input: "hi" })).status).toBe(200);
+  });
+});
+
+/** Records which methods of tenant objects are called (through the shared binding). */
+function watchTenantCalls(): string[] {
+  const calls: string[] = [];
+  const real = env.TENANT.getByName.bind(env.TENANT);
+  vi.spyOn(env.TENANT, "getByName").mockImplementation((name: string) => {
+    const stub = real(name);
+    return new Proxy(stub, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver);
+        if (typeof prop !== "string" || typeof value !== "function") return value;
+        return (...args: unknown[]) => {
+          calls.push(prop);
+          return (value as (...a: unknown[]) => unknown)(...args);
+        };
+      },
+    });
+  });
+  return calls;
+}
+
+describe("what quotas cost a turn", () => {
+  it("a tenant without quotas: the turn asks its tenant's object nothing (pushes follow it)", async () => {
+    const { key } = await tenantWithKey();
+    const id = await newThread(key);
+    const calls = watchTenantCalls();
+    expect((await turn(key, id, { input: "hi" })).status).toBe(200);
+    expect(calls.filter((method) => method !== "sync")).toEqual([]);
+  });
+
+  it("a tenant with a turn quota: one call admits the turn", async () => {
+    const { key } = await tenantWithKey({ quotas: { tokens_per_day: 1_000_000 } });
+    const id = await newThread(key);
+    const calls = watchTenantCalls();
+    expect((await turn(key, id, { input: "hi" })).status).toBe(200);
+    expect(calls.filter((method) => method !== "sync")).toEqual(["admitTask"]);
+  });
+});

@@ -1,0 +1,365 @@
+/**
+ * The stores of the `Tenant` object, each over a fresh tenant object's SQLite: the keys
+ * (`tenant-keys.ts`), the thread index (`thread-index.ts`) and the usage rollups
+ * (`usage-rollup.ts`).
+ */
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { keyDigest } from "../../durable-objects/digests.ts";
+import { migrate } from "../../durable-objects/schema.ts";
+import { sqlOf } from "../../durable-objects/sql.ts";
+import { KeyStore } from "../../durable-objects/tenant-keys.ts";
+import { TENANT_MIGRATIONS } from "../../durable-objects/tenant-schema.ts";
+import { RESERVATION_MS, ThreadIndex } from "../../durable-objects/thread-index.ts";
+import { UsageRollup } from "../../durable-objects/usage-rollup.ts";
+import type {
+  LedgerEntry,
+  TenantResource,
+  ThreadResource,
+  ThreadSync,
+} from "../../shared/api/index.ts";
+import { NO_QUOTAS, parseApiKey } from "../../shared/api/index.ts";
+import { newTenantId } from "./helpers/tenancy.ts";
+
+/** Runs `body` over the SQLite of a fresh tenant object, with a clock the test moves. */
+function withTenantStorage<T>(
+  body: (parts: {
+    sql: ReturnType<typeof sqlOf>;
+    storage: SqlStorage;
+    clock: { nowMs: () => number; at: number };
+  }) => T,
+): Promise<T> {
+  return runInDurableObject(env.TENANT.getByName(newTenantId()), (_i, state) => {
+    migrate(state.storage.sql, TENANT_MIGRATIONS);
+    const clock = { at: Date.UTC(2026, 11, 1, 12), nowMs: () => clock.at };
+    return body({ sql: sqlOf(state.storage.sql), storage: state.storage.sql, clock });
+  });
+}
+
+const tenant: TenantResource = {
+  object: "tenant",
+  id: "acme",
+  name: null,
+  jurisdiction: "eu",
+  quotas: NO_QUOTAS,
+  status: "active",
+  created_at: "2026-12-01T00:00:00.000Z",
+};
+
+function threadAt(id: string, updatedAt: string, extra: Partial<ThreadResource> = {}) {
+  return { id, status: "idle", updated_at: updatedAt, metadata: {}, ...extra } as ThreadResource;
+}
+
+const sync = (
+  threadId: string,
+  version: number,
+  thread: ThreadResource | null,
+  usage: LedgerEntry[] = [],
+): ThreadSync => ({ threadId, version, thread, usage });
+
+describe("KeyStore", () => {
+  it("verifies a key by its id and digest only, never from the secret alone", async () => {
+    const result = await withTenantStorage(({ sql, clock }) => {
+      const keys = new KeyStore(sql, clock);
+      const made = keys.create(tenant, { name: "ci", scopes: ["threads", "usage"] });
+      const parts = parseApiKey(made.key);
+      const other = keys.create(tenant, { name: null, scopes: ["keys"] });
+      return {
+        parts: parts && {
+          jurisdiction: parts.jurisdiction,
+          tenant: parts.tenant,
+          keyId: parts.keyId,
+        },
+        own: keys.verify(made.id, keyDigest(made.key)),
+        swapped: keys.verify(other.id, keyDigest(made.key)),
+        unknown: keys.verify("key_nope", keyDigest(made.key)),
+        notHex: keys.verify(made.id, "not a digest"),
+        stored: sql<{ digest: ArrayBuffer; body: string }>`SELECT digest, body FROM tenant_keys`
+          .toArray()
+          .map((row) => row.body.includes(parts?.secret ?? "?")),
+      };
+    });
+    expect(result).toEqual({
+      parts: { jurisdiction: "eu", tenant: "acme", keyId: expect.stringMatching(/^key_/) },
+      own: ["threads", "usage"],
+      swapped: undefined,
+      unknown: undefined,
+      notHex: undefined,
+      stored: [false, false],
+    });
+  });
+
+  it("writes last_used_at at most once a minute, lists keys by creation and revokes them", async () => {
+    const result = await withTenantStorage(({ sql, clock }) => {
+      const keys = new KeyStore(sql, clock);
+      const a = keys.create(tenant, { name: "a", scopes: ["threads"] });
+      clock.at += 1;
+      const b = keys.create(tenant, { name: "b", scopes: ["threads"] });
+      keys.verify(a.id, keyDigest(a.key));
+      const first = keys.list({ limit: 10 })?.data[0]?.last_used_at;
+      clock.at += 30_000;
+      keys.verify(a.id, keyDigest(a.key));
+      const soon = keys.list({ limit: 10 })?.data[0]?.last_used_at;
+      clock.at += 31_000;
+      keys.verify(a.id, keyDigest(a.key));
+      const later = keys.list({ limit: 10 })?.data[0]?.last_used_at;
+      const page = keys.list({ limit: 1 });
+      const rest = page?.next_cursor
+        ? keys.list({ limit: 1, cursor: page.next_cursor })
+        : undefined;
+      return {
+        times: [first, soon, later].map((t) => (t ? Date.parse(t) - Date.UTC(2026, 11, 1, 12) : t)),
+        pages: [page?.data.map((k) => k.name), rest?.data.map((k) => k.name), rest?.next_cursor],
+        badCursor: keys.list({ limit: 1, cursor: "nonsense" }),
+        revoked: [keys.revoke(a.id), keys.revoke(a.id), keys.verify(a.id, keyDigest(a.key))],
+        left: keys.list({ limit: 10 })?.data.map((k) => k.id),
+        b: b.id,
+      };
+    });
+    expect(result.times).toEqual([1, 1, 61_001]);
+    expect(result.pages).toEqual([["a"], ["b"], null]);
+    expect(result.badCursor).toBe(undefined);
+    expect(result.revoked).toEqual([true, false, undefined]);
+    expect(result.left).toEqual([result.b]);
+  });
+});
+
+describe("ThreadIndex", () => {
+  it("applies a push unless a newer one was applied, and a null thread drops the entry", async () => {
+    const result = await withTenantStorage(({ sql, storage, clock }) => {
+      const index = new ThreadIndex(storage, sql, clock);
+      const ids = () =>
+        (
+          index.list({ limit: 10, order: "desc" }) as { value: { data: ThreadResource[] } }
+        ).value.data.map((t) => [t.id, t.updated_at]);
+      index.apply(sync("t1", 2, threadAt("t1", "2026-12-01T10:00:00.000Z")));
+      index.apply(sync("t1", 1, threadAt("t1", "2026-12-01T09:00:00.000Z")));
+      const afterLate = ids();
+      index.apply(sync("t1", 3, null));
+      const afterDelete = ids();
+      index.apply(sync("t1", 2, threadAt("t1", "2026-12-01T11:00:00.000Z")));
+      return { afterLate, afterDelete, afterStale: ids() };
+    });
+    expect(result).toEqual({
+      afterLate: [["t1", "2026-12-01T10:00:00.000Z"]],
+      afterDelete: [],
+      afterStale: [],
+    });
+  });
+
+  it("pages by updated_at then id, either way, with status and metadata filters", async () => {
+    const result = await withTenantStorage(({ sql, storage, clock }) => {
+      const index = new ThreadIndex(storage, sql, clock);
+      const at = (n: number) => `2026-12-01T10:00:0${n}.000Z`;
+      index.apply(sync("a", 1, threadAt("a", at(1), { metadata: { team: "x" } })));
+      index.apply(sync("b", 1, threadAt("b", at(2), { status: "running" })));
+      index.apply(sync("c", 1, threadAt("c", at(2), { metadata: { team: "x" } })));
+      index.apply(sync("d", 1, threadAt("d", at(3))));
+      const all = (order: "asc" | "desc") => {
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        for (;;) {
+          const page = index.list({ limit: 1, order, ...(cursor ? { cursor } : {}) });
+          if (!page.ok) return page;
+          seen.push(...page.value.data.map((t) => t.id));
+          if (page.value.next_cursor === null) return seen;
+          cursor = page.value.next_cursor;
+        }
+      };
+      const ids = (q: Parameters<ThreadIndex["list"]>[0]) => {
+        const page = index.list(q);
+        return page.ok ? page.value.data.map((t) => t.id) : page;
+      };
+      return {
+        desc: all("desc"),
+        asc: all("asc"),
+        running: ids({ limit: 10, order: "desc", status: "running" }),
+        team: ids({ limit: 10, order: "desc", metadata: { team: "x" } }),
+        none: ids({ limit: 10, order: "desc", metadata: { team: "x", other: "y" } }),
+      };
+    });
+    expect(result).toEqual({
+      desc: ["d", "c", "b", "a"],
+      asc: ["a", "b", "c", "d"],
+      running: ["b"],
+      team: ["c", "a"],
+      none: [],
+    });
+  });
+
+  it("reservations count under max_threads until their thread pushes, or for a minute", async () => {
+    const result = await withTenantStorage(({ sql, storage, clock }) => {
+      const index = new ThreadIndex(storage, sql, clock);
+      const code = (r: { ok: boolean; error?: { quota?: string } }) =>
+        r.ok ? "ok" : r.error?.quota;
+      const first = code(index.reserve("t1", 2));
+      const second = code(index.reserve("t2", 2));
+      const third = code(index.reserve("t3", 2));
+      const again = code(index.reserve("t1", 2));
+      index.apply(sync("t1", 1, threadAt("t1", "2026-12-01T10:00:00.000Z")));
+      clock.at += RESERVATION_MS;
+      const afterExpiry = code(index.reserve("t3", 2));
+      const listed = index.list({ limit: 10, order: "desc" });
+      return {
+        first,
+        second,
+        third,
+        again,
+        afterExpiry,
+        listed: listed.ok ? listed.value.data.map((t) => t.id) : listed,
+      };
+    });
+    expect(result).toEqual({
+      first: "ok",
+      second: "ok",
+      third: "max_threads",
+      again: "ok",
+      afterExpiry: "ok",
+      listed: ["t1"],
+    });
+  });
+
+  it("counts running threads: an admission, a release, and no late push undoing an admission", async () => {
+    const result = await withTenantStorage(({ sql, storage, clock }) => {
+      const index = new ThreadIndex(storage, sql, clock);
+      const admit = (thread: string, turn: string, version: number) => {
+        const r = index.admitRunning(thread, turn, version, 2);
+        return r.ok ? "ok" : r.error.quota;
+      };
+      const steps = [admit("a", "turn_1", 5), admit("b", "turn_1", 1), admit("c", "turn_1", 1)];
+      // a's own next task replaces its entry; it never counts against itself.
+      steps.push(admit("a", "turn_2", 6));
+      // A push a made before its admission (version 5) arrives late: the task still counts.
+      index.apply(sync("a", 5, threadAt("a", "2026-12-01T10:00:00.000Z")));
+      steps.push(admit("c", "turn_1", 1));
+      // The release of an older task leaves the newer one.
+      index.taskEnded("a", "turn_1");
+      steps.push(admit("c", "turn_1", 1));
+      index.taskEnded("a", "turn_2");
+      steps.push(admit("c", "turn_1", 1));
+      // A push newer than the admission that says b is idle ends b's task.
+      index.apply(sync("b", 2, threadAt("b", "2026-12-01T10:00:00.000Z")));
+      steps.push(admit("d", "turn_1", 1));
+      return steps;
+    });
+    expect(result).toEqual([
+      "ok",
+      "ok",
+      "max_running_turns",
+      "ok",
+      "max_running_turns",
+      "max_running_turns",
+      "ok",
+      "ok",
+    ]);
+  });
+
+  it("a new instance counts the threads its index says are running", async () => {
+    const result = await withTenantStorage(({ sql, storage, clock }) => {
+      const before = new ThreadIndex(storage, sql, clock);
+      before.apply(sync("a", 1, threadAt("a", "2026-12-01T10:00:00.000Z", { status: "running" })));
+      const after = new ThreadIndex(storage, sql, clock);
+      const refused = after.admitRunning("b", "turn_1", 1, 1);
+      after.apply(sync("a", 2, threadAt("a", "2026-12-01T10:00:01.000Z")));
+      const admitted = after.admitRunning("b", "turn_1", 1, 1);
+      return [refused.ok, admitted.ok];
+    });
+    expect(result).toEqual([false, true]);
+  });
+});
+
+describe("UsageRollup", () => {
+  const entry = (
+    incarnation: string,
+    seq: number,
+    extra: Partial<LedgerEntry> = {},
+  ): LedgerEntry => ({
+    incarnation,
+    seq,
+    turn_id: `turn_${seq}`,
+    model: "m",
+    day: "2026-12-01",
+    first_of_turn: true,
+    input_tokens: 10,
+    cached_input_tokens: 1,
+    output_tokens: 2,
+    reasoning_tokens: 0,
+    ...extra,
+  });
+
+  it("takes each entry once, by incarnation then seq, and a later incarnation starts over", async () => {
+    const result = await withTenantStorage(({ sql, storage }) => {
+      const usage = new UsageRollup(storage, sql);
+      const A = "2026-12-01T00:00:00.000Z";
+      const B = "2026-12-01T01:00:00.000Z";
+      const marks = [
+        usage.apply("t", [entry(A, 3), entry(A, 5)]),
+        usage.apply("t", [entry(A, 5), entry(A, 3)]),
+        usage.apply("t", [entry(A, 7, { first_of_turn: false })]),
+        usage.apply("t", [entry(B, 2, { model: "n" })]),
+        usage.apply("t", [entry(A, 9)]),
+        usage.apply("t", []),
+      ];
+      const byModel = usage.query({ group_by: "model", limit: 10 }, Date.UTC(2026, 11, 1));
+      return {
+        marks,
+        byModel: byModel.ok ? byModel.value.data : byModel,
+        tokens: usage.tokensOn("2026-12-01"),
+        pending: usage.pendingTokensOn(
+          "t",
+          [entry(B, 2), entry(B, 4), entry(B, 6, { day: "2026-12-02" })],
+          "2026-12-01",
+        ),
+      };
+    });
+    expect(result.marks).toEqual([
+      { incarnation: "2026-12-01T00:00:00.000Z", seq: 5 },
+      { incarnation: "2026-12-01T00:00:00.000Z", seq: 5 },
+      { incarnation: "2026-12-01T00:00:00.000Z", seq: 7 },
+      { incarnation: "2026-12-01T01:00:00.000Z", seq: 2 },
+      { incarnation: "2026-12-01T01:00:00.000Z", seq: 2 },
+      { incarnation: "2026-12-01T01:00:00.000Z", seq: 2 },
+    ]);
+    const bucket = (model: string, n: number, turns: number) => ({
+      object: "usage_bucket",
+      bucket: model,
+      input_tokens: 10 * n,
+      cached_input_tokens: n,
+      output_tokens: 2 * n,
+      reasoning_tokens: 0,
+      requests: n,
+      turns,
+    });
+    expect(result.byModel).toEqual([bucket("m", 3, 2), bucket("n", 1, 1)]);
+    expect(result.tokens).toBe(48);
+    // Only the entry not taken yet, of that day.
+    expect(result.pending).toBe(12);
+  });
+
+  it("answers a range by UTC day, start included, end excluded, with the default range", async () => {
+    const result = await withTenantStorage(({ sql, storage }) => {
+      const usage = new UsageRollup(storage, sql);
+      const A = "2026-12-01T00:00:00.000Z";
+      usage.apply("t", [
+        entry(A, 1, { day: "2026-10-01" }),
+        entry(A, 2, { day: "2026-11-20" }),
+        entry(A, 3, { day: "2026-12-01" }),
+      ]);
+      const days = (q: Partial<{ start: string; end: string }>) => {
+        const page = usage.query({ group_by: "day", limit: 10, ...q }, Date.UTC(2026, 11, 1, 12));
+        return page.ok ? page.value.data.map((b) => b.bucket) : page;
+      };
+      return {
+        defaults: days({}),
+        range: days({ start: "2026-11-20", end: "2026-12-01" }),
+        all: days({ start: "2026-01-01", end: "2027-01-01" }),
+      };
+    });
+    expect(result).toEqual({
+      defaults: ["2026-11-20", "2026-12-01"],
+      range: ["2026-11-20"],
+      all: ["2026-10-01", "2026-11-20", "2026-12-01"],
+    });
+  });
+});

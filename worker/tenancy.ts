@@ -1,0 +1,186 @@
+/**
+ * The handlers of the tenancy routes (design §11): the admin API (tenants and their keys), a
+ * tenant's own keys, thread listing and usage. Tenant state lives in the tenant's object, reached
+ * through the placement of its jurisdiction; the directory is asked by the admin API only.
+ */
+import type { Context } from "hono";
+import { bucketIn, directoryStub, tenantStubIn } from "../durable-objects/placement.ts";
+import {
+  type Jurisdiction,
+  NO_QUOTAS,
+  patchQuotas,
+  SCOPES,
+  type TenantPolicy,
+  type TenantResource,
+  type TenantRpc,
+} from "../shared/api/index.ts";
+import type { Handlers } from "./app.ts";
+import type { AppEnv } from "./app-env.ts";
+import { staticTenants } from "./auth.ts";
+import { ApiError, unwrap } from "./errors.ts";
+import type { KeyCache } from "./key-cache.ts";
+
+type TenancyOperation =
+  | "listThreads"
+  | "getUsage"
+  | "createKey"
+  | "listKeys"
+  | "revokeKey"
+  | "createTenant"
+  | "listTenants"
+  | "getTenant"
+  | "patchTenant"
+  | "deleteTenant"
+  | "createTenantKey"
+  | "listTenantKeys"
+  | "revokeTenantKey";
+
+/** The jurisdiction of the caller's tenant (null for a tenant of the static keys). */
+export function jurisdictionOf(c: Context<AppEnv>): Jurisdiction {
+  const principal = c.var.principal;
+  return principal.kind === "tenant" ? (principal.policy?.jurisdiction ?? null) : null;
+}
+
+/** `{policy}` of the caller's managed tenant, for a Thread request; `{}` for a static tenant. */
+export function policyOf(c: Context<AppEnv>): { policy?: TenantPolicy } {
+  const principal = c.var.principal;
+  return principal.kind === "tenant" && principal.policy ? { policy: principal.policy } : {};
+}
+
+/** The caller's own tenant object. */
+function ownTenant(c: Context<AppEnv>): TenantRpc {
+  return tenantStubIn(c.env, jurisdictionOf(c), c.var.tenant);
+}
+
+/** A tenant of the directory (404 when there is none), with its object. */
+async function managedTenant(
+  c: Context<AppEnv>,
+  id: string,
+): Promise<{ record: TenantResource; tenant: TenantRpc }> {
+  const record = unwrap(await directoryStub(c.env).get(id));
+  return { record, tenant: tenantStubIn(c.env, record.jurisdiction, record.id) };
+}
+
+/** Keys of `SPINDLE_API_KEYS` are managed in that secret, not through the API. */
+function requireManagedKey(c: Context<AppEnv>): void {
+  const principal = c.var.principal;
+  if (principal.kind === "tenant" && principal.keyId === null) {
+    throw new ApiError(
+      "forbidden",
+      "This key comes from SPINDLE_API_KEYS; that secret manages its tenant's keys.",
+    );
+  }
+}
+
+export function tenancyHandlers(cache: KeyCache): Pick<Handlers, TenancyOperation> {
+  return {
+    listThreads: async (c, { query }) => c.json(unwrap(await ownTenant(c).listThreads(query))),
+
+    getUsage: async (c, { query }) => c.json(unwrap(await ownTenant(c).usage(query))),
+
+    createKey: async (c, { body }) => {
+      requireManagedKey(c);
+      const principal = c.var.principal;
+      const own = principal.kind === "tenant" ? principal.scopes : [];
+      const scopes = body.scopes ?? [...own];
+      const beyond = scopes.filter((scope) => !own.includes(scope));
+      if (beyond.length > 0) {
+        throw new ApiError(
+          "forbidden",
+          `This key may not give scopes it lacks: ${beyond.join(", ")}.`,
+        );
+      }
+      const created = unwrap(await ownTenant(c).createKey({ name: body.name ?? null, scopes }));
+      return c.json(created, 201);
+    },
+
+    listKeys: async (c, { query }) => {
+      requireManagedKey(c);
+      return c.json(unwrap(await ownTenant(c).listKeys(query)));
+    },
+
+    revokeKey: async (c, { param }) => {
+      requireManagedKey(c);
+      unwrap(await ownTenant(c).revokeKey(param.key_id));
+      cache.forget(c.var.tenant, param.key_id);
+      return c.body(null, 204);
+    },
+
+    createTenant: async (c, { body }) => {
+      const jurisdiction = body.jurisdiction ?? null;
+      if (bucketIn(c.env, jurisdiction) === undefined) {
+        throw new ApiError(
+          "invalid_request",
+          `This deployment binds no R2 bucket for jurisdiction "${jurisdiction}".`,
+          { errors: [{ path: "/jurisdiction", message: "no bucket is configured for it" }] },
+        );
+      }
+      if (staticTenants(c.env).has(body.id)) {
+        throw new ApiError("tenant_exists", `Tenant "${body.id}" is configured by static keys.`);
+      }
+      const record: TenantResource = {
+        object: "tenant",
+        id: body.id,
+        name: body.name ?? null,
+        jurisdiction,
+        quotas: patchQuotas(NO_QUOTAS, body.quotas ?? {}),
+        status: "active",
+        created_at: new Date().toISOString(),
+      };
+      unwrap(await directoryStub(c.env).claim(record));
+      unwrap(await tenantStubIn(c.env, jurisdiction, record.id).putRecord(record));
+      return c.json(record, 201, { Location: `/v1/admin/tenants/${record.id}` });
+    },
+
+    listTenants: async (c, { query }) => c.json(unwrap(await directoryStub(c.env).list(query))),
+
+    getTenant: async (c, { param }) => c.json((await managedTenant(c, param.tenant)).record),
+
+    patchTenant: async (c, { param, body }) => {
+      const { record, tenant } = await managedTenant(c, param.tenant);
+      const next: TenantResource = {
+        ...record,
+        ...(body.name === undefined ? {} : { name: body.name }),
+        quotas: patchQuotas(record.quotas, body.quotas ?? {}),
+      };
+      // The directory first: a failure after it is mended by a retry, which writes both again.
+      unwrap(await directoryStub(c.env).put(next));
+      unwrap(await tenant.putRecord(next));
+      cache.forget(next.id);
+      return c.json(next);
+    },
+
+    deleteTenant: async (c, { param }) => {
+      const { record, tenant } = await managedTenant(c, param.tenant);
+      const deleting: TenantResource = { ...record, status: "deleting" };
+      unwrap(await directoryStub(c.env).put(deleting));
+      unwrap(await tenant.deleteTenant(deleting));
+      cache.forget(record.id);
+      return c.json(deleting, 202);
+    },
+
+    createTenantKey: async (c, { param, body }) => {
+      const { record, tenant } = await managedTenant(c, param.tenant);
+      const created = unwrap(
+        await tenant.createKey({
+          name: body.name ?? null,
+          scopes: body.scopes ?? [...SCOPES],
+          record,
+        }),
+      );
+      return c.json(created, 201);
+    },
+
+    listTenantKeys: async (c, { param, query }) => {
+      const { tenant } = await managedTenant(c, param.tenant);
+      return c.json(unwrap(await tenant.listKeys(query)));
+    },
+
+    revokeTenantKey: async (c, { param }) => {
+      const { record, tenant } = await managedTenant(c, param.tenant);
+      unwrap(await tenant.revokeKey(param.key_id));
+      cache.forget(record.id, param.key_id);
+      return c.body(null, 204);
+    },
+  };
+}
