@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import type * as z from "zod";
 import type { ListResource, RpcResult } from "../shared/api/index.ts";
 import { fail } from "./results.ts";
 

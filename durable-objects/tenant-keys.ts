@@ -1,5 +1,5 @@
 import { hexToBytes } from "@noble/hashes/utils.js";
-import { z } from "zod";
+import * as z from "zod";
 import {
   type ApiKeyResource,
   type CreatedApiKey,

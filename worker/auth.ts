@@ -20,7 +20,7 @@
  */
 import { hexToBytes } from "@noble/hashes/utils.js";
 import type { MiddlewareHandler } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { digestsEqual, keyDigest } from "../durable-objects/digests.ts";
 import { tenantStubIn } from "../durable-objects/placement.ts";
 import type { Env } from "../env.ts";

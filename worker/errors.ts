@@ -1,5 +1,5 @@
 import { HTTPException } from "hono/http-exception";
-import type { z } from "zod";
+import type * as z from "zod";
 import {
   type FieldError,
   isProblemCode,

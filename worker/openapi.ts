@@ -4,7 +4,7 @@
  * document cannot disagree with the code. OpenAPI 3.1 schema objects are JSON Schema 2020-12,
  * which `z.toJSONSchema` writes directly.
  */
-import { z } from "zod";
+import * as z from "zod";
 import {
   ApiKeyResourceSchema,
   CreatedApiKeySchema,

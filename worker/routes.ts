@@ -4,7 +4,7 @@
  * their schemas; `openapi.ts` documents exactly these from the same schemas. A route cannot
  * exist in one place and not the other.
  */
-import { z } from "zod";
+import * as z from "zod";
 import {
   ApiKeyResourceSchema,
   CreatedApiKeySchema,

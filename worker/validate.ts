@@ -4,7 +4,7 @@
  */
 import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import type { z } from "zod";
+import type * as z from "zod";
 import { JsonNestingError, jsonPointer, parseJsonWithin } from "../shared/protocol/index.ts";
 import type { AppEnv } from "./app-env.ts";
 import { ApiError, issuesToFieldErrors, type RequestPart } from "./errors.ts";

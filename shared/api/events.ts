@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { TokenUsageInfoSchema } from "../protocol/index.ts";
 import { TurnIdSchema } from "./ids.ts";
 import { ResponseItemOutputSchema, TurnResourceSchema } from "./resources.ts";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /**
  * Tenant, thread and turn ids: 1-64 of `[A-Za-z0-9_-]`. No `:`, so the DO name

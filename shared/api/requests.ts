@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { ImageDetailSchema, ThreadConfigSchema, ThreadMetadataSchema } from "../protocol/index.ts";
 import { ThreadIdSchema, TurnIdSchema } from "./ids.ts";
 

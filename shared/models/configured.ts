@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { ReasoningConfigSchema, VerbositySchema } from "../protocol/index.ts";
 import type { ModelInfo } from "./catalog.ts";
 

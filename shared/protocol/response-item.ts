@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { MAX_ITEM_DEPTH, nestedWithin } from "./json-nesting.ts";
 
 /**

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { ResponseItemSchema } from "./response-item.ts";
 import { SessionConfigurationSchema } from "./thread-config.ts";
 import { ThreadMetadataSchema } from "./thread-metadata.ts";

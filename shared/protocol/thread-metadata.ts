@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /** At most this many keys per thread (design §11). */
 export const METADATA_MAX_KEYS = 16;

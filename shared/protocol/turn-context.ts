@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /**
  * Sandbox policy as Codex writes it in `turn_context`. The variant is tagged `mode` in rollouts

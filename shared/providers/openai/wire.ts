@@ -2,7 +2,7 @@
  * The OpenAI Responses API wire format: the request body we send and the stream events we read.
  * Field names are the API's; only the subset the provider needs is read.
  */
-import { z } from "zod";
+import * as z from "zod";
 import {
   type FunctionTool,
   KnownResponseItemSchema,

@@ -1,6 +1,6 @@
 import { HTTPException } from "hono/http-exception";
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { PROBLEM_CODES, problemStatus } from "../../../shared/api/index.ts";
 import { ApiError, issuesToFieldErrors, toApiError } from "../../../worker/errors.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { PROBLEM_CODES } from "../../../shared/api/index.ts";
 import { createApp } from "../../../worker/app.ts";
 import { buildOpenApiDocument, type OpenApiDocument } from "../../../worker/openapi.ts";
