@@ -7,6 +7,7 @@ import {
 } from "../shared/models/index.ts";
 import {
   createOpenAIClientFromEnv,
+  InputSerializer,
   LocalModelClient,
   type ModelClient,
   ProviderError,
@@ -17,11 +18,15 @@ export function catalogOf(env: Env): ModelCatalog {
   return DEFAULT_MODEL_CATALOG.with(parseConfiguredModels("openai", env.SPINDLE_OPENAI_MODELS));
 }
 
-/** Chooses the model client of a thread's turn (design §9). */
+/**
+ * Chooses the model client of a thread's turn (design §9). The thread's `openai` clients share
+ * one `InputSerializer`, so each request serializes only the items the previous one lacked.
+ */
 export function modelClientFactory(
   env: Env,
   threadId: string,
 ): (model: ModelInfo, provider: string) => ModelClient {
+  const inputSerializer = new InputSerializer();
   return (model, provider) => {
     if (provider === "local") return new LocalModelClient();
     if (provider === "openai") {
@@ -31,6 +36,7 @@ export function modelClientFactory(
         fetch: (input, init) => fetch(input, init),
         model: providerModel,
         threadId,
+        inputSerializer,
       });
     }
     throw new ProviderError(`provider "${provider}" is not configured`);
