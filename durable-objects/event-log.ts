@@ -5,6 +5,12 @@ import { TEXT_PART_MAX_CHARS, TextParts } from "./text-parts.ts";
 
 /** How many events a thread keeps at most for `Last-Event-ID` replay. */
 export const EVENT_WINDOW = 2_000;
+/**
+ * How many bytes of stored event text (UTF-8) a thread keeps at most for replay: with the item
+ * deltas of finished items left out, about 80 turns of short chat, while the buffer's pages stay
+ * a small part of a thread's storage (the count alone let 2,000 events reach about 0.7 MB).
+ */
+export const EVENT_WINDOW_BYTES = 256 * 1024;
 /** How long an event stays replayable. */
 export const EVENT_RETENTION_MS = 15 * 60_000;
 
@@ -27,6 +33,14 @@ interface Subscriber {
 
 const encoder = new TextEncoder();
 
+/**
+ * Events after which a turn's stored `item.delta` events are dropped: the item they streamed is
+ * stored whole (`item.completed`), or the turn ended and nothing will complete it.
+ */
+function supersedesDeltas(type: string): boolean {
+  return type === "item.completed" || isTerminalEventType(type);
+}
+
 /** Pending events written at once past this many, even before their turn ends. */
 const MAX_PENDING_EVENTS = 64;
 
@@ -47,6 +61,11 @@ const REPLAY_PAGE_EVENTS = 32;
  * One insert per turn instead of one per event and delta is most of what persisting them costs. An
  * event lost with the instance before its batch was written was never sent, so its `seq` is free
  * to be handed out again.
+ *
+ * `item.delta` events, most of a turn's events, are stored only while their item is streaming:
+ * once an `item.completed` or terminal event follows them, they are deleted (or, in the same
+ * batch, never written) but still sent live. Replay leaves them out then, as the RPC contract
+ * allows; the completed item holds their text.
  */
 export class EventLog {
   readonly #sql: Sql;
@@ -56,6 +75,8 @@ export class EventLog {
   /** Ends each open stream, replaying or live (`closeAll`). */
   readonly #enders = new Set<() => void>();
   #pending: { event: ThreadEventRecord; at: number }[] = [];
+  /** Stored `item.delta` seqs no later event superseded yet (this instance's). */
+  #storedDeltas: number[] = [];
   #flushTimer: ReturnType<typeof setTimeout> | undefined;
 
   readonly #clock: Clock;
@@ -85,7 +106,9 @@ export class EventLog {
   /**
    * Stores the pending events, then sends them to the subscribers. Usually one statement: the
    * rows travel as one JSON parameter, in as many statements as needed to keep each parameter
-   * under the value limit; an event longer than that is stored in parts, one row each.
+   * under the value limit; an event longer than that is stored in parts, one row each. Deltas
+   * that a later event of the batch supersedes are sent without being stored; stored ones it
+   * supersedes are deleted.
    */
   flush(): void {
     this.#cancelTimer();
@@ -93,6 +116,7 @@ export class EventLog {
     if (batch.length === 0) return;
     this.#pending = [];
     const bodies = batch.map(({ event }) => JSON.stringify(event));
+    const lastSuperseding = batch.findLastIndex(({ event }) => supersedesDeltas(event.type));
     let rows: string[] = [];
     let chars = 0;
     const insertRows = () => {
@@ -102,7 +126,13 @@ export class EventLog {
       rows = [];
       chars = 0;
     };
+    const superseded = lastSuperseding >= 0 ? this.#storedDeltas : [];
+    if (lastSuperseding >= 0) this.#storedDeltas = [];
     batch.forEach(({ event, at }, i) => {
+      if (event.type === "item.delta") {
+        if (i < lastSuperseding) return;
+        this.#storedDeltas.push(event.seq);
+      }
       const body = bodies[i] ?? "";
       const row = JSON.stringify([event.seq, at, body]);
       if (row.length > TEXT_PART_MAX_CHARS) {
@@ -116,6 +146,11 @@ export class EventLog {
       chars += row.length + 1;
     });
     insertRows();
+    if (superseded.length > 0) {
+      this.#sql`DELETE FROM spindle_events
+        WHERE seq IN (SELECT value FROM json_each(${JSON.stringify(superseded)}))`;
+      for (const seq of superseded) this.#parts.remove(seq);
+    }
     batch.forEach(({ event }, i) => {
       const line = `${bodies[i]}\n`;
       for (const subscriber of this.#subscribers) this.#send(subscriber, event, line);
@@ -128,8 +163,9 @@ export class EventLog {
   }
 
   /**
-   * Drops events past the window (count or age). The newest event always stays: after an
-   * eviction it is where the sequence continues, so no number is ever handed out twice.
+   * Drops events past the window (count, bytes or age), oldest first. The newest event always
+   * stays: after an eviction it is where the sequence continues, so no number is ever handed out
+   * twice.
    */
   prune(): void {
     this.flush();
@@ -137,11 +173,21 @@ export class EventLog {
     const cutoff = this.#clock.nowMs() - EVENT_RETENTION_MS;
     // Times grow with seq, so the oldest event tells whether any is due: the common case (none)
     // then costs one primary-key lookup instead of a scan of the whole window for `at`.
-    const first = this.#sql<{ seq: number; at: number }>`
-      SELECT seq, at FROM spindle_events ORDER BY seq LIMIT 1`.toArray()[0];
-    if (first !== undefined && (first.seq <= last - EVENT_WINDOW || first.at < cutoff)) {
-      this.#sql`DELETE FROM spindle_events
-        WHERE seq < ${last} AND (seq <= ${last - EVENT_WINDOW} OR at < ${cutoff})`;
+    const first = this.#sql<{ at: number }>`
+      SELECT at FROM spindle_events ORDER BY seq LIMIT 1`.toArray()[0];
+    if (first !== undefined && first.at < cutoff) {
+      this.#sql`DELETE FROM spindle_events WHERE seq < ${last} AND at < ${cutoff}`;
+    }
+    // The newest event that does not fit in the window with the ones after it (the count, or the
+    // bytes): it and every older one go. Counted from the newest back, over the window itself.
+    const overflow = this.#sql<{ seq: number }>`
+      SELECT seq FROM (
+        SELECT seq, ROW_NUMBER() OVER newest AS n,
+          SUM(length(CAST(body AS BLOB))) OVER newest AS bytes
+        FROM spindle_events WINDOW newest AS (ORDER BY seq DESC))
+      WHERE n > ${EVENT_WINDOW} OR bytes > ${EVENT_WINDOW_BYTES} LIMIT 1`.toArray()[0];
+    if (overflow !== undefined) {
+      this.#sql`DELETE FROM spindle_events WHERE seq <= ${overflow.seq} AND seq < ${last}`;
     }
     // Events are dropped oldest first (their times grow with seq), so their parts go by seq.
     let oldest: number | undefined;
