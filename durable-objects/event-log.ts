@@ -1,4 +1,5 @@
 import { isTerminalEventType } from "../shared/api/index.ts";
+import { utf8ByteLength } from "../shared/context-manager/index.ts";
 import type { Clock } from "../shared/ports/index.ts";
 import type { Sql } from "./sql.ts";
 import { TEXT_PART_MAX_CHARS, TextParts } from "./text-parts.ts";
@@ -11,6 +12,11 @@ export const EVENT_WINDOW = 2_000;
  * a small part of a thread's storage (the count alone let 2,000 events reach about 0.7 MB).
  */
 export const EVENT_WINDOW_BYTES = 256 * 1024;
+/**
+ * Where a prune that finds more than `EVENT_WINDOW_BYTES` cuts to: a quarter below, so a full
+ * buffer is cut every few dozen turns rather than on every one.
+ */
+export const EVENT_WINDOW_CUT_BYTES = (EVENT_WINDOW_BYTES * 3) / 4;
 /** How long an event stays replayable. */
 export const EVENT_RETENTION_MS = 15 * 60_000;
 
@@ -75,8 +81,10 @@ export class EventLog {
   /** Ends each open stream, replaying or live (`closeAll`). */
   readonly #enders = new Set<() => void>();
   #pending: { event: ThreadEventRecord; at: number }[] = [];
-  /** Stored `item.delta` seqs no later event superseded yet (this instance's). */
-  #storedDeltas: number[] = [];
+  /** Stored `item.delta` events no later event superseded yet (this instance's). */
+  #storedDeltas: { seq: number; bytes: number }[] = [];
+  /** Rows of `spindle_events` and the UTF-8 bytes of their `body`: read once, then kept. */
+  #stored: { rows: number; bytes: number } | undefined;
   #flushTimer: ReturnType<typeof setTimeout> | undefined;
 
   readonly #clock: Clock;
@@ -129,32 +137,56 @@ export class EventLog {
     const superseded = lastSuperseding >= 0 ? this.#storedDeltas : [];
     if (lastSuperseding >= 0) this.#storedDeltas = [];
     batch.forEach(({ event, at }, i) => {
-      if (event.type === "item.delta") {
-        if (i < lastSuperseding) return;
-        this.#storedDeltas.push(event.seq);
-      }
+      if (event.type === "item.delta" && i < lastSuperseding) return;
       const body = bodies[i] ?? "";
       const row = JSON.stringify([event.seq, at, body]);
+      let stored = body;
       if (row.length > TEXT_PART_MAX_CHARS) {
-        const first = this.#parts.split(event.seq, body);
+        stored = this.#parts.split(event.seq, body);
         this
-          .#sql`INSERT INTO spindle_events (seq, at, body) VALUES (${event.seq}, ${at}, ${first})`;
-        return;
+          .#sql`INSERT INTO spindle_events (seq, at, body) VALUES (${event.seq}, ${at}, ${stored})`;
+      } else {
+        if (chars + row.length > TEXT_PART_MAX_CHARS) insertRows();
+        rows.push(row);
+        chars += row.length + 1;
       }
-      if (chars + row.length > TEXT_PART_MAX_CHARS) insertRows();
-      rows.push(row);
-      chars += row.length + 1;
+      const bytes = utf8ByteLength(stored);
+      this.#counted(1, bytes);
+      if (event.type === "item.delta") this.#storedDeltas.push({ seq: event.seq, bytes });
     });
     insertRows();
     if (superseded.length > 0) {
+      const seqs = superseded.map((d) => d.seq);
       this.#sql`DELETE FROM spindle_events
-        WHERE seq IN (SELECT value FROM json_each(${JSON.stringify(superseded)}))`;
-      for (const seq of superseded) this.#parts.remove(seq);
+        WHERE seq IN (SELECT value FROM json_each(${JSON.stringify(seqs)}))`;
+      this.#counted(-seqs.length, -superseded.reduce((sum, d) => sum + d.bytes, 0));
+      for (const seq of seqs) this.#parts.remove(seq);
     }
     batch.forEach(({ event }, i) => {
       const line = `${bodies[i]}\n`;
       for (const subscriber of this.#subscribers) this.#send(subscriber, event, line);
     });
+  }
+
+  /** Adds to the kept row and byte counts (nothing while they were not read yet). */
+  #counted(rows: number, bytes: number): void {
+    if (this.#stored === undefined) return;
+    this.#stored.rows += rows;
+    this.#stored.bytes += bytes;
+  }
+
+  #window(): { rows: number; bytes: number } {
+    if (this.#stored === undefined) {
+      const row = this.#sql<{ rows: number; bytes: number | null }>`
+        SELECT COUNT(*) AS rows, SUM(length(CAST(body AS BLOB))) AS bytes FROM spindle_events`.one();
+      this.#stored = { rows: row.rows, bytes: row.bytes ?? 0 };
+    }
+    return this.#stored;
+  }
+
+  /** Counts out the rows a `DELETE … RETURNING length(CAST(body AS BLOB)) AS bytes` took. */
+  #dropped(rows: { bytes: number }[]): void {
+    this.#counted(-rows.length, -rows.reduce((sum, r) => sum + r.bytes, 0));
   }
 
   #cancelTimer(): void {
@@ -163,9 +195,9 @@ export class EventLog {
   }
 
   /**
-   * Drops events past the window (count, bytes or age), oldest first. The newest event always
-   * stays: after an eviction it is where the sequence continues, so no number is ever handed out
-   * twice.
+   * Drops events past the window (count, bytes or age), oldest first; past the byte budget, down
+   * to `EVENT_WINDOW_CUT_BYTES`. The newest event always stays: after an eviction it is where the
+   * sequence continues, so no number is ever handed out twice.
    */
   prune(): void {
     this.flush();
@@ -176,18 +208,30 @@ export class EventLog {
     const first = this.#sql<{ at: number }>`
       SELECT at FROM spindle_events ORDER BY seq LIMIT 1`.toArray()[0];
     if (first !== undefined && first.at < cutoff) {
-      this.#sql`DELETE FROM spindle_events WHERE seq < ${last} AND at < ${cutoff}`;
+      this.#dropped(
+        this.#sql<{
+          bytes: number;
+        }>`DELETE FROM spindle_events WHERE seq < ${last} AND at < ${cutoff}
+          RETURNING length(CAST(body AS BLOB)) AS bytes`.toArray(),
+      );
     }
-    // The newest event that does not fit in the window with the ones after it (the count, or the
-    // bytes): it and every older one go. Counted from the newest back, over the window itself.
-    const overflow = this.#sql<{ seq: number }>`
-      SELECT seq FROM (
-        SELECT seq, ROW_NUMBER() OVER newest AS n,
-          SUM(length(CAST(body AS BLOB))) OVER newest AS bytes
-        FROM spindle_events WINDOW newest AS (ORDER BY seq DESC))
-      WHERE n > ${EVENT_WINDOW} OR bytes > ${EVENT_WINDOW_BYTES} LIMIT 1`.toArray()[0];
-    if (overflow !== undefined) {
-      this.#sql`DELETE FROM spindle_events WHERE seq <= ${overflow.seq} AND seq < ${last}`;
+    const window = this.#window();
+    if (window.rows > EVENT_WINDOW || window.bytes > EVENT_WINDOW_BYTES) {
+      // The newest event that does not fit with the ones after it: it and every older one go.
+      // Counted from the newest back, over the window itself.
+      const overflow = this.#sql<{ seq: number }>`
+        SELECT seq FROM (
+          SELECT seq, ROW_NUMBER() OVER newest AS n,
+            SUM(length(CAST(body AS BLOB))) OVER newest AS bytes
+          FROM spindle_events WINDOW newest AS (ORDER BY seq DESC))
+        WHERE n > ${EVENT_WINDOW} OR bytes > ${EVENT_WINDOW_CUT_BYTES} LIMIT 1`.toArray()[0];
+      if (overflow !== undefined) {
+        this.#dropped(
+          this.#sql<{ bytes: number }>`DELETE FROM spindle_events
+            WHERE seq <= ${overflow.seq} AND seq < ${last}
+            RETURNING length(CAST(body AS BLOB)) AS bytes`.toArray(),
+        );
+      }
     }
     // Events are dropped oldest first (their times grow with seq), so their parts go by seq.
     let oldest: number | undefined;
@@ -287,6 +331,8 @@ export class EventLog {
   closeAll(): void {
     this.#cancelTimer();
     this.#pending = [];
+    this.#storedDeltas = [];
+    this.#stored = undefined;
     for (const end of [...this.#enders]) end();
     this.#subscribers.clear();
   }

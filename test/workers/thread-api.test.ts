@@ -332,7 +332,7 @@ describe("event window by bytes", () => {
         .toArray(),
     );
 
-  it("keeps the newest events within 256 KiB once a turn ends; asking from a dropped one is 410 event_expired", async () => {
+  it("past 256 KiB, keeps the newest events within 192 KiB once a turn ends; asking from a dropped one is 410 event_expired", async () => {
     const id = newThreadId();
     await createThread(id);
     await turn(id, "one");
@@ -364,9 +364,9 @@ describe("event window by bytes", () => {
     await turn(id, "two");
     const kept = await storedEvents(id);
     const bytes = kept.reduce((sum, e) => sum + e.bytes, 0);
-    expect(bytes).toBeLessThanOrEqual(256 * 1024);
-    // One more (the oldest dropped) would not have fit.
-    expect(bytes + 4_000).toBeGreaterThan(256 * 1024);
+    expect(bytes).toBeLessThanOrEqual(192 * 1024);
+    // One more (the newest dropped, 4 KiB) would not have fit.
+    expect(bytes + 4_000).toBeGreaterThan(192 * 1024);
     const first = kept[0]?.seq ?? 0;
     expect(first).toBeGreaterThan(1);
     expect(kept.at(-1)?.seq).toBeGreaterThan(100);
@@ -380,6 +380,21 @@ describe("event window by bytes", () => {
       until("turn.completed"),
     );
     expect(replay.map((f) => Number(f.id))).toEqual(kept.map((e) => e.seq));
+  });
+
+  it("stays within 256 KiB turn after turn, cutting to 192 KiB when a turn passes it", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    const totals: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      // The message is stored twice (its item.completed and the Turn that ends the turn).
+      await turn(id, `${i} ${"y".repeat(20_000)}`);
+      totals.push((await storedEvents(id)).reduce((sum, e) => sum + e.bytes, 0));
+    }
+    expect(Math.max(...totals)).toBeLessThanOrEqual(256 * 1024);
+    const cuts = totals.filter((bytes, i) => i > 0 && bytes < (totals[i - 1] ?? 0));
+    expect(cuts.length).toBeGreaterThan(0);
+    for (const bytes of cuts) expect(bytes).toBeLessThanOrEqual(192 * 1024);
   });
 
   it("keeps the newest event even when it alone is larger than the budget, so seqs continue", async () => {
