@@ -8,7 +8,7 @@ import {
 import { InputSerializer } from "./openai/input-text.ts";
 import { backoffDelayMs, retryAfterMs } from "./openai/retry.ts";
 import { SseParser } from "./openai/sse.ts";
-import { buildRequestBody, interpretEvent, requestBodyText } from "./openai/wire.ts";
+import { buildRequestBody, interpretEvent, requestBodyBytes } from "./openai/wire.ts";
 
 export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
 export const OPENAI_DEFAULT_MAX_ATTEMPTS = 4;
@@ -253,9 +253,9 @@ export class OpenAIResponsesClient implements ModelClient {
 
   async *stream(prompt: ModelPrompt, signal?: AbortSignal): AsyncGenerator<ModelEvent> {
     signal?.throwIfAborted();
-    // `JSON.stringify(this.requestBody(prompt))`, without serializing again what the thread's
-    // previous request held.
-    const body = requestBodyText(prompt, this.#bodyOptions(), this.#serializer);
+    // `JSON.stringify(this.requestBody(prompt))` as UTF-8, without serializing again what the
+    // thread's previous request held.
+    const body = requestBodyBytes(prompt, this.#bodyOptions(), this.#serializer);
     for (let attempt = 1; attempt <= this.#maxAttempts; attempt++) {
       const scope = new AttemptScope(signal, this.#timeoutMs, this.#schedule);
       let yielded = false;

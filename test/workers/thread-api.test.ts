@@ -12,7 +12,7 @@ import {
   type SseFrame,
   threadStub,
 } from "./helpers/api.ts";
-import { answerEvents, responsesStream } from "./helpers/openai.ts";
+import { answerEvents, requestJson, responsesStream } from "./helpers/openai.ts";
 import { checkThreadRollout, sqlRows } from "./helpers/rollout.ts";
 
 afterEach(() => {
@@ -1117,7 +1117,7 @@ describe("the openai provider", () => {
     const spy = vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
       const url = String(input instanceof Request ? input.url : input);
       if (!url.startsWith("https://openai.test/")) throw new Error(`unexpected fetch ${url}`);
-      bodies.push(JSON.parse(String(init?.body)));
+      bodies.push(await requestJson(init));
       if (bodies.length === 1)
         return new Response("{}", { status: 429, headers: { "retry-after": "0" } });
       return new Response(responsesStream(answerEvents("Hello from upstream")), {
@@ -1145,7 +1145,7 @@ describe("the openai provider", () => {
     await createThread(id, { model: "gpt-think", cwd: "/repo" });
     const bodies: Record<string, unknown>[] = [];
     vi.spyOn(globalThis, "fetch").mockImplementation(async (_input, init) => {
-      bodies.push(JSON.parse(String(init?.body)));
+      bodies.push(await requestJson(init));
       return new Response(responsesStream(answerEvents(`answer ${bodies.length}`)), {
         headers: { "content-type": "text/event-stream" },
       });
@@ -1186,7 +1186,7 @@ describe("the openai provider", () => {
     });
     const bodies: { input: unknown[]; [key: string]: unknown }[] = [];
     vi.spyOn(globalThis, "fetch").mockImplementation(async (_input, init) => {
-      bodies.push(JSON.parse(String(init?.body)));
+      bodies.push(await requestJson(init));
       return new Response(responsesStream(answerEvents(`answer ${bodies.length}`)), {
         headers: { "content-type": "text/event-stream" },
       });

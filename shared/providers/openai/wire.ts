@@ -64,14 +64,14 @@ export function buildRequestBody(
 }
 
 /**
- * `JSON.stringify(buildRequestBody(prompt, options))`, byte for byte, written by `serializer`
- * (which reuses what the thread's previous request serialized).
+ * `JSON.stringify(buildRequestBody(prompt, options))` as UTF-8, byte for byte, written by
+ * `serializer` (which reuses what the thread's previous request serialized).
  */
-export function requestBodyText(
+export function requestBodyBytes(
   prompt: ModelPrompt,
   options: RequestBodyOptions,
   serializer: InputSerializer,
-): string {
+): Uint8Array {
   const { head, tail } = requestMembers(prompt, options);
   // Both objects have members, and JSON.stringify writes no space: `{…}` without its closing
   // brace and `,"input":`, the array, then `,` and the tail without its opening brace.

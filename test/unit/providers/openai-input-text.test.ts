@@ -13,7 +13,7 @@ import {
   type ResponseItem,
 } from "../../../shared/protocol/index.ts";
 import { InputSerializer, type ModelPrompt } from "../../../shared/providers/index.ts";
-import { buildRequestBody, requestBodyText } from "../../../shared/providers/openai/wire.ts";
+import { buildRequestBody, requestBodyBytes } from "../../../shared/providers/openai/wire.ts";
 import { historyArb, modalitiesArb } from "../context-manager/arbitraries.ts";
 import {
   assistant,
@@ -24,6 +24,13 @@ import {
   message,
   user,
 } from "../context-manager/builders.ts";
+
+/**
+ * The body's text. Strict: invalid UTF-8 throws, so equal text means bytes equal to the expected
+ * text's UTF-8.
+ */
+const sent = (body: Uint8Array) =>
+  new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(body);
 
 /** What the provider sent before it kept any text: every item mapped and serialized. */
 const plainInput = (items: readonly KnownResponseItem[]) =>
@@ -72,7 +79,7 @@ describe("InputSerializer", () => {
         // Heads of changing lengths: what is reused is found in the previous body wherever its
         // items begin.
         const head = `{"model":"${"m".repeat(n % 4)}","input":`;
-        expect(serializer.write(head, items, "}")).toBe(`${head}${plainInput(items)}}`);
+        expect(sent(serializer.write(head, items, "}"))).toBe(`${head}${plainInput(items)}}`);
       }
     }
   });
@@ -88,7 +95,8 @@ describe("InputSerializer", () => {
     prompts.push(history.forPrompt(["text"]));
     history.replace([]);
     prompts.push(history.forPrompt(["text"]));
-    for (const items of prompts) expect(serializer.write("", items, "")).toBe(plainInput(items));
+    for (const items of prompts)
+      expect(sent(serializer.write("", items, ""))).toBe(plainInput(items));
   });
 
   it("serializes an item already sent once only, while its chunk stays the same", () => {
@@ -112,12 +120,12 @@ describe("InputSerializer", () => {
       [counted, a, b, a],
       [counted, a, b, a],
     ]) {
-      expect(serializer.write("", items, "")).toBe(expected(items));
+      expect(sent(serializer.write("", items, ""))).toBe(expected(items));
     }
     expect(serialized).toBe(1);
     // Its chunk changed (another item in it): it is serialized again.
     const changed = [counted, b, b];
-    expect(serializer.write("", changed, "")).toBe(expected(changed));
+    expect(sent(serializer.write("", changed, ""))).toBe(expected(changed));
     expect(serialized).toBe(2);
   });
 
@@ -128,7 +136,7 @@ describe("InputSerializer", () => {
     serializer.write("", [frozen, changing, frozen], "");
     (changing.content[0] as { text: string }).text = "after";
     const items = [frozen, changing, frozen];
-    expect(serializer.write("", items, "")).toBe(plainInput(items));
+    expect(sent(serializer.write("", items, ""))).toBe(plainInput(items));
   });
 
   it("writes the same text for any history, on either modality, prompt after prompt", () => {
@@ -143,7 +151,7 @@ describe("InputSerializer", () => {
           for (const item of items) {
             history.recordItems([item], DEFAULT_POLICY);
             const input = history.forPrompt(modalities);
-            expect(serializer.write("", input, "")).toBe(plainInput(input));
+            expect(sent(serializer.write("", input, ""))).toBe(plainInput(input));
           }
         },
       ),
@@ -179,11 +187,11 @@ describe("the openai request body", () => {
         reasoning: { effort: "low", summary: "auto" },
         text: { verbosity: "low" },
       });
-      expect(requestBodyText(p, options, serializer)).toBe(plainBody(p));
+      expect(sent(requestBodyBytes(p, options, serializer))).toBe(plainBody(p));
     }
-    const text = requestBodyText(prompt(history.promptInput(["text"])), options, serializer);
+    const body = requestBodyBytes(prompt(history.promptInput(["text"])), options, serializer);
     // The placeholder and the synthetic output are in what is sent.
-    expect(JSON.parse(text).input).toEqual([
+    expect(JSON.parse(sent(body)).input).toEqual([
       {
         type: "message",
         role: "user",
@@ -222,7 +230,7 @@ describe("the openai request body", () => {
     const serializer = new InputSerializer(3);
     for (let n = 4; n < 7; n++) {
       const p = prompt(history.promptInput(["text"]));
-      expect(requestBodyText(p, options, serializer)).toBe(plainBody(p));
+      expect(sent(requestBodyBytes(p, options, serializer))).toBe(plainBody(p));
       history.recordItems(turnItems(n), DEFAULT_POLICY);
     }
   });
@@ -233,7 +241,7 @@ describe("the openai request body", () => {
     const serializer = new InputSerializer(1);
     for (const ask of ["summarize", "summarize again"]) {
       const p = prompt(history.promptInput(["text"]).concat([user(ask)]), { tools: [] });
-      expect(requestBodyText(p, { model: "gpt-test" }, serializer)).toBe(
+      expect(sent(requestBodyBytes(p, { model: "gpt-test" }, serializer))).toBe(
         JSON.stringify(buildRequestBody(p, { model: "gpt-test" })),
       );
     }
@@ -241,6 +249,6 @@ describe("the openai request body", () => {
 
   it("is JSON.stringify of the request for an empty input", () => {
     const p = prompt(PromptInput.of([]));
-    expect(requestBodyText(p, options, new InputSerializer())).toBe(plainBody(p));
+    expect(sent(requestBodyBytes(p, options, new InputSerializer()))).toBe(plainBody(p));
   });
 });
