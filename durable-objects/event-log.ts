@@ -8,7 +8,7 @@ import { TEXT_PART_MAX_CHARS, TextParts } from "./text-parts.ts";
 export const EVENT_WINDOW = 2_000;
 /**
  * How many bytes of stored event text (UTF-8) a thread keeps at most for replay: with the item
- * deltas of finished items left out, about 80 turns of short chat, while the buffer's pages stay
+ * deltas of finished items left out, 75 to 100 turns of short chat, while the buffer's pages stay
  * a small part of a thread's storage (the count alone let 2,000 events reach about 0.7 MB).
  */
 export const EVENT_WINDOW_BYTES = 256 * 1024;

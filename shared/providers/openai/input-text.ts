@@ -2,8 +2,8 @@ import { type KnownResponseItem, modelVisibleItem } from "../../protocol/index.t
 
 /**
  * Items serialized together: one `JSON.stringify` per chunk, not per item (10,000 separate calls
- * cost several times one call over them all), and a request re-serializes at most one chunk
- * plus what is new.
+ * took two to three times as long as one call over them all), and a request re-serializes at
+ * most one chunk plus what is new.
  */
 export const INPUT_CHUNK_ITEMS = 256;
 
