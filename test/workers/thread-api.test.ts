@@ -321,6 +321,21 @@ describe("event retention", () => {
   });
 });
 
+/** Replaces a thread's stored events with `count` recent ones, seq 1 on, whose text `body` gives. */
+const replaceEvents = (id: string, count: number, body: (seq: number) => string) =>
+  runInDurableObject(threadStub(id), (_i, state) => {
+    const now = Date.now();
+    state.storage.sql.exec("DELETE FROM spindle_events");
+    for (let seq = 1; seq <= count; seq++) {
+      state.storage.sql.exec(
+        "INSERT INTO spindle_events (seq, at, body) VALUES (?, ?, ?)",
+        seq,
+        now,
+        body(seq),
+      );
+    }
+  });
+
 describe("event window by bytes", () => {
   /** Stored events: seq and UTF-8 bytes of each, oldest first. */
   const storedEvents = (id: string) =>
@@ -336,30 +351,20 @@ describe("event window by bytes", () => {
     const id = newThreadId();
     await createThread(id);
     await turn(id, "one");
-    const now = Date.now();
-    await runInDurableObject(threadStub(id), (_i, state) => {
-      // 100 recent events of 4 KiB before the turn's own: 400 KiB, past the byte budget only.
-      state.storage.sql.exec("DELETE FROM spindle_events");
-      for (let seq = 1; seq <= 100; seq++) {
-        const item = {
-          type: "message",
-          role: "user",
-          content: [{ type: "input_text", text: "é".repeat(2_000) }],
-        };
-        const body = JSON.stringify({
-          seq,
-          type: "item.completed",
-          turn_id: null,
-          data: { item, context: false },
-        });
-        state.storage.sql.exec(
-          "INSERT INTO spindle_events (seq, at, body) VALUES (?, ?, ?)",
-          seq,
-          now,
-          body,
-        );
-      }
-    });
+    // 100 recent events of 4 KiB before the turn's own: 400 KiB, past the byte budget only.
+    const item = {
+      type: "message",
+      role: "user",
+      content: [{ type: "input_text", text: "é".repeat(2_000) }],
+    };
+    await replaceEvents(id, 100, (seq) =>
+      JSON.stringify({
+        seq,
+        type: "item.completed",
+        turn_id: null,
+        data: { item, context: false },
+      }),
+    );
     await evictDurableObject(threadStub(id));
     await turn(id, "two");
     const kept = await storedEvents(id);
@@ -418,19 +423,8 @@ describe("event window", () => {
     const id = newThreadId();
     await createThread(id);
     await turn(id, "one");
-    const now = Date.now();
-    await runInDurableObject(threadStub(id), (_i, state) => {
-      // 2,050 recent events before the turn's own: the count window, not age, must drop them.
-      state.storage.sql.exec("DELETE FROM spindle_events");
-      for (let seq = 1; seq <= 2_050; seq++) {
-        state.storage.sql.exec(
-          "INSERT INTO spindle_events (seq, at, body) VALUES (?, ?, ?)",
-          seq,
-          now,
-          JSON.stringify({ type: "thread.status", seq }),
-        );
-      }
-    });
+    // 2,050 recent events before the turn's own: the count window, not age, must drop them.
+    await replaceEvents(id, 2_050, (seq) => JSON.stringify({ type: "thread.status", seq }));
     await evictDurableObject(threadStub(id));
     await turn(id, "two");
     const range = () =>

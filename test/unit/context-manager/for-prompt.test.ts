@@ -9,6 +9,7 @@ import {
   assistant,
   customCall,
   customOutput,
+  DEFAULT_POLICY,
   functionCall,
   functionOutput,
   historyWith,
@@ -210,7 +211,7 @@ describe("forPrompt: what it makes is made once per history item", () => {
       localShellCall("c3"),
     ]);
     const first = cm.forPrompt(TEXT_ONLY);
-    cm.recordItems([user("next")], { mode: "tokens", limit: 10_000 });
+    cm.recordItems([user("next")], DEFAULT_POLICY);
     const second = cm.clone().forPrompt(TEXT_ONLY);
     expect(second.slice(0, first.length)).toEqual(first);
     first.forEach((item, i) => {
