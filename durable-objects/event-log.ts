@@ -9,7 +9,7 @@ export const EVENT_WINDOW = 2_000;
 /**
  * How many bytes of stored event text (UTF-8) a thread keeps at most for replay: with the item
  * deltas of finished items left out, 75 to 100 turns of short chat, while the buffer's pages stay
- * a small part of a thread's storage (the count alone let 2,000 events reach about 0.7 MB).
+ * a small part of a thread's storage (2,000 events of a chat thread, with deltas, are 0.7 MB).
  */
 export const EVENT_WINDOW_BYTES = 256 * 1024;
 /**
@@ -47,6 +47,15 @@ function supersedesDeltas(type: string): boolean {
   return type === "item.completed" || isTerminalEventType(type);
 }
 
+/** A stored `item.delta` event: its seq and the UTF-8 bytes of its stored text. */
+interface StoredDelta {
+  seq: number;
+  bytes: number;
+}
+
+/** What a `DELETE … RETURNING length(CAST(body AS BLOB)) AS bytes` gives per row it took. */
+type Dropped = { bytes: number };
+
 /** Pending events written at once past this many, even before their turn ends. */
 const MAX_PENDING_EVENTS = 64;
 
@@ -82,7 +91,7 @@ export class EventLog {
   readonly #enders = new Set<() => void>();
   #pending: { event: ThreadEventRecord; at: number }[] = [];
   /** Stored `item.delta` events no later event superseded yet (this instance's). */
-  #storedDeltas: { seq: number; bytes: number }[] = [];
+  #storedDeltas: StoredDelta[] = [];
   /** Rows of `spindle_events` and the UTF-8 bytes of their `body`: read once, then kept. */
   #stored: { rows: number; bytes: number } | undefined;
   #flushTimer: ReturnType<typeof setTimeout> | undefined;
@@ -134,8 +143,8 @@ export class EventLog {
       rows = [];
       chars = 0;
     };
-    const superseded = lastSuperseding >= 0 ? this.#storedDeltas : [];
-    if (lastSuperseding >= 0) this.#storedDeltas = [];
+    let superseded: StoredDelta[] = [];
+    if (lastSuperseding >= 0) [superseded, this.#storedDeltas] = [this.#storedDeltas, []];
     batch.forEach(({ event, at }, i) => {
       if (event.type === "item.delta" && i < lastSuperseding) return;
       const body = bodies[i] ?? "";
@@ -159,7 +168,7 @@ export class EventLog {
       const seqs = superseded.map((d) => d.seq);
       this.#sql`DELETE FROM spindle_events
         WHERE seq IN (SELECT value FROM json_each(${JSON.stringify(seqs)}))`;
-      this.#counted(-seqs.length, -superseded.reduce((sum, d) => sum + d.bytes, 0));
+      this.#dropped(superseded);
       for (const seq of seqs) this.#parts.remove(seq);
     }
     batch.forEach(({ event }, i) => {
@@ -184,8 +193,8 @@ export class EventLog {
     return this.#stored;
   }
 
-  /** Counts out the rows a `DELETE … RETURNING length(CAST(body AS BLOB)) AS bytes` took. */
-  #dropped(rows: { bytes: number }[]): void {
+  /** Counts out the rows a delete took. */
+  #dropped(rows: Dropped[]): void {
     this.#counted(-rows.length, -rows.reduce((sum, r) => sum + r.bytes, 0));
   }
 
@@ -209,9 +218,7 @@ export class EventLog {
       SELECT at FROM spindle_events ORDER BY seq LIMIT 1`.toArray()[0];
     if (first !== undefined && first.at < cutoff) {
       this.#dropped(
-        this.#sql<{
-          bytes: number;
-        }>`DELETE FROM spindle_events WHERE seq < ${last} AND at < ${cutoff}
+        this.#sql<Dropped>`DELETE FROM spindle_events WHERE seq < ${last} AND at < ${cutoff}
           RETURNING length(CAST(body AS BLOB)) AS bytes`.toArray(),
       );
     }
@@ -227,7 +234,7 @@ export class EventLog {
         WHERE n > ${EVENT_WINDOW} OR bytes > ${EVENT_WINDOW_CUT_BYTES} LIMIT 1`.toArray()[0];
       if (overflow !== undefined) {
         this.#dropped(
-          this.#sql<{ bytes: number }>`DELETE FROM spindle_events
+          this.#sql<Dropped>`DELETE FROM spindle_events
             WHERE seq <= ${overflow.seq} AND seq < ${last}
             RETURNING length(CAST(body AS BLOB)) AS bytes`.toArray(),
         );
