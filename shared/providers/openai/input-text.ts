@@ -23,9 +23,9 @@ const encoder = new TextEncoder();
  * every item again made a turn's cost grow with the thread (about 5 ms of CPU at 5,000 turns).
  * The writer keeps the previous body, the items it held and where the bytes of each whole chunk
  * of them end (`INPUT_CHUNK_ITEMS`); the next body copies the bytes of the chunks whose items are
- * all the same objects, and serializes the rest. Only frozen items are reused: a frozen item never
- * changes (history's items are deep frozen, and so are the outputs normalization adds), an
- * unfrozen one might have since.
+ * all the same objects, and serializes the rest. Only frozen items are reused, and a frozen item
+ * is taken to be frozen all the way down, as `frozenCopy` takes it: history's items are, and so
+ * are the outputs normalization adds, so they never change; an unfrozen one might have since.
  *
  * Bytes rather than a string: what grows with the thread is copied once per request (a string
  * body is flattened and then encoded by `fetch`), and the body kept between requests, the size
@@ -33,7 +33,8 @@ const encoder = new TextEncoder();
  * kept one stays as it was.
  *
  * One per thread (the provider's clients of a thread share it), so the body it keeps is the
- * thread's own.
+ * thread's own: while the thread stays loaded it holds about its last request's size (history's
+ * items, which it does not copy, take about twice that).
  */
 export class InputSerializer {
   /** The items of the kept chunks, in order. */
