@@ -1,10 +1,22 @@
 import { isTerminalEventType } from "../shared/api/index.ts";
+import { utf8ByteLength } from "../shared/context-manager/index.ts";
 import type { Clock } from "../shared/ports/index.ts";
 import type { Sql } from "./sql.ts";
 import { TEXT_PART_MAX_CHARS, TextParts } from "./text-parts.ts";
 
 /** How many events a thread keeps at most for `Last-Event-ID` replay. */
 export const EVENT_WINDOW = 2_000;
+/**
+ * How many bytes of stored event text (UTF-8) a thread keeps at most for replay: with the item
+ * deltas of finished items left out, 75 to 100 turns of short chat, while the buffer's pages stay
+ * a small part of a thread's storage (2,000 events of a chat thread, with deltas, are 0.7 MB).
+ */
+export const EVENT_WINDOW_BYTES = 256 * 1024;
+/**
+ * Where a prune that finds more than `EVENT_WINDOW_BYTES` cuts to: a quarter below, so a full
+ * buffer is cut every few dozen turns rather than on every one.
+ */
+export const EVENT_WINDOW_CUT_BYTES = (EVENT_WINDOW_BYTES * 3) / 4;
 /** How long an event stays replayable. */
 export const EVENT_RETENTION_MS = 15 * 60_000;
 
@@ -27,6 +39,23 @@ interface Subscriber {
 
 const encoder = new TextEncoder();
 
+/**
+ * Events after which a turn's stored `item.delta` events are dropped: the item they streamed is
+ * stored whole (`item.completed`), or the turn ended and nothing will complete it.
+ */
+function supersedesDeltas(type: string): boolean {
+  return type === "item.completed" || isTerminalEventType(type);
+}
+
+/** A stored `item.delta` event: its seq and the UTF-8 bytes of its stored text. */
+interface StoredDelta {
+  seq: number;
+  bytes: number;
+}
+
+/** What a `DELETE … RETURNING length(CAST(body AS BLOB)) AS bytes` gives per row it took. */
+type Dropped = { bytes: number };
+
 /** Pending events written at once past this many, even before their turn ends. */
 const MAX_PENDING_EVENTS = 64;
 
@@ -47,6 +76,11 @@ const REPLAY_PAGE_EVENTS = 32;
  * One insert per turn instead of one per event and delta is most of what persisting them costs. An
  * event lost with the instance before its batch was written was never sent, so its `seq` is free
  * to be handed out again.
+ *
+ * `item.delta` events, most of a turn's events, are stored only while their item is streaming:
+ * once an `item.completed` or terminal event follows them, they are deleted (or, in the same
+ * batch, never written) but still sent live. Replay leaves them out then, as the RPC contract
+ * allows; the completed item holds their text.
  */
 export class EventLog {
   readonly #sql: Sql;
@@ -56,6 +90,10 @@ export class EventLog {
   /** Ends each open stream, replaying or live (`closeAll`). */
   readonly #enders = new Set<() => void>();
   #pending: { event: ThreadEventRecord; at: number }[] = [];
+  /** Stored `item.delta` events no later event superseded yet (this instance's). */
+  #storedDeltas: StoredDelta[] = [];
+  /** Rows of `spindle_events` and the UTF-8 bytes of their `body`: read once, then kept. */
+  #stored: { rows: number; bytes: number } | undefined;
   #flushTimer: ReturnType<typeof setTimeout> | undefined;
 
   readonly #clock: Clock;
@@ -85,7 +123,9 @@ export class EventLog {
   /**
    * Stores the pending events, then sends them to the subscribers. Usually one statement: the
    * rows travel as one JSON parameter, in as many statements as needed to keep each parameter
-   * under the value limit; an event longer than that is stored in parts, one row each.
+   * under the value limit; an event longer than that is stored in parts, one row each. Deltas
+   * that a later event of the batch supersedes are sent without being stored; stored ones it
+   * supersedes are deleted.
    */
   flush(): void {
     this.#cancelTimer();
@@ -93,6 +133,7 @@ export class EventLog {
     if (batch.length === 0) return;
     this.#pending = [];
     const bodies = batch.map(({ event }) => JSON.stringify(event));
+    const lastSuperseding = batch.findLastIndex(({ event }) => supersedesDeltas(event.type));
     let rows: string[] = [];
     let chars = 0;
     const insertRows = () => {
@@ -102,24 +143,59 @@ export class EventLog {
       rows = [];
       chars = 0;
     };
+    let superseded: StoredDelta[] = [];
+    if (lastSuperseding >= 0) [superseded, this.#storedDeltas] = [this.#storedDeltas, []];
     batch.forEach(({ event, at }, i) => {
+      if (event.type === "item.delta" && i < lastSuperseding) return;
       const body = bodies[i] ?? "";
       const row = JSON.stringify([event.seq, at, body]);
+      let stored = body;
       if (row.length > TEXT_PART_MAX_CHARS) {
-        const first = this.#parts.split(event.seq, body);
+        stored = this.#parts.split(event.seq, body);
         this
-          .#sql`INSERT INTO spindle_events (seq, at, body) VALUES (${event.seq}, ${at}, ${first})`;
-        return;
+          .#sql`INSERT INTO spindle_events (seq, at, body) VALUES (${event.seq}, ${at}, ${stored})`;
+      } else {
+        if (chars + row.length > TEXT_PART_MAX_CHARS) insertRows();
+        rows.push(row);
+        chars += row.length + 1;
       }
-      if (chars + row.length > TEXT_PART_MAX_CHARS) insertRows();
-      rows.push(row);
-      chars += row.length + 1;
+      const bytes = utf8ByteLength(stored);
+      this.#counted(1, bytes);
+      if (event.type === "item.delta") this.#storedDeltas.push({ seq: event.seq, bytes });
     });
     insertRows();
+    if (superseded.length > 0) {
+      const seqs = superseded.map((d) => d.seq);
+      this.#sql`DELETE FROM spindle_events
+        WHERE seq IN (SELECT value FROM json_each(${JSON.stringify(seqs)}))`;
+      this.#dropped(superseded);
+      for (const seq of seqs) this.#parts.remove(seq);
+    }
     batch.forEach(({ event }, i) => {
       const line = `${bodies[i]}\n`;
       for (const subscriber of this.#subscribers) this.#send(subscriber, event, line);
     });
+  }
+
+  /** Adds to the kept row and byte counts (nothing while they were not read yet). */
+  #counted(rows: number, bytes: number): void {
+    if (this.#stored === undefined) return;
+    this.#stored.rows += rows;
+    this.#stored.bytes += bytes;
+  }
+
+  #window(): { rows: number; bytes: number } {
+    if (this.#stored === undefined) {
+      const row = this.#sql<{ rows: number; bytes: number | null }>`
+        SELECT COUNT(*) AS rows, SUM(length(CAST(body AS BLOB))) AS bytes FROM spindle_events`.one();
+      this.#stored = { rows: row.rows, bytes: row.bytes ?? 0 };
+    }
+    return this.#stored;
+  }
+
+  /** Counts out the rows a delete took. */
+  #dropped(rows: Dropped[]): void {
+    this.#counted(-rows.length, -rows.reduce((sum, r) => sum + r.bytes, 0));
   }
 
   #cancelTimer(): void {
@@ -128,8 +204,9 @@ export class EventLog {
   }
 
   /**
-   * Drops events past the window (count or age). The newest event always stays: after an
-   * eviction it is where the sequence continues, so no number is ever handed out twice.
+   * Drops events past the window (count, bytes or age), oldest first; past the byte budget, down
+   * to `EVENT_WINDOW_CUT_BYTES`. The newest event always stays: after an eviction it is where the
+   * sequence continues, so no number is ever handed out twice.
    */
   prune(): void {
     this.flush();
@@ -137,11 +214,31 @@ export class EventLog {
     const cutoff = this.#clock.nowMs() - EVENT_RETENTION_MS;
     // Times grow with seq, so the oldest event tells whether any is due: the common case (none)
     // then costs one primary-key lookup instead of a scan of the whole window for `at`.
-    const first = this.#sql<{ seq: number; at: number }>`
-      SELECT seq, at FROM spindle_events ORDER BY seq LIMIT 1`.toArray()[0];
-    if (first !== undefined && (first.seq <= last - EVENT_WINDOW || first.at < cutoff)) {
-      this.#sql`DELETE FROM spindle_events
-        WHERE seq < ${last} AND (seq <= ${last - EVENT_WINDOW} OR at < ${cutoff})`;
+    const first = this.#sql<{ at: number }>`
+      SELECT at FROM spindle_events ORDER BY seq LIMIT 1`.toArray()[0];
+    if (first !== undefined && first.at < cutoff) {
+      this.#dropped(
+        this.#sql<Dropped>`DELETE FROM spindle_events WHERE seq < ${last} AND at < ${cutoff}
+          RETURNING length(CAST(body AS BLOB)) AS bytes`.toArray(),
+      );
+    }
+    const window = this.#window();
+    if (window.rows > EVENT_WINDOW || window.bytes > EVENT_WINDOW_BYTES) {
+      // The newest event that does not fit with the ones after it: it and every older one go.
+      // Counted from the newest back, over the window itself.
+      const overflow = this.#sql<{ seq: number }>`
+        SELECT seq FROM (
+          SELECT seq, ROW_NUMBER() OVER newest AS n,
+            SUM(length(CAST(body AS BLOB))) OVER newest AS bytes
+          FROM spindle_events WINDOW newest AS (ORDER BY seq DESC))
+        WHERE n > ${EVENT_WINDOW} OR bytes > ${EVENT_WINDOW_CUT_BYTES} LIMIT 1`.toArray()[0];
+      if (overflow !== undefined) {
+        this.#dropped(
+          this.#sql<Dropped>`DELETE FROM spindle_events
+            WHERE seq <= ${overflow.seq} AND seq < ${last}
+            RETURNING length(CAST(body AS BLOB)) AS bytes`.toArray(),
+        );
+      }
     }
     // Events are dropped oldest first (their times grow with seq), so their parts go by seq.
     let oldest: number | undefined;
@@ -241,6 +338,8 @@ export class EventLog {
   closeAll(): void {
     this.#cancelTimer();
     this.#pending = [];
+    this.#storedDeltas = [];
+    this.#stored = undefined;
     for (const end of [...this.#enders]) end();
     this.#subscribers.clear();
   }

@@ -7,6 +7,7 @@ import {
 } from "../shared/models/index.ts";
 import {
   createOpenAIClientFromEnv,
+  InputSerializer,
   LocalModelClient,
   type ModelClient,
   ProviderError,
@@ -27,11 +28,15 @@ function configuredProviders(env: Env): string[] {
   return env.OPENAI_API_KEY?.trim() ? ["local", "openai"] : ["local"];
 }
 
-/** Chooses the model client of a thread's turn (design §9). */
+/**
+ * Chooses the model client of a thread's turn (design §9). The thread's `openai` clients share
+ * one `InputSerializer`, so each request serializes only the items the previous one lacked.
+ */
 export function modelClientFactory(
   env: Env,
   threadId: string,
 ): (model: ModelInfo, provider: string) => ModelClient {
+  const inputSerializer = new InputSerializer();
   return (model, provider) => {
     if (provider === "local") return new LocalModelClient();
     if (provider === "openai") {
@@ -41,6 +46,7 @@ export function modelClientFactory(
         fetch: (input, init) => fetch(input, init),
         model: providerModel,
         threadId,
+        inputSerializer,
       });
     }
     throw new ProviderError(`provider "${provider}" is not configured`);

@@ -247,16 +247,17 @@ export interface ThreadRpc {
    * `invalid_request`, `context_window_exceeded`) are answered as a failed result, never inside
    * the stream. Cancelling the stream does not stop the turn; its events stay available through
    * `events` (same `seq`s). A retry with the same `idempotency` key and request replays the
-   * stream the first request got, from the same event on (`event_expired` once those events are
-   * gone); the key failures are those of `startTurn`.
+   * stream the first request got, from the same event on, as `events` replays it (`event_expired`
+   * once those events are gone); the key failures are those of `startTurn`.
    */
   streamTurn(req: StartTurnRequest): Promise<RpcResult<EventStream>>;
   getTurn(turnId: string): Promise<RpcResult<TurnResource>>;
   /**
    * The thread's `EventStream`: the retained events with `seq > after`, in order, then live
    * events as they happen, across turns, until the reader cancels (or the object goes away, when
-   * the stream simply ends). The retained window is bounded (by count and age, the DO's choice);
-   * replay may leave out `item.delta` (the `item.completed` that follows holds the whole item). Failures: `event_expired` when events after `after` have already been dropped (the
+   * the stream simply ends). The retained window is bounded (by count, bytes and age, the DO's
+   * choice); replay may leave out `item.delta` (the `item.completed` that follows holds the whole
+   * item). Failures: `event_expired` when events after `after` have already been dropped (the
    * client must re-read the thread; it must not resume from a gap); `invalid_request` with
    * `errors[0].path` `"after"` when `after` is greater than the newest `seq`.
    */

@@ -183,14 +183,12 @@ const PASSTHROUGH_KEY = "internal_chat_message_metadata_passthrough";
 /** `,"internal_chat_message_metadata_passthrough":` */
 const PASSTHROUGH_MEMBER_BYTES = PASSTHROUGH_KEY.length + 4;
 
-/** Printable ASCII other than `"` and `\`: characters JSON writes as they are. */
-function isPlainAscii(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return false;
-  }
-  return true;
-}
+/**
+ * Printable ASCII other than `"` and `\`: characters JSON writes as they are. A regular
+ * expression rather than a loop: restoring a history tests every item's turn id, and a new
+ * isolate runs a loop in its interpreter, a pattern natively.
+ */
+const PLAIN_ASCII = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
 /** Serialized bytes of a passthrough value; the usual `{"turn_id":"…"}` without serializing. */
 function passthroughValueBytes(value: unknown): number {
@@ -198,7 +196,7 @@ function passthroughValueBytes(value: unknown): number {
     let keys = 0;
     for (const _ in value) keys += 1;
     const turnId = (value as { turn_id?: unknown }).turn_id;
-    if (keys === 1 && typeof turnId === "string" && isPlainAscii(turnId)) {
+    if (keys === 1 && typeof turnId === "string" && PLAIN_ASCII.test(turnId)) {
       return '{"turn_id":""}'.length + turnId.length;
     }
   }

@@ -17,5 +17,5 @@ export {
   segmentsLength,
   summarizeRun,
 } from "./sealed.ts";
-export { approxTokensFromByteCount, truncateToolOutput } from "./truncate.ts";
+export { approxTokensFromByteCount, truncateToolOutput, utf8ByteLength } from "./truncate.ts";
 export type { ContextManagerState, InputModality, TruncationPolicy } from "./types.ts";

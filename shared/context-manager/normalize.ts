@@ -7,6 +7,7 @@ import type {
   ResponseItem,
   ToolOutput,
 } from "../protocol/index.ts";
+import { frozenItem } from "./estimate.ts";
 import { PromptInput } from "./prompt-input.ts";
 import { type CallIdKind, callIdKind, type RunSummary, type SealedItems } from "./sealed.ts";
 import type { InputModality } from "./types.ts";
@@ -52,17 +53,17 @@ function abortedCustomOutput(
     : { type: "custom_tool_call_output", id, call_id: callId, output: ABORTED_OUTPUT };
 }
 
-function stripMessageImages(content: readonly ContentItem[]): ContentItem[] | undefined {
-  if (!content.some((part) => part.type === "input_image")) return undefined;
+function hasImage(parts: readonly { type: string }[]): boolean {
+  return parts.some((part) => part.type === "input_image");
+}
+
+function messageWithoutImages(content: readonly ContentItem[]): ContentItem[] {
   return content.map((part) =>
     part.type === "input_image" ? { type: "input_text", text: IMAGE_OMITTED_TEXT } : part,
   );
 }
 
-function stripOutputImages(output: ToolOutput): ToolOutput | undefined {
-  if (typeof output === "string" || !output.some((part) => part.type === "input_image")) {
-    return undefined;
-  }
+function outputWithoutImages(output: Exclude<ToolOutput, string>): ToolOutput {
   return output.map((part) =>
     part.type === "input_image" ? { type: "input_text", text: IMAGE_OMITTED_TEXT } : part,
   );
@@ -71,14 +72,45 @@ function stripOutputImages(output: ToolOutput): ToolOutput | undefined {
 /** The item with its images replaced by the placeholder text; the item itself if it has none. */
 function withoutImages(item: KnownResponseItem): KnownResponseItem {
   if (item.type === "message") {
-    const content = stripMessageImages(item.content);
-    return content === undefined ? item : { ...item, content };
+    if (!hasImage(item.content)) return item;
+    return derived(textOnlyCopies, item, () => ({
+      ...item,
+      content: messageWithoutImages(item.content),
+    }));
   }
   if (item.type === "function_call_output" || item.type === "custom_tool_call_output") {
-    const output = stripOutputImages(item.output);
-    return output === undefined ? item : { ...item, output };
+    const output = item.output;
+    if (typeof output === "string" || !hasImage(output)) return item;
+    return derived(textOnlyCopies, item, () => ({ ...item, output: outputWithoutImages(output) }));
   }
   return item;
+}
+
+/**
+ * Items normalization makes from a history item (its text-only copy, the synthetic output of a
+ * call), kept per item. A thread's prompts then hold the same objects at the same places, turn
+ * after turn, as they do history's own: a provider can tell what it already serialized by
+ * identity (`InputSerializer`). Weak: they go with their item.
+ */
+const textOnlyCopies = new WeakMap<ResponseItem, KnownResponseItem>();
+const syntheticOutputs = new WeakMap<ResponseItem, KnownResponseItem>();
+
+/**
+ * `make()` for `item`, made once and frozen when `item` is frozen (so it cannot change and the
+ * result is still its own); made anew otherwise.
+ */
+function derived<T extends KnownResponseItem>(
+  cache: WeakMap<ResponseItem, KnownResponseItem>,
+  item: ResponseItem,
+  make: () => T,
+): T {
+  if (!Object.isFrozen(item)) return make();
+  let made = cache.get(item) as T | undefined;
+  if (made === undefined) {
+    made = frozenItem(make());
+    cache.set(item, made);
+  }
+  return made;
 }
 
 /** The call ids a history holds, by kind (`callIdKind`): what decides which pair up. */
@@ -139,18 +171,18 @@ function normalizeItems(
     out[n++] = stripImages ? withoutImages(item) : item;
     switch (item.type) {
       case "function_call":
-        if (!ids.outputs.has(item.call_id)) {
-          out[n++] = abortedFunctionOutput(item.call_id, item.id);
+      case "local_shell_call": {
+        const callId = item.call_id;
+        if (callId !== null && !ids.outputs.has(callId)) {
+          out[n++] = derived(syntheticOutputs, item, () => abortedFunctionOutput(callId, item.id));
         }
         break;
-      case "local_shell_call":
-        if (item.call_id !== null && !ids.outputs.has(item.call_id)) {
-          out[n++] = abortedFunctionOutput(item.call_id, item.id);
-        }
-        break;
+      }
       case "custom_tool_call":
         if (!ids.customOutputs.has(item.call_id)) {
-          out[n++] = abortedCustomOutput(item.call_id, item.id);
+          out[n++] = derived(syntheticOutputs, item, () =>
+            abortedCustomOutput(item.call_id, item.id),
+          );
         }
         break;
     }
@@ -174,7 +206,8 @@ function normalizeItems(
  * normalized like `items`.
  *
  * Never changes history or any item object (design §10 invariant 4). Unchanged items are shared
- * with history; changed ones are new objects. The result depends only on the items and
+ * with history; a changed item and a synthetic output are made once per history item, frozen,
+ * and shared by every prompt after (`derived`). The result depends only on the items and
  * `modalities`, not on how they are split into runs.
  */
 export function normalizeForPrompt(

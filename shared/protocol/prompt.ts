@@ -43,8 +43,11 @@ const BOOKKEEPING_FIELDS = new Set(["id", "internal_chat_message_metadata_passth
  */
 export function modelVisibleItem(item: KnownResponseItem): KnownResponseItem {
   const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(item)) {
-    if (!BOOKKEEPING_FIELDS.has(key) && value !== undefined) out[key] = value;
+  const record = item as Record<string, unknown>;
+  // Keys rather than entries: no pair is allocated per member (every request maps every item).
+  for (const key of Object.keys(record)) {
+    const value = record[key];
+    if (value !== undefined && !BOOKKEEPING_FIELDS.has(key)) out[key] = value;
   }
   return out as KnownResponseItem;
 }

@@ -5,6 +5,7 @@ export {
   type ModelPrompt,
   ProviderError,
 } from "./model-client.ts";
+export { InputSerializer } from "./openai/input-text.ts";
 export {
   createOpenAIClientFromEnv,
   type FetchFn,

@@ -5,9 +5,10 @@ import {
   type ModelPrompt,
   ProviderError,
 } from "./model-client.ts";
+import { InputSerializer } from "./openai/input-text.ts";
 import { backoffDelayMs, retryAfterMs } from "./openai/retry.ts";
 import { SseParser } from "./openai/sse.ts";
-import { buildRequestBody, interpretEvent } from "./openai/wire.ts";
+import { buildRequestBody, interpretEvent, requestBodyBytes } from "./openai/wire.ts";
 
 export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
 export const OPENAI_DEFAULT_MAX_ATTEMPTS = 4;
@@ -45,6 +46,11 @@ export interface OpenAIResponsesClientConfig {
   clock?: Clock;
   /** Arms the per-attempt timeout. Default `setTimeout`. */
   schedule?: ScheduleFn;
+  /**
+   * Serializes the requests' `input`, reusing the previous request's text: one per thread, shared
+   * by the thread's clients. Default: one of the client's own.
+   */
+  inputSerializer?: InputSerializer;
 }
 
 const STREAM_ENDED_EARLY = "stream ended before the response completed";
@@ -209,6 +215,7 @@ export class OpenAIResponsesClient implements ModelClient {
   readonly #random: () => number;
   readonly #clock: Clock;
   readonly #schedule: ScheduleFn;
+  readonly #serializer: InputSerializer;
 
   constructor(config: OpenAIResponsesClientConfig) {
     if (!config.apiKey) throw new ProviderError("openai: an API key is required");
@@ -229,19 +236,26 @@ export class OpenAIResponsesClient implements ModelClient {
     this.#sleep = config.sleep ?? sleepWith(this.#schedule);
     this.#random = config.random ?? Math.random;
     this.#clock = config.clock ?? { nowMs: () => Date.now() };
+    this.#serializer = config.inputSerializer ?? new InputSerializer();
   }
 
   /** The JSON body `stream` posts for `prompt` (exposed for `GET …/prompt`-style inspection). */
   requestBody(prompt: ModelPrompt): Record<string, unknown> {
-    return buildRequestBody(prompt, {
+    return buildRequestBody(prompt, this.#bodyOptions());
+  }
+
+  #bodyOptions() {
+    return {
       model: this.model,
       ...(this.#threadId !== undefined ? { promptCacheKey: this.#threadId } : {}),
-    });
+    };
   }
 
   async *stream(prompt: ModelPrompt, signal?: AbortSignal): AsyncGenerator<ModelEvent> {
     signal?.throwIfAborted();
-    const body = JSON.stringify(this.requestBody(prompt));
+    // `JSON.stringify(this.requestBody(prompt))` as UTF-8, without serializing again what the
+    // thread's previous request held.
+    const body = requestBodyBytes(prompt, this.#bodyOptions(), this.#serializer);
     for (let attempt = 1; attempt <= this.#maxAttempts; attempt++) {
       const scope = new AttemptScope(signal, this.#timeoutMs, this.#schedule);
       let yielded = false;

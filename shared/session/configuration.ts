@@ -161,7 +161,19 @@ export function effectiveBaseInstructions(config: SessionConfiguration, model: M
   return config.base_instructions ?? model.instructions;
 }
 
+/**
+ * Names of the zones that are UTC all year (IANA names match without case). They need no `Intl`
+ * to check or to date (`calendarDate`): its first use in an isolate costs about 10 ms (loading the
+ * zone data), most of the first turn after a restart on a thread in the default timezone.
+ */
+const UTC_ZONES = new Set(["utc", "etc/utc", "gmt", "etc/gmt"]);
+
+export function isUtcZone(timezone: string): boolean {
+  return UTC_ZONES.has(timezone.toLowerCase());
+}
+
 function checkTimezone(timezone: string): string {
+  if (isUtcZone(timezone)) return timezone;
   try {
     new Intl.DateTimeFormat("en-US", { timeZone: timezone });
   } catch {

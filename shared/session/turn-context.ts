@@ -9,7 +9,7 @@ import type {
   TurnContextItem,
 } from "../protocol/index.ts";
 import { hasNetworkAccess, type WorldStateInput } from "../world-state/index.ts";
-import { effectiveBaseInstructions } from "./configuration.ts";
+import { effectiveBaseInstructions, isUtcZone } from "./configuration.ts";
 
 /** The frozen settings of one turn (design §3). Built once when the turn starts; never changed. */
 export interface TurnContext {
@@ -49,8 +49,15 @@ export function truncationPolicyOf(config: SessionConfiguration): TruncationPoli
 const dateFormats = new Map<string, Intl.DateTimeFormat>();
 const MAX_CACHED_FORMATS = 64;
 
+const twoDigits = (n: number) => (n < 10 ? `0${n}` : String(n));
+
 /** YYYY-MM-DD of an instant in an IANA timezone. */
 export function calendarDate(epochMs: number, timezone: string): string {
+  if (isUtcZone(timezone)) {
+    // As `Intl` writes it for en-CA: the year unpadded, month and day in two digits.
+    const date = new Date(epochMs);
+    return `${date.getUTCFullYear()}-${twoDigits(date.getUTCMonth() + 1)}-${twoDigits(date.getUTCDate())}`;
+  }
   let format = dateFormats.get(timezone);
   if (format === undefined) {
     // en-CA formats dates as YYYY-MM-DD.

@@ -12,7 +12,7 @@ import {
   type SseFrame,
   threadStub,
 } from "./helpers/api.ts";
-import { answerEvents, responsesStream } from "./helpers/openai.ts";
+import { answerEvents, requestJson, responsesStream } from "./helpers/openai.ts";
 import { checkThreadRollout, sqlRows } from "./helpers/rollout.ts";
 
 afterEach(() => {
@@ -160,31 +160,69 @@ const getWith = (path: string, headers: Record<string, string>) =>
   api("GET", path, undefined, DEV_KEY, headers);
 
 describe("event storage", () => {
-  it("a turn's events are stored by the time it answers, in one batch: replay from 0 has each, in order", async () => {
+  it("a turn's events are stored by the time it answers, its finished message's deltas left out: replay from 0 has each, in order", async () => {
     const id = newThreadId();
     await createThread(id);
-    const done = await turn(id, "hello");
+    const live = await readSse(
+      await post(`/v1/threads/${id}/turns`, { input: "hello", stream: true }),
+    );
+    const done = (JSON.parse(live.at(-1)?.data ?? "{}") as { data: Turn }).data;
     const rows = await runInDurableObject(threadStub(id), (_i, state) =>
       state.storage.sql
         .exec<{ seq: number; body: string }>("SELECT seq, body FROM spindle_events ORDER BY seq")
         .toArray(),
     );
-    const stored = rows.map(
-      (r) => JSON.parse(r.body) as { type: string; turn_id: string; data: { delta?: string } },
+    const stored = rows.map((r) => JSON.parse(r.body) as { type: string; turn_id: string });
+    // What was streamed, less the deltas: the completed message holds their text.
+    expect(rows.map((r) => r.body)).toEqual(
+      live.filter((f) => f.event !== "item.delta").map((f) => f.data),
     );
-    expect(rows.map((r) => r.seq)).toEqual(rows.map((_, i) => i + 1));
     expect(stored[0]?.type).toBe("turn.started");
     expect(stored.at(-1)).toMatchObject({ type: "turn.completed", turn_id: done.id });
-    const answer = done.items.at(-1) as { content?: { text?: string }[] } | undefined;
-    const text = answer?.content?.[0]?.text ?? "";
-    expect(text).not.toBe("");
-    const deltas = stored.filter((e) => e.type === "item.delta").map((e) => e.data.delta);
-    expect(deltas.join("")).toBe(text);
+    const answer = text(done.items.at(-1));
+    expect(answer).not.toBe("");
+    const deltas = live
+      .filter((f) => f.event === "item.delta")
+      .map((f) => (JSON.parse(f.data) as { data: { delta: string } }).data.delta);
+    expect(deltas.join("")).toBe(answer);
     const replay = await readSse(
       await getWith(`/v1/threads/${id}/events`, { "last-event-id": "0" }),
       until("turn.completed"),
     );
     expect(replay.map((f) => Number(f.id))).toEqual(rows.map((r) => r.seq));
+  });
+
+  it("keeps the deltas of the message still streaming for replay, and drops them once it completes", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    const res = await post(`/v1/threads/${id}/turns`, {
+      input: "/slow 30 keep going",
+      stream: true,
+    });
+    const seen = await readSse(
+      res,
+      (frames) => frames.filter((f) => f.event === "item.delta").length >= 2,
+    );
+    const storedTypes = () =>
+      runInDurableObject(threadStub(id), (_i, state) =>
+        state.storage.sql
+          .exec<{ body: string }>("SELECT body FROM spindle_events ORDER BY seq")
+          .toArray()
+          .map((r) => (JSON.parse(r.body) as { type: string }).type),
+      );
+    const streaming = await storedTypes();
+    expect(streaming.filter((t) => t === "item.delta").length).toBeGreaterThanOrEqual(2);
+    // A reader that reconnects mid-message gets the deltas it missed.
+    const firstDelta = seen.find((f) => f.event === "item.delta");
+    const resumed = await readSse(
+      await getWith(`/v1/threads/${id}/events`, {
+        "last-event-id": String(Number(firstDelta?.id) - 1),
+      }),
+      until("turn.completed"),
+    );
+    expect(resumed[0]).toEqual(firstDelta);
+    await untilTurnStatus(id, JSON.parse(seen[0]?.data ?? "{}").turn_id, "completed");
+    expect((await storedTypes()).filter((t) => t === "item.delta")).toEqual([]);
   });
 
   it("an event larger than a SQLite value (a 3 MB message) is stored in parts and replays whole", async () => {
@@ -230,13 +268,13 @@ describe("event replay", () => {
     const id = newThreadId();
     await createThread(id);
     // More events than a replay page (32), then a turn that is still running during the replay.
-    for (let i = 0; i < 4; i++) await turn(id, `turn ${i} with an answer long enough for deltas`);
+    for (let i = 0; i < 8; i++) await turn(id, `turn ${i} with an answer long enough for deltas`);
     const slow = turn(id, "/slow 40 still running while the replay pages");
     await untilRunning(id);
     const frames = await readSse(
       await getWith(`/v1/threads/${id}/events`, { "last-event-id": "0" }),
       (seen) =>
-        seen.filter((f) => f.event === "turn.completed").length === 5 ||
+        seen.filter((f) => f.event === "turn.completed").length === 9 ||
         seen.some((f) => f.event === "turn.failed"),
     );
     await slow;
@@ -247,8 +285,12 @@ describe("event replay", () => {
         .toArray()
         .map((r) => r.seq),
     );
-    expect(ids.length).toBeGreaterThan(32);
-    expect(ids).toEqual(stored.slice(0, ids.length));
+    // The running turn's deltas came live; once its message completed they left storage.
+    expect(frames.some((f) => f.event === "item.delta")).toBe(true);
+    const kept = ids.filter((_, i) => frames[i]?.event !== "item.delta");
+    expect(kept.length).toBeGreaterThan(32);
+    expect(kept).toEqual(stored.slice(0, kept.length));
+    expect(ids).toEqual([...new Set(ids)].sort((a, b) => a - b));
     expect(frames.at(-1)?.event).toBe("turn.completed");
   });
 });
@@ -279,24 +321,110 @@ describe("event retention", () => {
   });
 });
 
+/** Replaces a thread's stored events with `count` recent ones, seq 1 on, whose text `body` gives. */
+const replaceEvents = (id: string, count: number, body: (seq: number) => string) =>
+  runInDurableObject(threadStub(id), (_i, state) => {
+    const now = Date.now();
+    state.storage.sql.exec("DELETE FROM spindle_events");
+    for (let seq = 1; seq <= count; seq++) {
+      state.storage.sql.exec(
+        "INSERT INTO spindle_events (seq, at, body) VALUES (?, ?, ?)",
+        seq,
+        now,
+        body(seq),
+      );
+    }
+  });
+
+describe("event window by bytes", () => {
+  /** Stored events: seq and UTF-8 bytes of each, oldest first. */
+  const storedEvents = (id: string) =>
+    runInDurableObject(threadStub(id), (_i, state) =>
+      state.storage.sql
+        .exec<{ seq: number; bytes: number }>(
+          "SELECT seq, length(CAST(body AS BLOB)) AS bytes FROM spindle_events ORDER BY seq",
+        )
+        .toArray(),
+    );
+
+  it("past 256 KiB, keeps the newest events within 192 KiB once a turn ends; asking from a dropped one is 410 event_expired", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    await turn(id, "one");
+    // 100 recent events of 4 KiB before the turn's own: 400 KiB, past the byte budget only.
+    const item = {
+      type: "message",
+      role: "user",
+      content: [{ type: "input_text", text: "é".repeat(2_000) }],
+    };
+    await replaceEvents(id, 100, (seq) =>
+      JSON.stringify({
+        seq,
+        type: "item.completed",
+        turn_id: null,
+        data: { item, context: false },
+      }),
+    );
+    await evictDurableObject(threadStub(id));
+    await turn(id, "two");
+    const kept = await storedEvents(id);
+    const bytes = kept.reduce((sum, e) => sum + e.bytes, 0);
+    expect(bytes).toBeLessThanOrEqual(192 * 1024);
+    // One more (the newest dropped, 4 KiB) would not have fit.
+    expect(bytes + 4_000).toBeGreaterThan(192 * 1024);
+    const first = kept[0]?.seq ?? 0;
+    expect(first).toBeGreaterThan(1);
+    expect(kept.at(-1)?.seq).toBeGreaterThan(100);
+    const expired = await getWith(`/v1/threads/${id}/events`, {
+      "last-event-id": String(first - 2),
+    });
+    expect(expired.status).toBe(410);
+    expect(await expired.json()).toMatchObject({ code: "event_expired" });
+    const replay = await readSse(
+      await getWith(`/v1/threads/${id}/events`, { "last-event-id": String(first - 1) }),
+      until("turn.completed"),
+    );
+    expect(replay.map((f) => Number(f.id))).toEqual(kept.map((e) => e.seq));
+  });
+
+  it("stays within 256 KiB turn after turn, cutting to 192 KiB when a turn passes it", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    const totals: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      // The message is stored twice (its item.completed and the Turn that ends the turn).
+      await turn(id, `${i} ${"y".repeat(20_000)}`);
+      totals.push((await storedEvents(id)).reduce((sum, e) => sum + e.bytes, 0));
+    }
+    expect(Math.max(...totals)).toBeLessThanOrEqual(256 * 1024);
+    const cuts = totals.filter((bytes, i) => i > 0 && bytes < (totals[i - 1] ?? 0));
+    expect(cuts.length).toBeGreaterThan(0);
+    for (const bytes of cuts) expect(bytes).toBeLessThanOrEqual(192 * 1024);
+  });
+
+  it("keeps the newest event even when it alone is larger than the budget, so seqs continue", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    // The user message and the Turn that ends the turn each carry 300 KB.
+    const done = await turn(id, `${"x".repeat(300_000)} big`);
+    const kept = await storedEvents(id);
+    expect(kept).toHaveLength(1);
+    expect(kept[0]?.bytes).toBeGreaterThan(256 * 1024);
+    const next = await readSse(
+      await post(`/v1/threads/${id}/turns`, { input: "small", stream: true }),
+    );
+    expect(Number(next[0]?.id)).toBe((kept[0]?.seq ?? 0) + 1);
+    expect(done.status).toBe("completed");
+  });
+});
+
 describe("event window", () => {
   it("keeps the newest 2,000 events once a turn ends, and no fewer", async () => {
     const id = newThreadId();
     await createThread(id);
     await turn(id, "one");
-    const now = Date.now();
-    await runInDurableObject(threadStub(id), (_i, state) => {
-      // 2,050 recent events before the turn's own: the count window, not age, must drop them.
-      state.storage.sql.exec("DELETE FROM spindle_events");
-      for (let seq = 1; seq <= 2_050; seq++) {
-        state.storage.sql.exec(
-          "INSERT INTO spindle_events (seq, at, body) VALUES (?, ?, ?)",
-          seq,
-          now,
-          JSON.stringify({ type: "thread.status", seq }),
-        );
-      }
-    });
+    // 2,050 recent events before the turn's own: the count window, not age, must drop them.
+    await replaceEvents(id, 2_050, (seq) => JSON.stringify({ type: "thread.status", seq }));
     await evictDurableObject(threadStub(id));
     await turn(id, "two");
     const range = () =>
@@ -310,7 +438,8 @@ describe("event window", () => {
     const { first, last, n } = await range();
     expect(last).toBeGreaterThan(2_050);
     expect(n).toBe(2_000);
-    expect(first).toBe(last - 1_999);
+    // The oldest went: all but the newest 2,000 stored (the turns' deltas never stayed).
+    expect(first).toBeGreaterThan(51);
   });
 });
 
@@ -552,7 +681,7 @@ describe("Idempotency-Key", () => {
     expect(await userTexts(id)).toEqual(["/slow 30 take your time"]);
   });
 
-  it("a streamed retry replays the first stream's events, with the same ids", async () => {
+  it("a streamed retry replays the first stream's events, with the same ids, less the deltas of completed items", async () => {
     const id = newThreadId();
     await createThread(id);
     const body = { input: "stream me", stream: true };
@@ -565,7 +694,7 @@ describe("Idempotency-Key", () => {
       await keyed(`/v1/threads/${id}/turns`, "s", body),
       until("turn.completed"),
     );
-    expect(replay).toEqual(first);
+    expect(replay).toEqual(first.filter((f) => f.event !== "item.delta"));
     // Once those events are gone, the retry says so instead of streaming a new turn.
     await runInDurableObject(threadStub(id), (_i, state) =>
       state.storage.sql.exec("UPDATE spindle_events SET at = 0"),
@@ -982,7 +1111,7 @@ describe("the openai provider", () => {
     const spy = vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
       const url = String(input instanceof Request ? input.url : input);
       if (!url.startsWith("https://openai.test/")) throw new Error(`unexpected fetch ${url}`);
-      bodies.push(JSON.parse(String(init?.body)));
+      bodies.push(await requestJson(init));
       if (bodies.length === 1)
         return new Response("{}", { status: 429, headers: { "retry-after": "0" } });
       return new Response(responsesStream(answerEvents("Hello from upstream")), {
@@ -1010,7 +1139,7 @@ describe("the openai provider", () => {
     await createThread(id, { model: "gpt-think", cwd: "/repo" });
     const bodies: Record<string, unknown>[] = [];
     vi.spyOn(globalThis, "fetch").mockImplementation(async (_input, init) => {
-      bodies.push(JSON.parse(String(init?.body)));
+      bodies.push(await requestJson(init));
       return new Response(responsesStream(answerEvents(`answer ${bodies.length}`)), {
         headers: { "content-type": "text/event-stream" },
       });
@@ -1051,7 +1180,7 @@ describe("the openai provider", () => {
     });
     const bodies: { input: unknown[]; [key: string]: unknown }[] = [];
     vi.spyOn(globalThis, "fetch").mockImplementation(async (_input, init) => {
-      bodies.push(JSON.parse(String(init?.body)));
+      bodies.push(await requestJson(init));
       return new Response(responsesStream(answerEvents(`answer ${bodies.length}`)), {
         headers: { "content-type": "text/event-stream" },
       });

@@ -18,7 +18,7 @@ import {
   type SseFrame,
   threadStub,
 } from "./helpers/api.ts";
-import { answerEvents, responsesStream } from "./helpers/openai.ts";
+import { answerEvents, requestJson, responsesStream } from "./helpers/openai.ts";
 import { checkThreadRollout } from "./helpers/rollout.ts";
 import type { TestThread } from "./worker.ts";
 
@@ -163,7 +163,7 @@ function remoteModel(): MockInstance {
   return vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
     const url = String(input instanceof Request ? input.url : input);
     if (!url.startsWith("https://openai.test/")) throw new Error(`unexpected fetch ${url}`);
-    const request = JSON.parse(String(init?.body)) as { input: unknown[] };
+    const request = await requestJson<{ input: unknown[] }>(init);
     served += 1;
     const text = `Upstream answer ${served} to ${request.input.length} items`;
     const body = responsesStream(answerEvents(text, `msg_up_${served}`));

@@ -11,6 +11,7 @@ import {
   type TokenUsage,
 } from "../../protocol/index.ts";
 import { type ModelEvent, type ModelPrompt, ProviderError } from "../model-client.ts";
+import type { InputSerializer } from "./input-text.ts";
 import type { SseEvent } from "./sse.ts";
 
 export interface RequestBodyOptions {
@@ -31,30 +32,55 @@ function toWireTool(tool: FunctionTool): Record<string, unknown> {
   };
 }
 
+/**
+ * The members of the `POST /responses` body around `input`, in the order of Codex's request:
+ * `head` before it, `tail` after it.
+ */
+function requestMembers(prompt: ModelPrompt, options: RequestBodyOptions) {
+  const head = { model: options.model, instructions: prompt.instructions };
+  const tail: Record<string, unknown> = {
+    tools: prompt.tools.map(toWireTool),
+    tool_choice: "auto",
+    parallel_tool_calls: prompt.parallel_tool_calls,
+  };
+  if (prompt.reasoning !== undefined) tail.reasoning = { ...prompt.reasoning };
+  tail.store = false;
+  tail.stream = true;
+  // With `store: false` the server keeps no reasoning state; the encrypted copy is how reasoning
+  // carries over to the next request. A model that does not reason would refuse the request.
+  if (prompt.reasoning !== undefined) tail.include = ["reasoning.encrypted_content"];
+  if (options.promptCacheKey !== undefined) tail.prompt_cache_key = options.promptCacheKey;
+  if (prompt.text !== undefined) tail.text = { ...prompt.text };
+  return { head, tail };
+}
+
 /** The `POST /responses` body for one sampling request (design §9). */
 export function buildRequestBody(
   prompt: ModelPrompt,
   options: RequestBodyOptions,
 ): Record<string, unknown> {
-  // Fields in the order of Codex's request.
-  const body: Record<string, unknown> = {
-    model: options.model,
-    instructions: prompt.instructions,
-    // A request holds every item: stored runs of history are read here.
-    input: prompt.input.toArray().map(modelVisibleItem),
-    tools: prompt.tools.map(toWireTool),
-    tool_choice: "auto",
-    parallel_tool_calls: prompt.parallel_tool_calls,
-  };
-  if (prompt.reasoning !== undefined) body.reasoning = { ...prompt.reasoning };
-  body.store = false;
-  body.stream = true;
-  // With `store: false` the server keeps no reasoning state; the encrypted copy is how reasoning
-  // carries over to the next request. A model that does not reason would refuse the request.
-  if (prompt.reasoning !== undefined) body.include = ["reasoning.encrypted_content"];
-  if (options.promptCacheKey !== undefined) body.prompt_cache_key = options.promptCacheKey;
-  if (prompt.text !== undefined) body.text = { ...prompt.text };
-  return body;
+  const { head, tail } = requestMembers(prompt, options);
+  // A request holds every item: stored runs of history are read here.
+  return { ...head, input: prompt.input.toArray().map(modelVisibleItem), ...tail };
+}
+
+/**
+ * `JSON.stringify(buildRequestBody(prompt, options))` as UTF-8, byte for byte, written by
+ * `serializer` (which reuses what the thread's previous request serialized).
+ */
+export function requestBodyBytes(
+  prompt: ModelPrompt,
+  options: RequestBodyOptions,
+  serializer: InputSerializer,
+): Uint8Array {
+  const { head, tail } = requestMembers(prompt, options);
+  // Both objects have members, and JSON.stringify writes no space: `{…}` without its closing
+  // brace and `,"input":`, the array, then `,` and the tail without its opening brace.
+  return serializer.write(
+    `${JSON.stringify(head).slice(0, -1)},"input":`,
+    prompt.input.toArray(),
+    `,${JSON.stringify(tail).slice(1)}`,
+  );
 }
 
 const ApiErrorSchema = z.looseObject({

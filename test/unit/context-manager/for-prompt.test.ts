@@ -3,11 +3,13 @@ import {
   ContextManager,
   SYNTHETIC_OUTPUT_NAMESPACE,
 } from "../../../shared/context-manager/index.ts";
+import { normalizeForPrompt } from "../../../shared/context-manager/normalize.ts";
 import type { ResponseItem } from "../../../shared/protocol/index.ts";
 import {
   assistant,
   customCall,
   customOutput,
+  DEFAULT_POLICY,
   functionCall,
   functionOutput,
   historyWith,
@@ -197,6 +199,40 @@ describe("forPrompt: images (reference §4.3 step 3)", () => {
 
   it("keeps images when the model accepts them", () => {
     expect(historyWith(history).forPrompt(WITH_IMAGES)).toEqual(history);
+  });
+});
+
+describe("forPrompt: what it makes is made once per history item", () => {
+  it("gives the same frozen synthetic outputs and text-only copies in every prompt of a history and its clones", () => {
+    const cm = historyWith([
+      message("user", [image("data:image/png;base64,AAAA")]),
+      functionCall("c1", "fc_1"),
+      customCall("c2"),
+      localShellCall("c3"),
+    ]);
+    const first = cm.forPrompt(TEXT_ONLY);
+    cm.recordItems([user("next")], DEFAULT_POLICY);
+    const second = cm.clone().forPrompt(TEXT_ONLY);
+    expect(second.slice(0, first.length)).toEqual(first);
+    first.forEach((item, i) => {
+      expect(second[i]).toBe(item);
+      expect(Object.isFrozen(item)).toBe(true);
+    });
+  });
+
+  it("makes them anew for items that are not frozen, which could have changed", () => {
+    const call = functionCall("c1", "fc_1");
+    const items: ResponseItem[] = [message("user", [image("data:image/png;base64,AAAA")]), call];
+    const first = normalizeForPrompt([], items, TEXT_ONLY).toArray();
+    call.call_id = "c9";
+    const second = normalizeForPrompt([], items, TEXT_ONLY).toArray();
+    expect(second[0]).not.toBe(first[0]);
+    expect(second[2]).toEqual({
+      type: "function_call_output",
+      id: expect.stringMatching(/^fco_/),
+      call_id: "c9",
+      output: "aborted",
+    });
   });
 });
 

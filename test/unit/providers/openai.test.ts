@@ -5,6 +5,7 @@ import { PromptInput } from "../../../shared/context-manager/index.ts";
 import type { KnownResponseItem } from "../../../shared/protocol/index.ts";
 import {
   createOpenAIClientFromEnv,
+  InputSerializer,
   type ModelEvent,
   type ModelPrompt,
   OpenAIResponsesClient,
@@ -480,6 +481,27 @@ describe("OpenAIResponsesClient request", () => {
     const before = structuredClone(input);
     await drain(harness().client, prompt(input));
     expect(input).toEqual(before);
+  });
+});
+
+describe("OpenAIResponsesClient request bodies of one thread", () => {
+  it("sends exactly JSON.stringify(requestBody) on each request, for clients sharing a serializer", async () => {
+    script(sseOk(completedFrame()), sseOk(completedFrame()), sseOk(completedFrame()));
+    const inputSerializer = new InputSerializer();
+    const history = [Object.freeze({ ...user("hi"), id: "msg_1" }) as KnownResponseItem];
+    const prompts: ModelPrompt[] = [];
+    for (const model of ["gpt-a", "gpt-a", "gpt-b"]) {
+      const p = prompt([...history]);
+      prompts.push(p);
+      const { client } = harness({ model, inputSerializer });
+      expect((await drain(client, p)).error).toBeUndefined();
+      history.push(Object.freeze(user(`after ${model}`)));
+    }
+    expect(requests.map((r) => r.body)).toEqual(
+      prompts.map((p, i) =>
+        JSON.stringify(harness({ model: ["gpt-a", "gpt-a", "gpt-b"][i] }).client.requestBody(p)),
+      ),
+    );
   });
 });
 

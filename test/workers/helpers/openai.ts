@@ -27,3 +27,10 @@ export function answerEvents(text: string, id = "msg_up") {
     },
   ];
 }
+
+/** The JSON a stubbed `fetch` was sent, whatever body type carried it. */
+export function requestJson<T = Record<string, unknown>>(
+  init: RequestInit | undefined,
+): Promise<T> {
+  return new Response(init?.body ?? null).json() as Promise<T>;
+}
