@@ -78,6 +78,7 @@ function harness(
     put: (key: string, value: unknown) => {
       metaValues.set(key, value);
     },
+    packTurns: () => log.push("pack turns"),
   };
   const flushes = [...(opts.flushes ?? [])];
   const live = {
@@ -129,11 +130,19 @@ function harness(
 const failing = () => Promise.reject(new Error("R2 is down"));
 
 describe("Upkeep: a run flushes, checkpoints, prunes, keeps the alarm and drains the queue", () => {
-  it("a successful run flushes, resets the failed attempts, checkpoints, prunes and drains", async () => {
+  it("a successful run flushes, resets the failed attempts, checkpoints, prunes, groups turn rows and drains", async () => {
     const h = harness();
     h.meta.put("flush_attempts", 3);
     await h.upkeep.run();
-    expect(h.log).toEqual(["load", "flush", "checkpoint", "prune events", "prune keys", "drain"]);
+    expect(h.log).toEqual([
+      "load",
+      "flush",
+      "checkpoint",
+      "prune events",
+      "prune keys",
+      "pack turns",
+      "drain",
+    ]);
     expect(Object.fromEntries(h.meta.values)).toEqual({ flush_attempts: 0 });
     expect(h.storage.stored).toBeNull();
   });
@@ -155,12 +164,14 @@ describe("Upkeep: a run flushes, checkpoints, prunes, keeps the alarm and drains
       `alarm ${flushRetryDelayMs(1)}`,
       "prune events",
       "prune keys",
+      "pack turns",
       "drain",
       "load",
       "flush",
       `alarm ${flushRetryDelayMs(2)}`,
       "prune events",
       "prune keys",
+      "pack turns",
       "drain",
     ]);
   });
@@ -263,6 +274,7 @@ describe("Upkeep.scheduleFlush: lines just written go to R2 soon, or now when th
       "checkpoint",
       "prune events",
       "prune keys",
+      "pack turns",
       "drain",
     ]);
     // The run is the flush: no alarm was needed for it.
