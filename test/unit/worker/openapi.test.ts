@@ -92,6 +92,21 @@ describe("the OpenAPI document", () => {
         "POST /v1/admin/tenants/{tenant}/keys",
         "GET /v1/admin/tenants/{tenant}/keys",
         "DELETE /v1/admin/tenants/{tenant}/keys/{key_id}",
+        "POST /v1/hooks",
+        "GET /v1/hooks",
+        "GET /v1/hooks/{id}",
+        "DELETE /v1/hooks/{id}",
+        "POST /v1/hooks/{id}/rotate-secret",
+        "GET /v1/hooks/{id}/deliveries",
+        "POST /hooks/{tenant}/{hook}",
+        "POST /v1/webhook-endpoints",
+        "GET /v1/webhook-endpoints",
+        "GET /v1/webhook-endpoints/{id}",
+        "PATCH /v1/webhook-endpoints/{id}",
+        "DELETE /v1/webhook-endpoints/{id}",
+        "POST /v1/webhook-endpoints/{id}/rotate-secret",
+        "POST /v1/webhook-endpoints/{id}/test",
+        "GET /v1/webhook-endpoints/{id}/deliveries",
       ].sort(),
     );
   });
@@ -153,7 +168,12 @@ describe("the OpenAPI document", () => {
       const name = JSON.stringify(op.security);
       byKey.set(name, [...(byKey.get(name) ?? []), `${method.toUpperCase()} ${path}`]);
     }
-    expect(byKey.get("[]")).toEqual(["GET /healthz", "GET /openapi.json"]);
+    // The hook's sender signs its delivery instead.
+    expect(byKey.get("[]")).toEqual([
+      "GET /healthz",
+      "GET /openapi.json",
+      "POST /hooks/{tenant}/{hook}",
+    ]);
     expect(byKey.get(JSON.stringify([{ adminKey: [] }]))).toEqual([
       "POST /v1/admin/tenants",
       "GET /v1/admin/tenants",
@@ -173,7 +193,10 @@ describe("the OpenAPI document", () => {
     const threads = byKey.get(JSON.stringify([{ apiKey: ["threads"] }])) ?? [];
     expect(threads).toHaveLength(20);
     expect(threads.every((op) => op.includes(" /v1/threads"))).toBe(true);
-    expect([...byKey.keys()]).toHaveLength(5);
+    const hooks = byKey.get(JSON.stringify([{ apiKey: ["hooks"] }])) ?? [];
+    expect(hooks).toHaveLength(14);
+    expect(hooks.every((op) => /^\S+ \/v1\/(hooks|webhook-endpoints)/.test(op))).toBe(true);
+    expect([...byKey.keys()]).toHaveLength(6);
   });
 
   it("the metadata filter of the listing is a deep-object query parameter", () => {
