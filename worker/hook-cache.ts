@@ -29,7 +29,7 @@ export class HookCache {
   readonly #entries: TtlCache<CachedHook>;
 
   constructor(options: { nowMs?: () => number } = {}) {
-    this.#entries = new TtlCache(HOOK_CACHE_MAX_ENTRIES, options.nowMs ?? Date.now);
+    this.#entries = new TtlCache(HOOK_CACHE_MAX_ENTRIES, options.nowMs ?? (() => Date.now()));
   }
 
   now(): number {

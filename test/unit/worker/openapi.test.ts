@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { PROBLEM_CODES } from "../../../shared/api/index.ts";
+import { WEBHOOK_EVENT_TYPES } from "../../../shared/webhooks/index.ts";
 import { createApp } from "../../../worker/app.ts";
 import { buildOpenApiDocument, type OpenApiDocument } from "../../../worker/openapi.ts";
 import { API_ROUTES, type RouteSpec } from "../../../worker/routes.ts";
@@ -197,6 +198,20 @@ describe("the OpenAPI document", () => {
     expect(hooks).toHaveLength(14);
     expect(hooks.every((op) => /^\S+ \/v1\/(hooks|webhook-endpoints)/.test(op))).toBe(true);
     expect([...byKey.keys()]).toHaveLength(6);
+  });
+
+  it("documents each outbound event under webhooks, with the Standard Webhooks headers", () => {
+    const events = Object.keys(doc.webhooks).sort();
+    expect(events).toEqual([...WEBHOOK_EVENT_TYPES].sort());
+    const completed = doc.webhooks["turn.completed"]?.post as Operation;
+    expect(completed.parameters?.map((p) => [p.name, p.in, p.required])).toEqual([
+      ["webhook-id", "header", true],
+      ["webhook-timestamp", "header", true],
+      ["webhook-signature", "header", true],
+    ]);
+    expect(completed.requestBody?.content["application/json"]?.schema).toEqual({
+      $ref: "#/components/schemas/WebhookEvent",
+    });
   });
 
   it("the metadata filter of the listing is a deep-object query parameter", () => {
