@@ -36,17 +36,18 @@ export async function withTimeout<T>(promise: Promise<T>, ms: number, what: stri
 
 /**
  * Starts the worker as development (so the local key works) with its DO SQLite and R2 data under
- * `persistDir`, and any other `vars`. A second call with the same directory after `dispose()` is
+ * `persistDir`, and any other `vars` (`config`: another worker's wrangler.toml, for benchmarks). A second call with the same directory after `dispose()` is
  * a real restart: a new workerd process, no memory carried over, storage kept.
  */
 export async function startLocalWorker(
   persistDir: string,
   vars: Record<string, string> = {},
+  config = WRANGLER_CONFIG,
 ): Promise<LocalWorker> {
   const { unstable_startWorker } = await import("wrangler");
   const worker = await withTimeout(
     unstable_startWorker({
-      config: WRANGLER_CONFIG,
+      config,
       bindings: Object.fromEntries(
         Object.entries({ ...vars, SPINDLE_ENV: "development" }).map(([name, value]) => [
           name,
