@@ -71,28 +71,18 @@ export class HookIntake {
   }
 
   accept(req: AcceptDeliveryRequest): Promise<RpcResult<AcceptedDelivery>> {
-    const { tasks, quotas, queue, clock } = this.#deps;
+    const { tasks, quotas, queue } = this.#deps;
     return guarded<AcceptedDelivery>(async () => {
       this.#deps.place(req.policy);
       if (req.webhooks) this.#deps.learn(req.webhooks.subscriptions, req.webhooks.at);
+      // A duplicate is known before the thread is loaded (or, deleted since, created again).
+      const before = this.#duplicate(req);
+      if (before) return before;
       const live = await this.#existing(req);
       if (!live.ok) return live;
       // From here to the answer's record, one synchronous step: no request can come between.
-      const first = this.#accepted(req.hookId, req.deliveryId, clock.nowMs());
-      if (first) {
-        this.#insert(
-          {
-            ...first,
-            id: req.id,
-            status: "duplicate",
-            duplicate_of: first.id,
-            received_at: req.receivedAt,
-          },
-          true,
-        );
-        this.#deps.changed();
-        return ok({ delivery: first, duplicate: true });
-      }
+      const first = this.#duplicate(req);
+      if (first) return first;
       const full = quotas.inputRefused();
       if (full) return full;
       const running = tasks.running;
@@ -128,6 +118,22 @@ export class HookIntake {
       this.#deps.changed();
       return ok({ delivery, duplicate: false });
     });
+  }
+
+  /** A redelivery within the window: logged as a duplicate, answered with the first delivery. */
+  #duplicate(req: AcceptDeliveryRequest): RpcResult<AcceptedDelivery> | undefined {
+    const first = this.#accepted(req.hookId, req.deliveryId, this.#deps.clock.nowMs());
+    if (!first) return undefined;
+    const duplicate: DeliveryResource = {
+      ...first,
+      id: req.id,
+      status: "duplicate",
+      duplicate_of: first.id,
+      received_at: req.receivedAt,
+    };
+    this.#insert(duplicate, true);
+    this.#deps.changed();
+    return ok({ delivery: first, duplicate: true });
   }
 
   /** The thread, created from the hook's `thread_config` when there is none yet. */

@@ -22,12 +22,13 @@ import { SyncValues } from "./sync-values.ts";
 import type { TenantSync } from "./tenant-sync.ts";
 
 /**
- * How long the endpoint subscriptions a thread learned are taken as they are. Every push of the
- * thread (about one a second while it runs turns) and every hook delivery refreshes them; an
- * event due with older ones is written unresolved and resolved against the tenant's current
- * subscriptions when it is handed off.
+ * How long the endpoint subscriptions a thread learned are taken as they are: the bound on how
+ * late a thread applies an endpoint created, changed or deleted. Every push of the thread (about
+ * one a second while it runs turns) and every hook delivery refreshes them; an event due with
+ * older ones is written unresolved and resolved against the tenant's current subscriptions when
+ * it is handed off (one call to the tenant's object, off the turn's path).
  */
-export const SUBSCRIPTIONS_TTL_MS = 60_000;
+export const SUBSCRIPTIONS_TTL_MS = 10_000;
 /** Rows per hand-off (the queue takes at most 100 messages per batch). */
 export const HANDOFF_BATCH = 100;
 /** The longest wait between two attempts of a failing hand-off. */

@@ -807,7 +807,7 @@ export const API_ROUTES = {
     path: "/v1/webhook-endpoints/{id}",
     access: "hooks",
     summary: "Change a webhook endpoint's URL, events, description, or disable it",
-    description: "Threads record events by the new subscriptions within a minute.",
+    description: "Threads record their events by the new subscriptions within 10 s.",
     params: EndpointParamsSchema,
     body: jsonBody(PatchEndpointBodySchema, jsonBodyMaxBytes),
     responses: { 200: { description: "The endpoint.", content: json(EndpointResourceSchema) } },

@@ -382,6 +382,20 @@ describe("invariant 11: an accepted delivery becomes exactly one turn", () => {
   });
 });
 
+describe("a duplicate after the thread was deleted", () => {
+  it("starts nothing and creates no thread: the dedup records outlive the thread", async () => {
+    const hook = await createHook("stripe");
+    const name = tag();
+    const id = `evt_${tag()}`;
+    const first = await json<Delivery>(await signedDelivery(hook, { thread: name }, id), 202);
+    await endedTurn(`hook-${name}`, first.turn_id ?? "");
+    expect((await api("DELETE", `/v1/threads/hook-${name}`)).status).toBe(204);
+    const again = await json<Delivery>(await signedDelivery(hook, { thread: name }, id), 200);
+    expect(again.id).toBe(first.id);
+    expect((await api("GET", `/v1/threads/hook-${name}`)).status).toBe(404);
+  });
+});
+
 describe("the delivery log", () => {
   it("shows each accepted delivery with its turn and how that turn ended, failed ones with the error", async () => {
     const hook = await createHook("github", { thread_config: { model: "gpt-test" } });

@@ -2,7 +2,7 @@
  * The thread's outbox (`durable-objects/webhook-outbox.ts`) over a Thread object's SQLite, with
  * a clock, queue and tenant the test controls: nothing written for an event no endpoint wants,
  * one row per subscribed endpoint, rows written unresolved when the subscriptions it knows are
- * older than a minute and resolved against the tenant's at the hand-off, a failed hand-off kept
+ * older than their bound (10 s) and resolved against the tenant's at the hand-off, a failed hand-off kept
  * and retried, and each turn's end mapped to its event.
  */
 import { runInDurableObject } from "cloudflare:test";
@@ -167,7 +167,7 @@ describe("WebhookOutbox", () => {
     expect(result.sent[0]?.webhookId).not.toBe(result.sent[1]?.webhookId);
   });
 
-  it("with subscriptions older than a minute, writes the event unresolved and resolves it against the tenant's", async () => {
+  it("with subscriptions older than their bound (10 s), writes the event unresolved and resolves it against the tenant's", async () => {
     const result = await withOutbox(SUBSCRIBED, async (h) => {
       h.outbox.learn({ endpoints: [] }, h.clock.at);
       h.clock.at += SUBSCRIPTIONS_TTL_MS + 1;
