@@ -214,13 +214,17 @@ export class WebhookOutbox {
       this.#again = true;
       return;
     }
-    const run = this.#drain().then(() => {
-      this.#inFlight = undefined;
-      if (this.#again) {
-        this.#again = false;
-        this.handOff();
-      }
-    });
+    // After the caller's synchronous step (it may be a transaction): nothing is sent before
+    // the rows it wrote are committed.
+    const run = Promise.resolve()
+      .then(() => this.#drain())
+      .then(() => {
+        this.#inFlight = undefined;
+        if (this.#again) {
+          this.#again = false;
+          this.handOff();
+        }
+      });
     this.#inFlight = run;
     this.#deps.waitUntil(run);
   }

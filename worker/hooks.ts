@@ -196,14 +196,14 @@ export function hookHandlers(cache: HookCache): Pick<Handlers, HookOperation> {
           data: { endpoint_id: endpoint.id },
         }),
       };
+      await c.env.WEBHOOKS.send(message);
       const { tenant: _t, jurisdiction: _j, payload: _p, ...recorded } = message;
-      // Listed at once, before its first attempt.
+      // Listed at once, before its first attempt (one already delivered stays delivered).
       unwrap(
         await tenant.recordWebhookAttempts([
           { message: recorded, attempt: null, status: "pending" },
         ]),
       );
-      await c.env.WEBHOOKS.send(message);
       const delivery: WebhookDelivery = {
         object: "webhook_delivery",
         id: message.webhookId,
