@@ -81,6 +81,11 @@ export class MetaStore {
   readonly #sql: Sql;
   readonly #valueParts: TextParts;
   readonly #turnParts: TextParts;
+  /**
+   * Told of each turn that ended or paused, in the synchronous step that stores its row (and
+   * that wrote its last line): the Thread records its webhook events and delivery outcomes here.
+   */
+  onTurnEnded: ((row: TurnRow) => void) | undefined;
 
   constructor(sql: Sql) {
     this.#sql = sql;
@@ -114,6 +119,12 @@ export class MetaStore {
     this.#sql`INSERT INTO spindle_turns (turn_id, ordinal, body)
       VALUES (${row.id}, ${row.ordinal}, ${first})
       ON CONFLICT (turn_id) DO UPDATE SET body = excluded.body`;
+  }
+
+  /** Stores the row of a turn that just ended or paused, and tells `onTurnEnded`. */
+  endTurn(row: TurnRow): void {
+    this.putTurn(row);
+    this.onTurnEnded?.(row);
   }
 
   turn(id: string): TurnRow | undefined {

@@ -22,6 +22,11 @@ import { sqlOf } from "./sql.ts";
  * - spindle_sync: the object's tenancy state (`sync-values.ts`): ledger ids and totals, the
  *   tenant's placement and quotas, what the tenant's object last acknowledged.
  * - spindle_usage: usage-ledger entries the tenant's object has not acknowledged yet (the outbox).
+ * - spindle_deliveries: hook deliveries this thread accepted (the dedup of the sender's id, 72
+ *   hours) and duplicates of them, each the log entry the tenant is told of (`rev` grows with
+ *   each change, `pushed_rev` is what the tenant acknowledged), with its turn's outcome.
+ * - spindle_outbox: events for the tenant's webhook endpoints not yet handed to the queue, one
+ *   row per event and endpoint (`endpoint_id` null: the endpoints are not known yet).
  */
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS spindle_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -53,6 +58,17 @@ const MIGRATIONS: readonly string[] = [
    CREATE TABLE IF NOT EXISTS spindle_usage (
      incarnation TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
      PRIMARY KEY (incarnation, seq));`,
+  `CREATE TABLE IF NOT EXISTS spindle_deliveries (
+     id TEXT PRIMARY KEY, hook_id TEXT NOT NULL, delivery_id TEXT NOT NULL, status TEXT NOT NULL,
+     received_at INTEGER NOT NULL, turn_id TEXT, final INTEGER NOT NULL DEFAULT 0,
+     rev INTEGER NOT NULL, pushed_rev INTEGER NOT NULL DEFAULT 0, body TEXT NOT NULL);
+   CREATE INDEX IF NOT EXISTS spindle_deliveries_key ON spindle_deliveries (hook_id, delivery_id);
+   CREATE INDEX IF NOT EXISTS spindle_deliveries_turn ON spindle_deliveries (turn_id);
+   CREATE INDEX IF NOT EXISTS spindle_deliveries_received ON spindle_deliveries (received_at);
+   CREATE INDEX IF NOT EXISTS spindle_deliveries_unpushed ON spindle_deliveries (received_at)
+     WHERE pushed_rev < rev;
+   CREATE TABLE IF NOT EXISTS spindle_outbox (
+     id TEXT PRIMARY KEY, endpoint_id TEXT, created_at INTEGER NOT NULL, body TEXT NOT NULL);`,
 ];
 
 /**
