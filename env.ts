@@ -18,6 +18,11 @@ export interface Env {
   ROLLOUT_EU?: R2Bucket;
   /** The same for `fedramp`; without the binding, no FedRAMP tenant can be created. */
   ROLLOUT_FEDRAMP?: R2Bucket;
+  /**
+   * The webhook queue (producer and consumer in this worker): each event for each endpoint, from
+   * the threads' outboxes; its consumer delivers them (`worker/webhook-consumer.ts`).
+   */
+  WEBHOOKS: Queue;
   /** `production` (wrangler.toml) or `development` (`npm start`, the test suites). */
   SPINDLE_ENV?: string;
   /** Secret: JSON object of lowercase hex SHA-256 of each API key → tenant id (`worker/auth.ts`). */
@@ -28,6 +33,13 @@ export interface Env {
   SPINDLE_CHECKPOINT_EVERY_LINES?: string;
   /** History items per stored checkpoint group (default 250); tests lower it too. */
   SPINDLE_CHECKPOINT_GROUP_ITEMS?: string;
+  /**
+   * Multiplies the outbound retry schedule (5 s … 10 h); tests compress it (`0`: retry at once).
+   * Default 1.
+   */
+  SPINDLE_WEBHOOK_RETRY_SCALE?: string;
+  /** Milliseconds an outbound delivery attempt may take (default 15000); tests shorten it. */
+  SPINDLE_WEBHOOK_TIMEOUT_MS?: string;
   /** The openai provider: API root (default https://api.openai.com/v1) and key (a secret). */
   OPENAI_BASE_URL?: string;
   OPENAI_API_KEY?: string;

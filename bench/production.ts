@@ -44,6 +44,13 @@ const PROBES = positiveInt(process.env.PRODUCTION_HEAP_PROBES, 5);
 const EVALUATIONS = positiveInt(process.env.PRODUCTION_EVALUATIONS, 5);
 const BUILD_BUDGET_MS = positiveInt(process.env.PRODUCTION_BUILD_BUDGET_S, 900) * 1000;
 const PROFILE_OUT = process.env.PRODUCTION_PROFILE_OUT;
+/**
+ * The model the thread is grown on: `local` (fast) or `openai` (every seeding turn a request to
+ * the stand-in). With a larger `PRODUCTION_OPENAI_WINDOW`, `openai` grows a thread past the size
+ * at which the local model's 1,000,000-token window compacts it (about 9,000 turns).
+ */
+const SEED_MODEL = process.env.PRODUCTION_SEED_MODEL === "openai" ? OPENAI_MODEL : LOCAL_MODEL;
+const OPENAI_WINDOW = positiveInt(process.env.PRODUCTION_OPENAI_WINDOW, 1_000_000);
 /** Turns of each kind on a throwaway thread after every runtime start, so V8 has compiled them. */
 const JIT_TURNS = 30;
 
@@ -80,7 +87,7 @@ class Seeder {
     const start = performance.now();
     while (spindle.turnsOf(THREAD) < target) {
       if (this.#spentMs + (performance.now() - start) > BUILD_BUDGET_MS) break;
-      await spindle.turn(THREAD, LOCAL_MODEL);
+      await spindle.turn(THREAD, SEED_MODEL);
       if (spindle.turnsOf(THREAD) % 1000 === 0) log(`seeded ${count(spindle.turnsOf(THREAD))}`);
     }
     const elapsed = performance.now() - start;
@@ -219,7 +226,9 @@ async function main(): Promise<void> {
   const seeder = new Seeder();
   let fresh: StorageAt | undefined;
   try {
-    spindle = new SpindleSide(await Runtime.start(SpindleSide.spec(origin), join(dir, "spindle")));
+    spindle = new SpindleSide(
+      await Runtime.start(SpindleSide.spec(origin, OPENAI_WINDOW), join(dir, "spindle")),
+    );
     bare = new BareSide(await Runtime.start(BareSide.spec(origin), join(dir, "bare")));
     await warmUp(spindle, bare);
     log("isolates warmed up");

@@ -1,8 +1,10 @@
-import type {
-  InjectRequest,
-  RollbackRequest,
-  RpcResult,
-  ThreadResource,
+import {
+  type InjectRequest,
+  mergeMetadata,
+  type PatchThreadBody,
+  type RollbackRequest,
+  type RpcResult,
+  type ThreadResource,
 } from "../shared/api/index.ts";
 import type { MessageItem } from "../shared/protocol/index.ts";
 import type { Admission } from "./admission.ts";
@@ -24,9 +26,9 @@ export interface HistoryEditsDeps {
 }
 
 /**
- * Changes to a thread's history outside a turn: a rollback, and user messages injected without
- * one. The exact state after either (reference, baseline, settings) is defined by replay, so the
- * thread is reloaded from its rollout afterwards.
+ * Changes to a thread outside a turn: a rollback and user messages injected without one (the
+ * exact state after either, reference, baseline, settings, is defined by replay, so the thread is
+ * reloaded from its rollout afterwards), and a change of its metadata.
  */
 export class HistoryEdits {
   readonly #deps: HistoryEditsDeps;
@@ -77,6 +79,21 @@ export class HistoryEdits {
       }
       return this.#reload(live);
     });
+  }
+
+  /** Applies a merge patch to the metadata, as a `spindle_metadata` line (a rebuild has it). */
+  async patchMetadata(live: LiveThread, req: PatchThreadBody): Promise<RpcResult<ThreadResource>> {
+    const metadata = mergeMetadata(live.meta.metadata ?? {}, req.metadata);
+    if (metadata === undefined) {
+      return fail("invalid_request", "A thread holds at most 16 metadata keys.", [
+        { path: "/metadata", message: "more than 16 keys after the patch" },
+      ]);
+    }
+    live.meta.metadata = metadata;
+    live.log.append({ type: "spindle_metadata", payload: { metadata } });
+    live.touch(this.#deps.parts.meta);
+    // Adopting it again schedules the flush and tells the index at once.
+    return ok(await this.#deps.adopt(live));
   }
 
   /**

@@ -67,6 +67,11 @@ export class MetaStore {
   readonly #sql: Sql;
   readonly #valueParts: TextParts;
   readonly #turns: TurnRows;
+  /**
+   * Told of each turn that ended or paused, in the synchronous step that stores its row (and
+   * that wrote its last line): the Thread records its webhook events and delivery outcomes here.
+   */
+  onTurnEnded: ((row: TurnRow) => void) | undefined;
 
   constructor(sql: Sql) {
     this.#sql = sql;
@@ -97,6 +102,12 @@ export class MetaStore {
 
   putTurn(row: TurnRow): void {
     this.#turns.put(row);
+  }
+
+  /** Stores the row of a turn that just ended or paused, and tells `onTurnEnded`. */
+  endTurn(row: TurnRow): void {
+    this.putTurn(row);
+    this.onTurnEnded?.(row);
   }
 
   turn(id: string): TurnRow | undefined {

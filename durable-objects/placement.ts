@@ -19,6 +19,14 @@ export function threadObjectName(tenant: string, threadId: string): string {
   return `${tenant}:${threadId}`;
 }
 
+/** The tenant and thread a Thread object is named for, if any (the inverse of the above). */
+export function threadNameOf(
+  ctx: DurableObjectState,
+): { tenant: string; threadId: string } | undefined {
+  const [tenant, threadId] = ctx.id.name?.split(":") ?? [];
+  return tenant && threadId ? { tenant, threadId } : undefined;
+}
+
 /** The one object of the tenant directory. */
 export const DIRECTORY_OBJECT_NAME = "directory";
 

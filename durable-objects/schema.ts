@@ -23,16 +23,21 @@
  * - spindle_sync: the object's tenancy state (`sync-values.ts`): ledger ids and totals, the
  *   tenant's placement and quotas, what the tenant's object last acknowledged.
  * - spindle_usage: usage-ledger entries the tenant's object has not acknowledged yet (the outbox).
+ * - spindle_deliveries: hook deliveries this thread accepted (the dedup of the sender's id, 72
+ *   hours) and duplicates of them, each the log entry the tenant is told of (`rev` grows with
+ *   each change, `pushed_rev` is what the tenant acknowledged), with its turn's outcome.
+ * - spindle_outbox: events for the tenant's webhook endpoints not yet handed to the queue, one
+ *   row per event and endpoint (`endpoint_id` null: the endpoints are not known yet).
  *
  * Every table costs a database page or more even while empty, and a table with a rowid and a
  * TEXT or composite primary key two (the rowid b-tree and the key's index). So tables of small
  * rows keyed that way are `WITHOUT ROWID` (one b-tree, ordered by the key), and the tables a new
  * thread rarely needs are created on first use (`LAZY_TABLES`, through `Tables`).
  *
- * A database created by an earlier release ran older forms of steps 1-7 (schema version 7): the
- * same tables, columns and keys, but each with a rowid, `spindle_turns_ordinal` (an index of
- * `spindle_turns` by ordinal), AUTOINCREMENT on `spindle_queue`, and every table created at
- * once. Every statement reads and writes both forms.
+ * A database created by an earlier release ran older forms of steps 1-8 (schema version 7 or 8):
+ * the same tables, columns, keys and indexes, but each with a rowid, `spindle_turns_ordinal` (an
+ * index of `spindle_turns` by ordinal), AUTOINCREMENT on `spindle_queue`, and every table created
+ * at once. Every statement reads and writes both forms.
  */
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS spindle_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -47,11 +52,13 @@ CREATE TABLE IF NOT EXISTS spindle_turns (turn_id TEXT PRIMARY KEY, ordinal INTE
   "",
   `CREATE TABLE IF NOT EXISTS spindle_sync (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS spindle_usage (incarnation TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (incarnation, seq)) WITHOUT ROWID;`,
+  // Empty: the older form of step 8 created the webhook tables, created on first use.
+  "",
 ];
 
 /**
  * The tables created on first use, with their definitions. Checkpoint item groups and parts hold
- * large values, so they keep their rowid.
+ * large values, and deliveries are found by several indexes, so they keep their rowid.
  */
 export const LAZY_TABLES = {
   spindle_checkpoint: `CREATE TABLE IF NOT EXISTS spindle_checkpoint (chunk INTEGER PRIMARY KEY, data BLOB NOT NULL)`,
@@ -61,6 +68,12 @@ export const LAZY_TABLES = {
   spindle_queue: `CREATE TABLE IF NOT EXISTS spindle_queue (position INTEGER PRIMARY KEY, body TEXT NOT NULL)`,
   spindle_idempotency: `CREATE TABLE IF NOT EXISTS spindle_idempotency (key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, turn_id TEXT, event_seq INTEGER NOT NULL, at INTEGER NOT NULL) WITHOUT ROWID`,
   spindle_turn_groups: `CREATE TABLE IF NOT EXISTS spindle_turn_groups (grp INTEGER PRIMARY KEY, hashes BLOB NOT NULL, data BLOB NOT NULL)`,
+  spindle_deliveries: `CREATE TABLE IF NOT EXISTS spindle_deliveries (id TEXT PRIMARY KEY, hook_id TEXT NOT NULL, delivery_id TEXT NOT NULL, status TEXT NOT NULL, received_at INTEGER NOT NULL, turn_id TEXT, final INTEGER NOT NULL DEFAULT 0, rev INTEGER NOT NULL, pushed_rev INTEGER NOT NULL DEFAULT 0, body TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS spindle_deliveries_key ON spindle_deliveries (hook_id, delivery_id);
+CREATE INDEX IF NOT EXISTS spindle_deliveries_turn ON spindle_deliveries (turn_id);
+CREATE INDEX IF NOT EXISTS spindle_deliveries_received ON spindle_deliveries (received_at);
+CREATE INDEX IF NOT EXISTS spindle_deliveries_unpushed ON spindle_deliveries (received_at) WHERE pushed_rev < rev`,
+  spindle_outbox: `CREATE TABLE IF NOT EXISTS spindle_outbox (id TEXT PRIMARY KEY, endpoint_id TEXT, created_at INTEGER NOT NULL, body TEXT NOT NULL) WITHOUT ROWID`,
 } as const;
 
 export type LazyTable = keyof typeof LAZY_TABLES;

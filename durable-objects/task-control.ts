@@ -12,7 +12,7 @@ import type { EventLog } from "./event-log.ts";
 import type { LiveThread } from "./live-thread.ts";
 import type { MetaStore, TurnRow } from "./meta-store.ts";
 import { queuedTurnResource, turnResource } from "./resources.ts";
-import { fail, guarded, ok } from "./results.ts";
+import { fail, failureOf, guarded, ok } from "./results.ts";
 import { type RunningTask, runTask, type TaskGenerator } from "./task-runner.ts";
 import type { TurnQueue } from "./turn-queue.ts";
 import { FLUSH_DELAY_MS, RUNNING_TASK_ALARM_MS } from "./upkeep.ts";
@@ -329,7 +329,7 @@ export class TaskControl {
     error: TurnRow["error"],
   ): TurnResource {
     const after = live.log.lastSeq + 1;
-    this.#deps.meta.putTurn({
+    this.#deps.meta.endTurn({
       id: turnId,
       ordinal: 0,
       kind: "turn",
@@ -376,12 +376,22 @@ export class TaskControl {
     const next = this.#deps.queue.shift();
     if (!next) return;
     this.abandonPausedTurn(live, "replaced");
-    const { task } = this.start(live, next.turnId, (signal) =>
+    const { task, started } = this.start(live, next.turnId, (signal) =>
       live.session.runTurn({ content: next.content }, next.overrides, signal, {
         turnId: next.turnId,
       }),
     );
     this.#deps.waitUntil(task.done.catch(() => undefined));
+    // A turn that cannot start (its input cannot fit, its overrides are refused) has no caller
+    // waiting to hear it: it ends failed, so whoever queued it (a hook's delivery) sees why.
+    started.catch((err: unknown) => {
+      const failure = failureOf(err);
+      const error = failure?.ok === false ? failure.error : undefined;
+      this.#endedBeforeStart(live, next.turnId, "failed", {
+        code: error?.code ?? "internal",
+        message: error?.detail ?? "The turn could not start.",
+      });
+    });
   }
 
   /**
@@ -425,7 +435,7 @@ export class TaskControl {
       usage: live.ledger.turnUsage(row.id) ?? row.usage,
       last_seq: live.log.lastSeq,
     };
-    this.#deps.meta.putTurn(done);
+    this.#deps.meta.endTurn(done);
     live.touch(this.#deps.meta);
     return done;
   }

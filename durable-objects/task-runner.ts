@@ -93,7 +93,7 @@ async function drive(
       usage: live.ledger.turnUsage(r.id) ?? r.usage,
       last_seq: live.log.lastSeq,
     };
-    meta.putTurn(done);
+    meta.endTurn(done);
     // A turn that ran start to end here has all its items in hand; a resumed one reads them back.
     const seen = resumed?.id === r.id ? undefined : items.get(r.id);
     const resource = await deps.resourceOf(done, seen);

@@ -1,5 +1,4 @@
 import { hexToBytes } from "@noble/hashes/utils.js";
-import * as z from "zod";
 import {
   type ApiKeyResource,
   type CreatedApiKey,
@@ -12,8 +11,9 @@ import {
   type TenantResource,
 } from "../shared/api/index.ts";
 import type { Clock } from "../shared/ports/index.ts";
-import { decodeCursor, pageOf } from "./cursor.ts";
+import { tablePage } from "./cursor.ts";
 import { digestsEqual, keyDigest } from "./digests.ts";
+import { randomId } from "./random-ids.ts";
 import type { Sql } from "./sql.ts";
 
 /** `last_used_at` is written at most this often per key: coarse, so a request writes nothing. */
@@ -21,13 +21,6 @@ export const LAST_USED_GRANULARITY_MS = 60_000;
 
 /** Compared against when a key id is unknown, so an unknown id takes the same time. */
 const NO_DIGEST = new Uint8Array(32);
-
-const KEY_ID_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-
-function randomKeyId(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
-  return `key_${[...bytes].map((b) => KEY_ID_ALPHABET[b % KEY_ID_ALPHABET.length]).join("")}`;
-}
 
 /** 32 random bytes, base64url without padding (43 characters). */
 function randomSecret(): string {
@@ -37,8 +30,6 @@ function randomSecret(): string {
     .replaceAll("/", "_")
     .replace(/=+$/, "");
 }
-
-const KeyCursorSchema = z.object({ c: z.string(), i: z.string() });
 
 interface KeyRow extends Record<string, SqlStorageValue> {
   id: string;
@@ -66,7 +57,7 @@ export class KeyStore {
     const parts = {
       jurisdiction: tenant.jurisdiction,
       tenant: tenant.id,
-      keyId: randomKeyId(),
+      keyId: randomId("key"),
       secret: randomSecret(),
     };
     const key = formatApiKey(parts);
@@ -108,18 +99,7 @@ export class KeyStore {
 
   /** Keys oldest first. `undefined` for a cursor this store did not make. */
   list(query: ListQuery): ListResource<ApiKeyResource> | undefined {
-    let rows: KeyRow[];
-    if (query.cursor === undefined) {
-      rows = this.#sql<KeyRow>`SELECT * FROM tenant_keys ORDER BY created_at, id
-        LIMIT ${query.limit + 1}`.toArray();
-    } else {
-      const after = decodeCursor(query.cursor, KeyCursorSchema);
-      if (after === undefined) return undefined;
-      rows = this
-        .#sql<KeyRow>`SELECT * FROM tenant_keys WHERE (created_at, id) > (${after.c}, ${after.i})
-        ORDER BY created_at, id LIMIT ${query.limit + 1}`.toArray();
-    }
-    return pageOf(rows, query.limit, resourceOf, (last) => ({ c: last.created_at, i: last.id }));
+    return tablePage(this.#sql, { table: "tenant_keys", time: "created_at" }, query, resourceOf);
   }
 
   /** False when the tenant has no such key. */

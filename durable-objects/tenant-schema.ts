@@ -12,9 +12,14 @@
  *   deleted, so a late push changes nothing.
  * - tenant_usage: the usage ledger, rolled up by UTC day, thread and model.
  * - tenant_daily_tokens: input + output tokens per UTC day, for `tokens_per_day`.
- *
- * Inbound hooks and outbound webhook endpoints (design §12) are tenant configuration too and get
- * their tables here, beside the keys.
+ * - tenant_hooks: inbound hooks (design §12): the resource, the signing secret (kept as given:
+ *   an HMAC needs it), and the previous secret with the time it stops verifying.
+ * - tenant_hook_deliveries: the hooks' delivery logs, one row per request (`rev`: the newest
+ *   change applied, so a late push is ignored); kept 7 days.
+ * - tenant_endpoints: outbound webhook endpoints: the resource, the `whsec_` secret, the previous
+ *   secret and when it stops signing.
+ * - tenant_webhook_deliveries: each event to each endpoint (`webhook-id`), its status and
+ *   attempts; kept 7 days.
  */
 export const TENANT_MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS tenant_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -42,6 +47,24 @@ export const TENANT_MIGRATIONS: readonly string[] = [
      requests INTEGER NOT NULL, turns INTEGER NOT NULL,
      PRIMARY KEY (day, thread_id, model));
    CREATE TABLE IF NOT EXISTS tenant_daily_tokens (day TEXT PRIMARY KEY, tokens INTEGER NOT NULL);`,
+  `CREATE TABLE IF NOT EXISTS tenant_hooks (
+     id TEXT PRIMARY KEY, created_at TEXT NOT NULL, body TEXT NOT NULL, secret TEXT NOT NULL,
+     previous_secret TEXT, previous_until INTEGER);
+   CREATE INDEX IF NOT EXISTS tenant_hooks_created ON tenant_hooks (created_at, id);
+   CREATE TABLE IF NOT EXISTS tenant_hook_deliveries (
+     id TEXT PRIMARY KEY, hook_id TEXT NOT NULL, received_at TEXT NOT NULL, rev INTEGER NOT NULL,
+     body TEXT NOT NULL);
+   CREATE INDEX IF NOT EXISTS tenant_hook_deliveries_hook
+     ON tenant_hook_deliveries (hook_id, received_at, id);
+   CREATE TABLE IF NOT EXISTS tenant_endpoints (
+     id TEXT PRIMARY KEY, created_at TEXT NOT NULL, body TEXT NOT NULL, secret TEXT NOT NULL,
+     previous_secret TEXT, previous_until INTEGER);
+   CREATE INDEX IF NOT EXISTS tenant_endpoints_created ON tenant_endpoints (created_at, id);
+   CREATE TABLE IF NOT EXISTS tenant_webhook_deliveries (
+     id TEXT PRIMARY KEY, endpoint_id TEXT NOT NULL, created_at TEXT NOT NULL,
+     status TEXT NOT NULL, body TEXT NOT NULL);
+   CREATE INDEX IF NOT EXISTS tenant_webhook_deliveries_endpoint
+     ON tenant_webhook_deliveries (endpoint_id, created_at, id);`,
 ];
 
 /** The directory object's tables: every managed tenant's record, by id. */

@@ -2,6 +2,7 @@ import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import type { Env } from "../env.ts";
 import {
+  type DeliveryEntry,
   NO_QUOTAS,
   type Quotas,
   type RpcResult,
@@ -10,14 +11,17 @@ import {
   type TenantRpc,
   type ThreadResource,
   type ThreadSync,
+  type WebhookSubscriptions,
 } from "../shared/api/index.ts";
 import type { Clock } from "../shared/ports/index.ts";
 import type { AlarmSchedule } from "./alarms.ts";
+import { DELIVERY_PUSH_BATCH } from "./hook-intake.ts";
 import { dropEntries, pendingEntries } from "./ledger.ts";
-import { tenantStubIn } from "./placement.ts";
+import { tenantStubIn, threadNameOf } from "./placement.ts";
 import { ok } from "./results.ts";
 import { type Sql, sqlOf } from "./sql.ts";
 import { SyncValues } from "./sync-values.ts";
+import { OUTBOX_SYNC_KEYS } from "./webhook-outbox.ts";
 
 /** A thread pushes to its tenant's object at most once per this long, unless it must at once. */
 export const SYNC_INTERVAL_MS = 1_000;
@@ -56,10 +60,10 @@ interface Pushed {
 }
 
 /** What a Thread object gives its sync: its own hooks; the rest comes from its state. */
-export interface ThreadSyncHooks {
-  snapshot: TenantSyncDeps["snapshot"];
-  tenantGone: TenantSyncDeps["tenantGone"];
-}
+export type ThreadSyncHooks = Pick<
+  TenantSyncDeps,
+  "snapshot" | "tenantGone" | "deliveries" | "subscriptions"
+>;
 
 export interface TenantSyncDeps {
   sql: Sql;
@@ -72,6 +76,13 @@ export interface TenantSyncDeps {
   snapshot: () => Promise<ThreadResource | null>;
   /** The tenant's object says the tenant was deleted: the thread deletes itself. */
   tenantGone: () => Promise<void>;
+  /** The hooks' delivery-log entries the tenant has not acknowledged (`hook-intake.ts`). */
+  deliveries: {
+    pending: () => DeliveryEntry[];
+    acknowledged: (entries: readonly DeliveryEntry[]) => void;
+  };
+  /** The tenant's endpoint subscriptions, as a push's answer (asked at `atMs`) gives them. */
+  subscriptions: (subscriptions: WebhookSubscriptions, atMs: number) => void;
   waitUntil: (work: Promise<unknown>) => void;
 }
 
@@ -111,14 +122,13 @@ export class TenantSync {
     alarms: AlarmSchedule,
     hooks: ThreadSyncHooks,
   ): TenantSync {
-    const [tenant, threadId] = ctx.id.name?.split(":") ?? [];
     return new TenantSync({
       ...hooks,
       sql: sqlOf(ctx.storage.sql),
       env,
       clock,
       alarms,
-      name: tenant && threadId ? { tenant, threadId } : undefined,
+      name: threadNameOf(ctx),
       waitUntil: (work) => ctx.waitUntil(work),
     });
   }
@@ -140,7 +150,8 @@ export class TenantSync {
     this.#values.put("placement", policy);
   }
 
-  #tenant(): TenantRpc | undefined {
+  /** The tenant's object, in its jurisdiction (undefined for an unnamed object). */
+  tenant(): TenantRpc | undefined {
     const name = this.#deps.name;
     return name && tenantStubIn(this.#deps.env, this.policy.jurisdiction, name.tenant);
   }
@@ -185,18 +196,23 @@ export class TenantSync {
   async #pushOnce(): Promise<boolean> {
     this.#lastPushAt = this.#deps.clock.nowMs();
     try {
-      const tenant = this.#tenant();
+      const tenant = this.tenant();
       const sync = await this.#payload(false);
       if (!tenant || !sync) return false;
+      const askedAt = this.#deps.clock.nowMs();
       const ack = await tenant.sync(sync.request);
       if (!ack.ok) throw new Error(`${ack.error.code}: ${ack.error.detail}`);
       // Deleted before it is acknowledged: a delete that fails leaves the push stale, and the
       // retry asks again.
       if (ack.value.tenantGone && sync.request.thread !== null) await this.#deps.tenantGone();
       this.#acknowledge(sync, ack.value);
+      if (ack.value.webhooks) this.#deps.subscriptions(ack.value.webhooks, askedAt);
       if ((this.#values.get<number>("push_attempts") ?? 0) > 0)
         this.#values.put("push_attempts", 0);
-      return sync.request.usage.length === SYNC_BATCH_ENTRIES;
+      return (
+        sync.request.usage.length === SYNC_BATCH_ENTRIES ||
+        sync.request.deliveries?.length === DELIVERY_PUSH_BATCH
+      );
     } catch (err) {
       const attempts = (this.#values.get<number>("push_attempts") ?? 0) + 1;
       this.#values.put("push_attempts", attempts);
@@ -216,11 +232,16 @@ export class TenantSync {
     // From here to the version, one synchronous step: versions follow the snapshots' order.
     const hash = bytesToHex(sha256(utf8ToBytes(JSON.stringify(thread))));
     const usage = pendingEntries(this.#deps.sql, SYNC_BATCH_ENTRIES);
+    const deliveries = this.#deps.deliveries.pending();
     const pushed = this.#values.get<Pushed>("pushed");
-    if (!force && pushed?.hash === hash && usage.length === 0) return undefined;
+    if (!force && pushed?.hash === hash && usage.length === 0 && deliveries.length === 0) {
+      return undefined;
+    }
     const version = (this.#values.get<number>("version") ?? 0) + 1;
     this.#values.put("version", version);
-    return { request: { threadId: name.threadId, version, thread, usage }, hash };
+    const request: ThreadSync = { threadId: name.threadId, version, thread, usage };
+    if (deliveries.length > 0) request.deliveries = deliveries;
+    return { request, hash };
   }
 
   #acknowledge(sync: { request: ThreadSync; hash: string }, ack: SyncAck): void {
@@ -229,6 +250,7 @@ export class TenantSync {
       this.#values.put("pushed", { version: sync.request.version, hash: sync.hash });
     }
     dropEntries(this.#deps.sql, ack.usageThrough);
+    if (sync.request.deliveries) this.#deps.deliveries.acknowledged(sync.request.deliveries);
   }
 
   /**
@@ -238,7 +260,7 @@ export class TenantSync {
    * left to the pushes too.
    */
   async admitTask(turnId: string, quotas: Quotas): Promise<RpcResult<void>> {
-    const tenant = this.#tenant();
+    const tenant = this.tenant();
     const name = this.#deps.name;
     if (!tenant || !name) return ok(undefined);
     const admitted = await tenant.admitTask({
@@ -256,7 +278,7 @@ export class TenantSync {
    * arrives, the next push (which says the thread is idle) ends it there.
    */
   taskEnded(turnId: string): void {
-    const tenant = this.#tenant();
+    const tenant = this.tenant();
     const name = this.#deps.name;
     if (!tenant || !name) return;
     this.#deps.waitUntil(
@@ -268,7 +290,7 @@ export class TenantSync {
 
   /** Room for this thread under `max_threads`, asked before it is created. */
   async reserve(maxThreads: number): Promise<RpcResult<null>> {
-    const tenant = this.#tenant();
+    const tenant = this.tenant();
     const name = this.#deps.name;
     if (!tenant || !name) return ok(null);
     return tenant.reserveThread({ threadId: name.threadId, maxThreads });
@@ -280,6 +302,7 @@ export class TenantSync {
    */
   static survivingDelete(sql: Sql): { key: string; value: string }[] {
     return sql<{ key: string; value: string }>`
-      SELECT key, value FROM spindle_sync WHERE key IN ('version', 'placement')`.toArray();
+      SELECT key, value FROM spindle_sync
+      WHERE key IN ('version', 'placement', ${OUTBOX_SYNC_KEYS[0]}, ${OUTBOX_SYNC_KEYS[1]})`.toArray();
   }
 }

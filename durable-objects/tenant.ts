@@ -4,10 +4,19 @@ import type {
   AdmitTaskRequest,
   ApiKeyResource,
   CreatedApiKey,
+  CreateEndpointRequest,
+  CreateHookRequest,
   CreateKeyRequest,
+  DeliveryResource,
+  EndpointResource,
+  HookRecord,
+  HookTarget,
   ListQuery,
   ListResource,
   ListThreadsQuery,
+  LogDeliveryRequest,
+  PatchEndpointBody,
+  RecordedAttempt,
   ReserveThreadRequest,
   RpcResult,
   SyncAck,
@@ -20,6 +29,10 @@ import type {
   UsageQuery,
   VerifiedKey,
   VerifyKeyRequest,
+  WebhookDelivery,
+  WebhookSubscriptions,
+  WebhookTargetRequest,
+  WebhookTargetState,
 } from "../shared/api/index.ts";
 import { badCursor } from "./cursor.ts";
 import { systemClock } from "./live-thread.ts";
@@ -27,6 +40,8 @@ import { directoryStub, threadStubIn } from "./placement.ts";
 import { fail, failQuota, ok } from "./results.ts";
 import { migrate } from "./schema.ts";
 import { type Sql, sqlOf } from "./sql.ts";
+import { EndpointStore } from "./tenant-endpoints.ts";
+import { HookStore } from "./tenant-hooks.ts";
 import { KeyStore } from "./tenant-keys.ts";
 import { TENANT_MIGRATIONS } from "./tenant-schema.ts";
 import { ThreadIndex } from "./thread-index.ts";
@@ -40,12 +55,17 @@ export const DELETION_RETRY_MS = 10_000;
 
 const UNAUTHORIZED = fail("unauthorized", "The API key is not valid.");
 const NO_TENANT = fail("not_found", "No such tenant.");
+const NO_HOOK = fail("not_found", "No such hook.");
+const NO_ENDPOINT = fail("not_found", "No such webhook endpoint.");
 
 /**
  * One tenant (design §11): its record, API keys, thread index, usage ledger and quota counters,
  * in one SQLite-backed object named by the tenant id, in the tenant's jurisdiction. The hot paths
  * reach it rarely: a key is verified once per isolate per 30 s, and a Thread pushes its changes
  * coalesced, off its responses; only a tenant with quotas is asked before its turns start.
+ * Its inbound hooks and outbound endpoints (design §12) live here too: a delivery's verification
+ * reads its hook once per isolate per 30 s, and every push is answered with the endpoint
+ * subscriptions, so threads know what to record without asking.
  * The record is the directory's, copied here so a key's verification needs no other object.
  * Tenants of the static `SPINDLE_API_KEYS` have no record: their threads are indexed and their
  * usage counted all the same, but they hold no keys here.
@@ -55,6 +75,8 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
   readonly #keys: KeyStore;
   readonly #index: ThreadIndex;
   readonly #usage: UsageRollup;
+  readonly #hooks: HookStore;
+  readonly #endpoints: EndpointStore;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -63,6 +85,8 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     this.#keys = new KeyStore(this.#sql, systemClock);
     this.#index = new ThreadIndex(ctx.storage.sql, this.#sql, systemClock);
     this.#usage = new UsageRollup(ctx.storage.sql, this.#sql);
+    this.#hooks = new HookStore(this.#sql, systemClock);
+    this.#endpoints = new EndpointStore(this.#sql, systemClock);
   }
 
   #meta<T>(key: string): T | undefined {
@@ -151,8 +175,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
   }
 
   async listKeys(req: ListQuery): Promise<RpcResult<ListResource<ApiKeyResource>>> {
-    const page = this.#keys.list(req);
-    return page ? ok(page) : badCursor();
+    return this.#page(this.#keys.list(req));
   }
 
   async revokeKey(keyId: string): Promise<RpcResult<null>> {
@@ -186,7 +209,12 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     }
     const usageThrough = this.#usage.apply(req.threadId, req.usage);
     this.#index.apply(req);
-    return { usageThrough, tenantGone: this.#gone() };
+    if (req.deliveries) this.#hooks.log(req.deliveries);
+    return {
+      usageThrough,
+      tenantGone: this.#gone(),
+      webhooks: this.#endpoints.subscriptions(),
+    };
   }
 
   async admitTask(req: AdmitTaskRequest): Promise<RpcResult<null>> {
@@ -224,5 +252,117 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
 
   async usage(req: UsageQuery): Promise<RpcResult<ListResource<UsageBucket>>> {
     return this.#usage.query(req, systemClock.nowMs());
+  }
+
+  // --- Hooks and webhook endpoints (design §12) -------------------------------------------------
+
+  async createHook(req: CreateHookRequest): Promise<RpcResult<HookRecord>> {
+    if (this.#gone()) return NO_TENANT;
+    const hook = this.#hooks.create(req);
+    return hook ? ok(hook) : fail("hook_exists", `Hook "${req.body.id}" already exists.`);
+  }
+
+  async listHooks(req: ListQuery): Promise<RpcResult<ListResource<HookRecord>>> {
+    return this.#page(this.#hooks.list(req));
+  }
+
+  async getHook(hookId: string): Promise<RpcResult<HookRecord>> {
+    const hook = this.#hooks.get(hookId);
+    return hook ? ok(hook) : NO_HOOK;
+  }
+
+  async deleteHook(hookId: string): Promise<RpcResult<null>> {
+    return this.#hooks.delete(hookId) ? ok(null) : NO_HOOK;
+  }
+
+  async rotateHookSecret(hookId: string, secret: string): Promise<RpcResult<HookRecord>> {
+    const hook = this.#hooks.rotate(hookId, secret);
+    return hook ? ok(hook) : NO_HOOK;
+  }
+
+  async hookTarget(hookId: string): Promise<RpcResult<HookTarget>> {
+    const target = this.#gone() ? undefined : this.#hooks.target(hookId);
+    if (!target) return NO_HOOK;
+    const record = this.#record();
+    return ok({
+      ...target,
+      ...(record ? { policy: { jurisdiction: record.jurisdiction, quotas: record.quotas } } : {}),
+      webhooks: this.#endpoints.subscriptions(),
+    });
+  }
+
+  async logDelivery(req: LogDeliveryRequest): Promise<RpcResult<null>> {
+    this.#hooks.log([{ delivery: req.delivery, rev: 1 }]);
+    return ok(null);
+  }
+
+  async listHookDeliveries(
+    hookId: string,
+    req: ListQuery,
+  ): Promise<RpcResult<ListResource<DeliveryResource>>> {
+    if (!this.#hooks.get(hookId)) return NO_HOOK;
+    return this.#page(this.#hooks.deliveries(hookId, req));
+  }
+
+  async createEndpoint(req: CreateEndpointRequest): Promise<RpcResult<EndpointResource>> {
+    if (this.#gone()) return NO_TENANT;
+    return ok(this.#endpoints.create(req));
+  }
+
+  async listEndpoints(req: ListQuery): Promise<RpcResult<ListResource<EndpointResource>>> {
+    return this.#page(this.#endpoints.list(req));
+  }
+
+  async getEndpoint(endpointId: string): Promise<RpcResult<EndpointResource>> {
+    const endpoint = this.#endpoints.get(endpointId);
+    return endpoint ? ok(endpoint) : NO_ENDPOINT;
+  }
+
+  async patchEndpoint(
+    endpointId: string,
+    patch: PatchEndpointBody,
+  ): Promise<RpcResult<EndpointResource>> {
+    const endpoint = this.#endpoints.patch(endpointId, patch);
+    return endpoint ? ok(endpoint) : NO_ENDPOINT;
+  }
+
+  async deleteEndpoint(endpointId: string): Promise<RpcResult<null>> {
+    return this.#endpoints.delete(endpointId) ? ok(null) : NO_ENDPOINT;
+  }
+
+  async rotateEndpointSecret(
+    endpointId: string,
+    secret: string,
+  ): Promise<RpcResult<EndpointResource>> {
+    const endpoint = this.#endpoints.rotate(endpointId, secret);
+    return endpoint ? ok(endpoint) : NO_ENDPOINT;
+  }
+
+  async listEndpointDeliveries(
+    endpointId: string,
+    req: ListQuery,
+  ): Promise<RpcResult<ListResource<WebhookDelivery>>> {
+    if (!this.#endpoints.get(endpointId)) return NO_ENDPOINT;
+    return this.#page(this.#endpoints.deliveries(endpointId, req));
+  }
+
+  async webhookSubscriptions(): Promise<RpcResult<WebhookSubscriptions>> {
+    return ok(this.#gone() ? { endpoints: [] } : this.#endpoints.subscriptions());
+  }
+
+  async webhookTargets(req: WebhookTargetRequest[]): Promise<RpcResult<WebhookTargetState[]>> {
+    if (this.#gone()) {
+      return ok(req.map(({ webhookId }) => ({ webhookId, endpoint: null, delivered: false })));
+    }
+    return ok(this.#endpoints.targets(req));
+  }
+
+  async recordWebhookAttempts(attempts: RecordedAttempt[]): Promise<RpcResult<null>> {
+    this.#endpoints.record(attempts);
+    return ok(null);
+  }
+
+  #page<T>(page: ListResource<T> | undefined): RpcResult<ListResource<T>> {
+    return page ? ok(page) : badCursor();
   }
 }

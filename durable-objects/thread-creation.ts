@@ -2,17 +2,19 @@ import type {
   CreateFromRolloutRequest,
   CreateThreadRequest,
   IdempotencyKey,
+  RestoreRequest,
   RpcResult,
   TenantPolicy,
   ThreadResource,
 } from "../shared/api/index.ts";
 import type { Admission } from "./admission.ts";
-import { LiveThread, type StorageParts } from "./live-thread.ts";
+import { LiveThread, type StorageParts, systemClock } from "./live-thread.ts";
 import { fail, guarded, ok } from "./results.ts";
 import { importFingerprint, readRolloutStream } from "./rollout-import.ts";
+import { RolloutLog } from "./rollout-log.ts";
 import type { TaskControl } from "./task-control.ts";
 import type { TenantSync } from "./tenant-sync.ts";
-import { cancelUpload, importThread } from "./thread-from-rollout.ts";
+import { cancelUpload, importThread, restoreThread } from "./thread-from-rollout.ts";
 
 export interface ThreadCreationDeps {
   parts: StorageParts;
@@ -26,11 +28,15 @@ export interface ThreadCreationDeps {
   adopt: (live: LiveThread) => Promise<ThreadResource>;
   /** Keeps the tenant's policy a request carried (and picks the jurisdiction's bucket). */
   place: (policy: TenantPolicy | undefined) => void;
+  /** A thread was created (not restored): in the step that writes its first lines. */
+  created: () => void;
+  /** The object's tenant and thread, from its name. */
+  name: { tenant: string; threadId: string } | undefined;
 }
 
 /**
  * How a thread comes to exist in its object: a create, or a fork or an import (a rollout read
- * from a stream). Each answers a retry of the request that created the thread with the thread,
+ * from a stream), or a restore from its R2 rollout. Each answers a retry of the request that created the thread with the thread,
  * refuses any other request aimed at an existing one with `thread_exists`, and asks the tenant
  * for room first when it has `max_threads` (design §11).
  */
@@ -51,7 +57,10 @@ export class ThreadCreation {
       if (!reserved.ok) return reserved;
       let live: LiveThread;
       try {
-        live = LiveThread.create(parts, req, () => admission.record(req.idempotency, null));
+        live = LiveThread.create(parts, req, () => {
+          admission.record(req.idempotency, null);
+          this.#deps.created();
+        });
       } catch (err) {
         // Refused (an unknown model, …): a place reserved for it is given back.
         this.#deps.sync.kick(true);
@@ -90,10 +99,11 @@ export class ThreadCreation {
         await cancelUpload(req);
         return reserved;
       }
-      const imported = await importThread(parts, req, read, () =>
+      const imported = await importThread(parts, req, read, () => {
         // The thread exists from here on: so does the key that created it.
-        admission.record(idempotency ?? req.idempotency, null),
-      );
+        admission.record(idempotency ?? req.idempotency, null);
+        this.#deps.created();
+      });
       if (!imported.ok) {
         // A place reserved for it is given back.
         sync.kick(true);
@@ -101,6 +111,21 @@ export class ThreadCreation {
       }
       tasks.settleInterruptedTurn(imported.value);
       return ok(await adopt(imported.value));
+    });
+  }
+
+  /** Rebuilds the thread from its R2 rollout; lines only SQLite held still go to R2 after. */
+  restore(req: RestoreRequest): Promise<RpcResult<ThreadResource>> {
+    const { parts, tasks, adopt, name } = this.#deps;
+    return guarded(async () => {
+      this.#deps.place(req.policy);
+      if (!name) return fail("internal", "This object has no thread name.");
+      const busy = tasks.busy();
+      if (busy) return busy;
+      const existing = await this.#deps.thread();
+      const log = existing?.log ?? new RolloutLog(parts.sql, systemClock, 0);
+      const restored = await restoreThread(parts, name, log);
+      return restored.ok ? ok(await adopt(restored.value)) : restored;
     });
   }
 

@@ -1,6 +1,8 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
 import type {
+  AcceptDeliveryRequest,
+  AcceptedDelivery,
   CompactRequest,
   CreateFromRolloutRequest,
   CreateThreadRequest,
@@ -25,28 +27,27 @@ import type {
   ThreadRpc,
   TurnResource,
 } from "../shared/api/index.ts";
-import { mergeMetadata } from "../shared/api/index.ts";
 import type { Prompt, ResponseItem } from "../shared/protocol/index.ts";
 import { Admission } from "./admission.ts";
 import { AlarmSchedule } from "./alarms.ts";
 import { EventLog } from "./event-log.ts";
 import { HistoryEdits } from "./history-edits.ts";
+import { HookIntake } from "./hook-intake.ts";
 import { IdempotencyKeys, type IdempotencyRecord } from "./idempotency.ts";
 import { LiveThread, type StorageParts, storagePartsOf, systemClock } from "./live-thread.ts";
-import { requireBucketIn } from "./placement.ts";
+import { requireBucketIn, threadNameOf } from "./placement.ts";
 import { QuotaGate } from "./quota-gate.ts";
 import { historyPage, queuedTurnResource, threadResource, turnResource } from "./resources.ts";
 import { fail, guarded, ok, THREAD_NOT_FOUND } from "./results.ts";
 import { exportedRollout, rolloutPrefix } from "./rollout-export.ts";
-import { RolloutLog } from "./rollout-log.ts";
 import { migrate } from "./schema.ts";
 import { contentOf, newTurnId, TaskControl } from "./task-control.ts";
 import { TenantSync } from "./tenant-sync.ts";
 import { ThreadCreation } from "./thread-creation.ts";
 import { deleteThreadState } from "./thread-deletion.ts";
-import { restoreThread } from "./thread-from-rollout.ts";
 import { TurnQueue } from "./turn-queue.ts";
 import { Upkeep } from "./upkeep.ts";
+import { WebhookOutbox } from "./webhook-outbox.ts";
 
 /**
  * One conversation thread (design §5-§7): the object's wiring. It builds the stores over SQLite
@@ -54,7 +55,9 @@ import { Upkeep } from "./upkeep.ts";
  * routes each RPC method of `ThreadRpc` to the engine through one boundary (`#withThread`). Which
  * task runs is `TaskControl`'s, keys are `Admission`'s, the alarm and R2 flushes are `Upkeep`'s,
  * resources are built in `resources.ts`, and import and restore in `thread-from-rollout.ts`. The
- * tenant's index and ledger are fed by `TenantSync`, its quotas applied by `QuotaGate` (§11).
+ * tenant's index and ledger are fed by `TenantSync`, its quotas applied by `QuotaGate` (§11);
+ * hook deliveries are taken by `HookIntake`, and events for webhook endpoints leave through
+ * `WebhookOutbox` (§12).
  */
 export class Thread extends DurableObject<Env> implements ThreadRpc {
   readonly #parts: StorageParts;
@@ -69,6 +72,8 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   readonly #quotas: QuotaGate;
   readonly #creation: ThreadCreation;
   readonly #edits: HistoryEdits;
+  readonly #intake: HookIntake;
+  readonly #outbox: WebhookOutbox;
   #live: LiveThread | undefined;
   #loading: Promise<LiveThread | undefined> | undefined;
   /** A delete is under way: no flush, checkpoint or queued turn starts. */
@@ -86,10 +91,16 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       tenantGone: async () => {
         await this.deleteThread();
       },
+      deliveries: {
+        pending: () => this.#intake.pending(),
+        acknowledged: (entries) => this.#intake.acknowledged(entries),
+      },
+      subscriptions: (subscriptions, at) => this.#outbox.learn(subscriptions, at),
     });
     this.#parts = storagePartsOf(ctx, env, requireBucketIn(env, this.#sync.policy.jurisdiction));
-    const { meta, sql } = this.#parts;
+    const { meta, sql, storage } = this.#parts;
     this.#quotas = new QuotaGate(this.#sync, sql);
+    this.#outbox = WebhookOutbox.ofObject(ctx, env, this.#alarms, this.#sync);
     this.#events = new EventLog(sql, systemClock);
     this.#queue = new TurnQueue(sql);
     this.#idempotency = new IdempotencyKeys(sql, systemClock);
@@ -136,6 +147,8 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       resource: (live) => this.#resource(live),
       adopt: (live) => this.#adopt(live),
       place: (policy) => this.#place(policy),
+      created: () => this.#outbox.record("thread.created"),
+      name: threadNameOf(ctx),
     });
     this.#edits = new HistoryEdits({
       parts: this.#parts,
@@ -146,6 +159,21 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       resource: (live) => this.#resource(live),
       adopt: (live) => this.#adopt(live),
     });
+    this.#intake = new HookIntake({
+      ...common,
+      sql,
+      storage,
+      clock: systemClock,
+      tasks: this.#tasks,
+      queue: this.#queue,
+      quotas: this.#quotas,
+      create: (req) => this.#creation.create(req),
+      place: (policy) => this.#place(policy),
+      learn: (subscriptions, at) => this.#outbox.learn(subscriptions, at),
+      changed: () => this.#sync.kick(),
+    });
+    // In the step that stores a turn's end: its delivery's outcome, then its events.
+    meta.onTurnEnded = (row) => this.#outbox.turnEnded(row, this.#intake.turnEnded(row));
   }
 
   /** The loaded thread, for subclasses (the test worker's inspection methods). */
@@ -240,7 +268,10 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
         await this.ctx.blockConcurrencyWhile(async () => {
           await deleteThreadState(this.ctx.storage, this.#parts.bucket, this.#alarms, live);
           this.#queue.reset();
+          this.#intake.reset();
+          this.#outbox.reset();
           this.#live = undefined;
+          this.#outbox.record("thread.deleted");
         });
       } finally {
         this.#deleting = false;
@@ -436,47 +467,30 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   }
 
   restore(req: RestoreRequest): Promise<RpcResult<ThreadResource>> {
-    return guarded(async () => {
-      this.#place(req.policy);
-      const [tenant, threadId] = this.ctx.id.name?.split(":") ?? [];
-      if (!tenant || !threadId) return fail("internal", "This object has no thread name.");
-      const busy = this.#tasks.busy();
-      if (busy) return busy;
-      const existing = await this.#thread();
-      const log = existing?.log ?? new RolloutLog(this.#parts.sql, systemClock, 0);
-      const restored = await restoreThread(this.#parts, { tenant, threadId }, log);
-      // Lines that were only in SQLite still go to R2.
-      return restored.ok ? ok(await this.#adopt(restored.value)) : restored;
-    });
+    return this.#creation.restore(req);
   }
 
   patchThread(req: PatchThreadBody): Promise<RpcResult<ThreadResource>> {
-    return this.#withThread(async (live) => {
-      const metadata = mergeMetadata(live.meta.metadata ?? {}, req.metadata);
-      if (metadata === undefined) {
-        return fail("invalid_request", "A thread holds at most 16 metadata keys.", [
-          { path: "/metadata", message: "more than 16 keys after the patch" },
-        ]);
-      }
-      // A line, so a thread rebuilt from R2 has it; and the index follows at once.
-      live.meta.metadata = metadata;
-      live.log.append({ type: "spindle_metadata", payload: { metadata } });
-      live.touch(this.#parts.meta);
-      await this.#upkeep.scheduleFlush();
-      this.#sync.kick(true);
-      return ok(this.#resource(live));
-    });
+    return this.#withThread((live) => this.#edits.patchMetadata(live, req));
+  }
+
+  // --- Hooks ------------------------------------------------------------------------------------
+
+  acceptDelivery(req: AcceptDeliveryRequest): Promise<RpcResult<AcceptedDelivery>> {
+    return this.#intake.accept(req);
   }
 
   // --- Alarm ------------------------------------------------------------------------------------
 
   /**
-   * Flushes, checkpoints and prunes, then starts a queued turn left waiting; and pushes to the
-   * tenant's object what it has not acknowledged.
+   * Flushes, checkpoints and prunes, then starts a queued turn left waiting; pushes to the
+   * tenant's object what it has not acknowledged, and hands the outbox to the webhook queue.
    */
   override async alarm(): Promise<void> {
     this.#alarms.fired();
     await this.#upkeep.run();
     await this.#sync.repair();
+    await this.#outbox.repair();
+    this.#intake.prune();
   }
 }

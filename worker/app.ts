@@ -18,6 +18,8 @@ import {
 import type { AppEnv } from "./app-env.ts";
 import { authenticate, authorize, isolateKeyCache } from "./auth.ts";
 import { ApiError, toApiError, unwrap } from "./errors.ts";
+import { type HookCache, isolateHookCache } from "./hook-cache.ts";
+import { hookHandlers } from "./hooks.ts";
 import { idempotencyOf, threadIdForKey } from "./idempotency.ts";
 import type { KeyCache } from "./key-cache.ts";
 import { buildOpenApiDocument, type OpenApiDocument } from "./openapi.ts";
@@ -56,6 +58,8 @@ export interface AppOptions {
    * Tests give two apps their own, as two isolates would have.
    */
   keyCache?: KeyCache;
+  /** The hooks this app has read (each isolate has its own); defaults to the isolate's. */
+  hookCache?: HookCache;
 }
 
 export type RouteHandler<R> = (
@@ -78,6 +82,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   ) => (idempotency ? threadIdForKey(operation, idempotency.key) : newThreadId());
   const importMaxBytes = options.importMaxBytes ?? importBodyMaxBytes;
   const keyCache = options.keyCache ?? isolateKeyCache;
+  const hookCache = options.hookCache ?? isolateHookCache;
   const app = new Hono<AppEnv>();
   let document: OpenApiDocument | undefined;
 
@@ -320,6 +325,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       c.json(unwrap(await stubFor(c, param.id).patchThread(body))),
 
     ...tenancyHandlers(keyCache),
+    ...hookHandlers(hookCache),
   };
 
   app.onError((err, c) => renderError(c, err));
@@ -355,7 +361,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       handler(c, (await readInput(c, route)) as RouteInput<RouteSpec>);
     const method = route.method.toUpperCase();
     const allowed = authorize(route.access);
-    if (route.body?.kind === "json") {
+    if (route.body?.kind === "json" || route.body?.kind === "webhook") {
       app.on(method, honoPath(route.path), allowed, limitBody(route.body.maxBytes), handle);
     } else {
       app.on(method, honoPath(route.path), allowed, handle);

@@ -1,7 +1,15 @@
+import type { Env } from "../env.ts";
 import { createApp } from "./app.ts";
+import { consumeWebhooks } from "./webhook-consumer.ts";
 
 export { TenantDirectory } from "../durable-objects/directory.ts";
 export { Tenant } from "../durable-objects/tenant.ts";
 export { Thread } from "../durable-objects/thread.ts";
 
-export default createApp();
+const app = createApp();
+
+/** The HTTP API, and the consumer of the webhook queue and its dead-letter queue. */
+export default {
+  fetch: app.fetch,
+  queue: consumeWebhooks,
+} satisfies ExportedHandler<Env>;

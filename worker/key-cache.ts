@@ -1,4 +1,5 @@
 import type { Principal } from "./app-env.ts";
+import { TtlCache } from "./ttl-cache.ts";
 
 /**
  * How long a tenant key, once its tenant's object has verified it, is taken on the isolate's word.
@@ -9,10 +10,7 @@ export const KEY_CACHE_TTL_MS = 30_000;
 /** Entries per isolate; the oldest go first. */
 export const KEY_CACHE_MAX_ENTRIES = 10_000;
 
-interface Entry {
-  principal: Extract<Principal, { kind: "tenant" }>;
-  expiresAtMs: number;
-}
+type TenantPrincipal = Extract<Principal, { kind: "tenant" }>;
 
 /**
  * Verified tenant keys of this isolate, by the SHA-256 of the key (never the key itself). An
@@ -21,39 +19,28 @@ interface Entry {
  * works at once.
  */
 export class KeyCache {
-  readonly #entries = new Map<string, Entry>();
+  readonly #entries: TtlCache<TenantPrincipal>;
   readonly #ttlMs: number;
-  readonly #maxEntries: number;
-  readonly #nowMs: () => number;
 
   constructor(options: { ttlMs?: number; maxEntries?: number; nowMs?: () => number } = {}) {
     this.#ttlMs = options.ttlMs ?? KEY_CACHE_TTL_MS;
-    this.#maxEntries = options.maxEntries ?? KEY_CACHE_MAX_ENTRIES;
-    this.#nowMs = options.nowMs ?? Date.now;
+    this.#entries = new TtlCache(
+      options.maxEntries ?? KEY_CACHE_MAX_ENTRIES,
+      options.nowMs ?? Date.now,
+    );
   }
 
   now(): number {
-    return this.#nowMs();
+    return this.#entries.now();
   }
 
-  get(digest: string): Entry["principal"] | undefined {
-    const entry = this.#entries.get(digest);
-    if (entry === undefined) return undefined;
-    if (this.#nowMs() >= entry.expiresAtMs) {
-      this.#entries.delete(digest);
-      return undefined;
-    }
-    return entry.principal;
+  get(digest: string): TenantPrincipal | undefined {
+    return this.#entries.get(digest);
   }
 
   /** Keeps a key verified by a request sent at `askedAtMs`. */
-  set(digest: string, principal: Entry["principal"], askedAtMs: number): void {
-    this.#entries.delete(digest);
-    if (this.#entries.size >= this.#maxEntries) {
-      const oldest = this.#entries.keys().next();
-      if (!oldest.done) this.#entries.delete(oldest.value);
-    }
-    this.#entries.set(digest, { principal, expiresAtMs: askedAtMs + this.#ttlMs });
+  set(digest: string, principal: TenantPrincipal, askedAtMs: number): void {
+    this.#entries.set(digest, principal, askedAtMs + this.#ttlMs);
   }
 
   /**
@@ -61,10 +48,9 @@ export class KeyCache {
    * a delete made through this isolate takes effect here at once.
    */
   forget(tenant: string, keyId?: string): void {
-    for (const [digest, { principal }] of this.#entries) {
-      if (principal.tenant === tenant && (keyId === undefined || principal.keyId === keyId)) {
-        this.#entries.delete(digest);
-      }
-    }
+    this.#entries.deleteWhere(
+      (principal) =>
+        principal.tenant === tenant && (keyId === undefined || principal.keyId === keyId),
+    );
   }
 }

@@ -8,15 +8,23 @@ import * as z from "zod";
 import {
   ApiKeyResourceSchema,
   CreatedApiKeySchema,
+  CreatedEndpointSchema,
+  CreatedHookSchema,
+  CreateEndpointBodySchema,
+  CreateHookBodySchema,
   CreateKeyBodySchema,
   CreateTenantBodySchema,
   CreateThreadBodySchema,
+  DeliveryResourceSchema,
   EmptyBodySchema,
+  EndpointResourceSchema,
   FieldErrorSchema,
   ForkBodySchema,
   HistoryPageSchema,
+  HookResourceSchema,
   InjectBodySchema,
   InputMessageSchema,
+  PatchEndpointBodySchema,
   PatchTenantBodySchema,
   PatchThreadBodySchema,
   PROBLEM_CONTENT_TYPE,
@@ -30,6 +38,8 @@ import {
   ResponseItemOutputSchema,
   RollbackBodySchema,
   RolloutLineDocSchema,
+  RotateHookSecretBodySchema,
+  SlackChallengeSchema,
   StartTurnBodySchema,
   SteerBodySchema,
   SubmitOutputsBodySchema,
@@ -40,6 +50,9 @@ import {
   TurnInputSchema,
   TurnResourceSchema,
   UsageBucketSchema,
+  WebhookAttemptSchema,
+  WebhookDeliverySchema,
+  WebhookEventSchema,
 } from "../shared/api/index.ts";
 import {
   ThreadConfigSchema,
@@ -47,10 +60,12 @@ import {
   TokenUsageInfoSchema,
   TokenUsageSchema,
 } from "../shared/protocol/index.ts";
+import { WEBHOOK_EVENT_TYPES } from "../shared/webhooks/index.ts";
 import {
   API_ROUTES,
   type ContentSpec,
   HealthSchema,
+  HookAnswerSchema,
   LIST_SCHEMAS,
   OpenApiDocumentSchema,
   type ResponseSpec,
@@ -64,6 +79,8 @@ export interface OpenApiDocument {
   info: { title: string; version: string; description: string };
   security: Record<string, string[]>[];
   paths: Record<string, Record<string, Record<string, unknown>>>;
+  /** The events Spindle posts to webhook endpoints (OpenAPI 3.1 §4.8.1 `webhooks`). */
+  webhooks: Record<string, Record<string, Record<string, unknown>>>;
   components: {
     schemas: Record<string, JsonSchema>;
     securitySchemes: Record<string, Record<string, unknown>>;
@@ -91,6 +108,10 @@ const REQUEST_COMPONENTS: ReadonlyMap<z.ZodType, string> = new Map<z.ZodType, st
   [PatchTenantBodySchema, "PatchTenantBody"],
   [QuotasInputSchema, "QuotasInput"],
   [CreateKeyBodySchema, "CreateKeyBody"],
+  [CreateHookBodySchema, "CreateHookBody"],
+  [RotateHookSecretBodySchema, "RotateHookSecretBody"],
+  [CreateEndpointBodySchema, "CreateWebhookEndpointBody"],
+  [PatchEndpointBodySchema, "PatchWebhookEndpointBody"],
 ]);
 
 /**
@@ -119,6 +140,16 @@ const RESPONSE_COMPONENTS: ReadonlyMap<z.ZodType, string> = new Map<z.ZodType, s
   [ApiKeyResourceSchema, "ApiKey"],
   [CreatedApiKeySchema, "CreatedApiKey"],
   [UsageBucketSchema, "UsageBucket"],
+  [HookResourceSchema, "Hook"],
+  [CreatedHookSchema, "CreatedHook"],
+  [DeliveryResourceSchema, "Delivery"],
+  [SlackChallengeSchema, "SlackChallenge"],
+  [HookAnswerSchema, "HookAnswer"],
+  [EndpointResourceSchema, "WebhookEndpoint"],
+  [CreatedEndpointSchema, "CreatedWebhookEndpoint"],
+  [WebhookAttemptSchema, "WebhookAttempt"],
+  [WebhookDeliverySchema, "WebhookDelivery"],
+  [WebhookEventSchema, "WebhookEvent"],
   ...Object.entries(LIST_SCHEMAS).map(([name, schema]) => [schema, name] as const),
 ]);
 
@@ -157,6 +188,7 @@ export function buildOpenApiDocument(
     },
     security: [{ apiKey: [] }],
     paths,
+    webhooks: outboundEvents(),
     components: {
       schemas,
       securitySchemes: {
@@ -175,6 +207,49 @@ export function buildOpenApiDocument(
       },
     },
   };
+}
+
+/**
+ * The events posted to webhook endpoints, one entry per type: Standard Webhooks headers and the
+ * thin JSON body; a 2xx within 15 s is a delivery.
+ */
+function outboundEvents(): OpenApiDocument["webhooks"] {
+  const headers = Object.fromEntries(
+    [
+      ["webhook-id", "One per event and endpoint, the same on every attempt: dedup on it."],
+      ["webhook-timestamp", "The attempt's time, unix seconds."],
+      [
+        "webhook-signature",
+        "`v1,<base64 HMAC-SHA256>` per secret (two for a day after a rotation).",
+      ],
+    ].map(([name, description]) => [
+      name,
+      { in: "header", name, required: true, description, schema: { type: "string" } },
+    ]),
+  );
+  return Object.fromEntries(
+    WEBHOOK_EVENT_TYPES.map((type) => [
+      type,
+      {
+        post: {
+          operationId: `event:${type}`,
+          summary: `The \`${type}\` event`,
+          parameters: Object.values(headers),
+          requestBody: {
+            required: true,
+            content: {
+              "application/json": { schema: componentRef(responseName(WebhookEventSchema)) },
+            },
+          },
+          responses: {
+            "2XX": { description: "Delivered." },
+            "410": { description: "Gone: the endpoint is disabled, no more attempts." },
+            default: { description: "Failed: retried on the schedule." },
+          },
+        },
+      },
+    ]),
+  );
 }
 
 function componentSchemas(
@@ -220,6 +295,13 @@ function operation(operationId: string, route: RouteSpec): Record<string, unknow
     op.requestBody = {
       required: !route.body.schema.safeParse({}).success,
       content: { "application/json": { schema: componentRef(requestName(route.body.schema)) } },
+    };
+  } else if (route.body?.kind === "webhook") {
+    const raw = { schema: { description: "The bytes the sender signed." } };
+    op.requestBody = {
+      required: true,
+      description: `What the hook's scheme sends, at most ${route.body.maxBytes} bytes.`,
+      content: Object.fromEntries(route.body.mediaTypes.map((type) => [type, raw])),
     };
   } else if (route.body?.kind === "rollout") {
     const line = { schema: componentRef(responseName(RolloutLineDocSchema)) };

@@ -8,16 +8,26 @@ import * as z from "zod";
 import {
   ApiKeyResourceSchema,
   CreatedApiKeySchema,
+  CreatedEndpointSchema,
+  CreatedHookSchema,
+  CreateEndpointBodySchema,
+  CreateHookBodySchema,
   CreateKeyBodySchema,
   CreateTenantBodySchema,
   CreateThreadBodySchema,
+  DeliveryResourceSchema,
   EmptyBodySchema,
+  EndpointParamsSchema,
+  EndpointResourceSchema,
   EventsHeadersSchema,
   EventsQuerySchema,
   ExportQuerySchema,
   ForkBodySchema,
   HistoryPageSchema,
   HistoryQuerySchema,
+  HookDeliveryParamsSchema,
+  HookParamsSchema,
+  HookResourceSchema,
   IdempotencyHeadersSchema,
   ImportQuerySchema,
   InjectBodySchema,
@@ -26,12 +36,15 @@ import {
   ListQuerySchema,
   ListThreadsQuerySchema,
   listResourceSchema,
+  PatchEndpointBodySchema,
   PatchTenantBodySchema,
   PatchThreadBodySchema,
   type ProblemCode,
   PromptResourceSchema,
   RollbackBodySchema,
   RolloutLineDocSchema,
+  RotateHookSecretBodySchema,
+  SlackChallengeSchema,
   StartTurnBodySchema,
   SteerBodySchema,
   SubmitOutputsBodySchema,
@@ -46,6 +59,8 @@ import {
   turnBodyMaxBytes,
   UsageBucketSchema,
   UsageQuerySchema,
+  WebhookDeliverySchema,
+  webhookBodyMaxBytes,
 } from "../shared/api/index.ts";
 import type { Access } from "./auth.ts";
 
@@ -61,6 +76,17 @@ export interface JsonBodySpec<S extends z.ZodType = z.ZodType> {
   kind: "json";
   schema: S;
   maxBytes: number;
+}
+
+/**
+ * A webhook delivery: the raw bytes the sender signed, read whole up to `maxBytes` and verified
+ * before anything parses them.
+ */
+export interface WebhookBodySpec {
+  kind: "webhook";
+  maxBytes: number;
+  /** Media types senders use; the scheme decides what each must hold. */
+  mediaTypes: readonly string[];
 }
 
 /** A Codex rollout JSONL body, streamed to the DO unparsed (its size limit is an app option). */
@@ -102,7 +128,7 @@ export interface RouteSpec {
   query?: z.ZodObject;
   /** Header parameters; keys lowercase (`c.req.header()` gives them so). */
   headers?: z.ZodObject;
-  body?: JsonBodySpec | RolloutBodySpec;
+  body?: JsonBodySpec | RolloutBodySpec | WebhookBodySpec;
   responses: Readonly<Record<number, ResponseSpec>>;
   /**
    * The problem codes this route answers with beyond the ones every route of its kind has
@@ -131,6 +157,13 @@ const ThreadListSchema = listResourceSchema(ThreadResourceSchema);
 const TenantListSchema = listResourceSchema(TenantResourceSchema);
 const ApiKeyListSchema = listResourceSchema(ApiKeyResourceSchema);
 const UsageListSchema = listResourceSchema(UsageBucketSchema);
+const HookListSchema = listResourceSchema(HookResourceSchema);
+const DeliveryListSchema = listResourceSchema(DeliveryResourceSchema);
+const EndpointListSchema = listResourceSchema(EndpointResourceSchema);
+const WebhookDeliveryListSchema = listResourceSchema(WebhookDeliverySchema);
+
+/** What `POST /hooks/{tenant}/{hook}` answers with 200: a duplicate's first delivery, or Slack's challenge. */
+export const HookAnswerSchema = z.union([DeliveryResourceSchema, SlackChallengeSchema]);
 
 /** The schemas of the list resources of this table, named in the OpenAPI document. */
 export const LIST_SCHEMAS = {
@@ -138,6 +171,10 @@ export const LIST_SCHEMAS = {
   TenantList: TenantListSchema,
   ApiKeyList: ApiKeyListSchema,
   UsageList: UsageListSchema,
+  HookList: HookListSchema,
+  DeliveryList: DeliveryListSchema,
+  WebhookEndpointList: EndpointListSchema,
+  WebhookDeliveryList: WebhookDeliveryListSchema,
 };
 
 /** The quota a turn-starting route may refuse with (429, `Retry-After` for `tokens_per_day`). */
@@ -621,6 +658,211 @@ export const API_ROUTES = {
     summary: "Revoke a tenant's API key",
     params: TenantKeyParamsSchema,
     responses: { 204: { description: "Revoked." } },
+    errors: ["not_found"],
+  },
+  createHook: {
+    method: "post",
+    path: "/v1/hooks",
+    access: "hooks",
+    summary: "Create an inbound hook: deliveries to its URL start turns",
+    description:
+      "The sender posts to the hook's `url` with no API key: its signature (`verify.scheme`) is " +
+      "the credential. A generated `secret` is in this answer only.",
+    body: jsonBody(CreateHookBodySchema, jsonBodyMaxBytes),
+    responses: { 201: { description: "The new hook.", content: json(CreatedHookSchema) } },
+    // `not_found`: a key still trusted by an isolate while its tenant is being deleted.
+    errors: ["hook_exists", "not_found"],
+  },
+  listHooks: {
+    method: "get",
+    path: "/v1/hooks",
+    access: "hooks",
+    summary: "List the tenant's hooks (never their secrets)",
+    query: ListQuerySchema,
+    responses: { 200: { description: "A page of hooks.", content: json(HookListSchema) } },
+    errors: [],
+  },
+  getHook: {
+    method: "get",
+    path: "/v1/hooks/{id}",
+    access: "hooks",
+    summary: "Get a hook",
+    params: HookParamsSchema,
+    responses: { 200: { description: "The hook.", content: json(HookResourceSchema) } },
+    errors: ["not_found"],
+  },
+  deleteHook: {
+    method: "delete",
+    path: "/v1/hooks/{id}",
+    access: "hooks",
+    summary: "Delete a hook and its delivery log",
+    description:
+      "Its URL answers 404 at once through this worker's isolate, everywhere within 30 s.",
+    params: HookParamsSchema,
+    responses: { 204: { description: "Deleted." } },
+    errors: ["not_found"],
+  },
+  rotateHookSecret: {
+    method: "post",
+    path: "/v1/hooks/{id}/rotate-secret",
+    access: "hooks",
+    summary: "Give a hook a new signing secret",
+    description:
+      "The previous secret still verifies for 24 hours, so the sender can switch without a " +
+      "lost delivery. A generated `secret` is in this answer only.",
+    params: HookParamsSchema,
+    body: jsonBody(RotateHookSecretBodySchema, jsonBodyMaxBytes),
+    responses: { 200: { description: "The hook.", content: json(CreatedHookSchema) } },
+    errors: ["not_found"],
+  },
+  listHookDeliveries: {
+    method: "get",
+    path: "/v1/hooks/{id}/deliveries",
+    access: "hooks",
+    summary: "A hook's delivery log, newest first",
+    description:
+      "Every request with a valid signature from the last 7 days: accepted (with the turn it " +
+      "started and how that turn ended, which follows within about a second), ignored, " +
+      "duplicate or rejected.",
+    params: HookParamsSchema,
+    query: ListQuerySchema,
+    responses: { 200: { description: "A page of deliveries.", content: json(DeliveryListSchema) } },
+    errors: ["not_found"],
+  },
+  deliverHook: {
+    method: "post",
+    path: "/hooks/{tenant}/{hook}",
+    access: "public",
+    summary: "A delivery to an inbound hook (the sender's request)",
+    description:
+      "No API key: the signature of the hook's scheme is the credential (Standard Webhooks " +
+      "`webhook-id`/`webhook-timestamp`/`webhook-signature`; GitHub `X-Hub-Signature-256`; " +
+      "Slack `X-Slack-Signature` and `X-Slack-Request-Timestamp`; Stripe `Stripe-Signature`), " +
+      "and a signed timestamp more than 5 minutes off is refused. 202 once the delivery is " +
+      "durable, before its turn runs; a redelivery of the same delivery id within 72 hours is " +
+      "answered 200 with the first delivery and starts nothing. A bad, missing or stale " +
+      "signature is 401 `invalid_signature` and nothing is recorded.",
+    params: HookDeliveryParamsSchema,
+    body: {
+      kind: "webhook",
+      maxBytes: webhookBodyMaxBytes,
+      mediaTypes: ["application/json", "application/x-www-form-urlencoded"],
+    },
+    responses: {
+      200: {
+        description:
+          "A duplicate: the first delivery. Or Slack's `url_verification`: `{challenge}`.",
+        content: json(HookAnswerSchema),
+      },
+      202: {
+        description: "Accepted (its turn is queued), or `ignored` by the hook's `events`.",
+        content: json(DeliveryResourceSchema),
+      },
+    },
+    errors: [
+      "invalid_signature",
+      "not_found",
+      "thread_busy",
+      "unknown_model",
+      "context_window_exceeded",
+      ...QUOTA_ERRORS,
+    ],
+  },
+  createEndpoint: {
+    method: "post",
+    path: "/v1/webhook-endpoints",
+    access: "hooks",
+    summary: "Create a webhook endpoint: the tenant's threads' events are posted to it",
+    description:
+      "Events are Standard Webhooks, signed with the endpoint's `whsec_` secret (in this " +
+      "answer only), retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h.",
+    body: jsonBody(CreateEndpointBodySchema, jsonBodyMaxBytes),
+    responses: {
+      201: { description: "The new endpoint.", content: json(CreatedEndpointSchema) },
+    },
+    errors: ["not_found"],
+  },
+  listEndpoints: {
+    method: "get",
+    path: "/v1/webhook-endpoints",
+    access: "hooks",
+    summary: "List the tenant's webhook endpoints (never their secrets)",
+    query: ListQuerySchema,
+    responses: {
+      200: { description: "A page of endpoints.", content: json(EndpointListSchema) },
+    },
+    errors: [],
+  },
+  getEndpoint: {
+    method: "get",
+    path: "/v1/webhook-endpoints/{id}",
+    access: "hooks",
+    summary: "Get a webhook endpoint",
+    params: EndpointParamsSchema,
+    responses: { 200: { description: "The endpoint.", content: json(EndpointResourceSchema) } },
+    errors: ["not_found"],
+  },
+  patchEndpoint: {
+    method: "patch",
+    path: "/v1/webhook-endpoints/{id}",
+    access: "hooks",
+    summary: "Change a webhook endpoint's URL, events, description, or disable it",
+    description: "Threads record their events by the new subscriptions within 10 s.",
+    params: EndpointParamsSchema,
+    body: jsonBody(PatchEndpointBodySchema, jsonBodyMaxBytes),
+    responses: { 200: { description: "The endpoint.", content: json(EndpointResourceSchema) } },
+    errors: ["not_found"],
+  },
+  deleteEndpoint: {
+    method: "delete",
+    path: "/v1/webhook-endpoints/{id}",
+    access: "hooks",
+    summary: "Delete a webhook endpoint and its delivery records",
+    params: EndpointParamsSchema,
+    responses: { 204: { description: "Deleted." } },
+    errors: ["not_found"],
+  },
+  rotateEndpointSecret: {
+    method: "post",
+    path: "/v1/webhook-endpoints/{id}/rotate-secret",
+    access: "hooks",
+    summary: "Give a webhook endpoint a new signing secret",
+    description:
+      "For 24 hours every event carries a signature with the previous secret beside the new " +
+      "one. The new secret is in this answer only.",
+    params: EndpointParamsSchema,
+    body: jsonBody(EmptyBodySchema, jsonBodyMaxBytes),
+    responses: { 200: { description: "The endpoint.", content: json(CreatedEndpointSchema) } },
+    errors: ["not_found"],
+  },
+  testEndpoint: {
+    method: "post",
+    path: "/v1/webhook-endpoints/{id}/test",
+    access: "hooks",
+    summary: "Send a `webhook.test` event to an endpoint",
+    params: EndpointParamsSchema,
+    body: jsonBody(EmptyBodySchema, jsonBodyMaxBytes),
+    responses: {
+      202: {
+        description: "The event's delivery, queued: its attempts follow in the deliveries.",
+        content: json(WebhookDeliverySchema),
+      },
+    },
+    errors: ["not_found"],
+  },
+  listEndpointDeliveries: {
+    method: "get",
+    path: "/v1/webhook-endpoints/{id}/deliveries",
+    access: "hooks",
+    summary: "An endpoint's deliveries, newest first, each with its attempts",
+    description:
+      "The last 7 days. Each attempt: when, the status code or the error, and when the next " +
+      "one is due.",
+    params: EndpointParamsSchema,
+    query: ListQuerySchema,
+    responses: {
+      200: { description: "A page of deliveries.", content: json(WebhookDeliveryListSchema) },
+    },
     errors: ["not_found"],
   },
 } as const satisfies Record<string, RouteSpec>;

@@ -63,7 +63,8 @@ export class SpindleSide extends Side {
   /** Waits for the flush that ran out of time, as `thread@turns`. */
   readonly unsettled: string[] = [];
 
-  static spec(standInOrigin: string): RuntimeSpec {
+  /** `windowTokens`: the openai model's context window (compaction runs at 90% of it). */
+  static spec(standInOrigin: string, windowTokens = 1_000_000): RuntimeSpec {
     return {
       script: "spindle",
       className: "Thread",
@@ -71,9 +72,10 @@ export class SpindleSide extends Side {
       vars: {
         OPENAI_BASE_URL: `${standInOrigin}/spindle/v1`,
         OPENAI_API_KEY: "sk-bench-standin",
-        // The local model's window, so switching models does not change when compaction runs.
+        // By default the local model's window, so switching models does not change when
+        // compaction runs.
         SPINDLE_OPENAI_MODELS: JSON.stringify([
-          { slug: OPENAI_MODEL, model: "gpt-bench", context_window: 1_000_000 },
+          { slug: OPENAI_MODEL, model: "gpt-bench", context_window: windowTokens },
         ]),
       },
     };

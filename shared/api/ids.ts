@@ -12,3 +12,5 @@ export const TenantIdSchema = idSchema("tenant");
 export const ThreadIdSchema = idSchema("thread");
 export const TurnIdSchema = idSchema("turn");
 export const ApiKeyIdSchema = idSchema("key");
+export const HookIdSchema = idSchema("hook");
+export const EndpointIdSchema = idSchema("endpoint");

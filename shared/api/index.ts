@@ -13,3 +13,5 @@ export * from "./resources.ts";
 export * from "./tenancy.ts";
 export type * from "./tenant-rpc.ts";
 export type * from "./thread-rpc.ts";
+export type * from "./webhook-rpc.ts";
+export * from "./webhooks.ts";

@@ -16,3 +16,5 @@ export const importBodyMaxBytes = 64 * 1024 * 1024;
  * Spindle exports imports again.
  */
 export const rolloutLineMaxBytes = 4 * turnBodyMaxBytes;
+/** A delivery to an inbound hook. */
+export const webhookBodyMaxBytes = 1024 * 1024;

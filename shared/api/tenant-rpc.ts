@@ -25,6 +25,7 @@ import type {
   UsageQuery,
 } from "./tenancy.ts";
 import type { RpcResult } from "./thread-rpc.ts";
+import type { DeliveryEntry, TenantWebhookRpc, WebhookSubscriptions } from "./webhook-rpc.ts";
 
 /** What a request carries about its tenant to the Thread DO: from the key, cached up to 30 s. */
 export interface TenantPolicy {
@@ -97,6 +98,11 @@ export interface ThreadSync {
    * (by incarnation, then seq) are skipped.
    */
   usage: LedgerEntry[];
+  /**
+   * Entries of the hooks' delivery logs this thread changed (a delivery, how its turn ended)
+   * since the tenant last acknowledged them; absent when none.
+   */
+  deliveries?: DeliveryEntry[];
 }
 
 export interface SyncAck {
@@ -104,6 +110,8 @@ export interface SyncAck {
   usageThrough: { incarnation: string; seq: number } | null;
   /** The tenant was deleted: the thread deletes itself. */
   tenantGone: boolean;
+  /** The tenant's endpoint subscriptions now: the thread records its events by them. */
+  webhooks?: WebhookSubscriptions;
 }
 
 /** `admitTask`: the quota checks before a task calls the provider (design §15 invariant 13). */
@@ -133,7 +141,7 @@ export interface ReserveThreadRequest {
   maxThreads: number;
 }
 
-export interface TenantRpc {
+export interface TenantRpc extends TenantWebhookRpc {
   /**
    * Checks a presented key in constant time against the stored digest of `keyId`, and the
    * tenant's state. Every failure (no such key, a revoked key, a deleted tenant, no tenant) is the

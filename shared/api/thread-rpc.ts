@@ -23,6 +23,7 @@ import type { FunctionCallOutputInput, InputMessage, OnBusy } from "./requests.t
 import type { ListResource, ThreadResource, TurnResource } from "./resources.ts";
 import type { PatchThreadBody } from "./tenancy.ts";
 import type { TenantPolicy } from "./tenant-rpc.ts";
+import type { AcceptDeliveryRequest, AcceptedDelivery } from "./webhook-rpc.ts";
 
 export interface RpcFailure {
   code: ProblemCode;
@@ -357,4 +358,14 @@ export interface ThreadRpc {
    * than 16 keys.
    */
   patchThread(req: PatchThreadBody): Promise<RpcResult<ThreadResource>>;
+  /**
+   * Takes a verified hook delivery (design §12): creates the thread from `threadConfig` when it
+   * does not exist, then in one synchronous step records the delivery (its dedup key, for 72
+   * hours) and queues its turn, which starts after the answer; so an accepted delivery becomes
+   * exactly one turn even when the instance goes away right after answering. A delivery id seen
+   * before within 72 hours starts nothing and answers the first delivery (`duplicate`).
+   * Failures: `thread_busy` (`onBusy: "reject"` while a turn runs), `quota_exceeded`, and the
+   * create's (`unknown_model`, `invalid_request`, …); none of them records the delivery.
+   */
+  acceptDelivery(req: AcceptDeliveryRequest): Promise<RpcResult<AcceptedDelivery>>;
 }

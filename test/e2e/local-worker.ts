@@ -36,15 +36,24 @@ export async function withTimeout<T>(promise: Promise<T>, ms: number, what: stri
 
 /**
  * Starts the worker as development (so the local key works) with its DO SQLite and R2 data under
- * `persistDir`. A second call with the same directory after `dispose()` is a real restart: a new
- * workerd process, no memory carried over, storage kept.
+ * `persistDir`, and any other `vars` (`config`: another worker's wrangler.toml, for benchmarks). A second call with the same directory after `dispose()` is
+ * a real restart: a new workerd process, no memory carried over, storage kept.
  */
-export async function startLocalWorker(persistDir: string): Promise<LocalWorker> {
+export async function startLocalWorker(
+  persistDir: string,
+  vars: Record<string, string> = {},
+  config = WRANGLER_CONFIG,
+): Promise<LocalWorker> {
   const { unstable_startWorker } = await import("wrangler");
   const worker = await withTimeout(
     unstable_startWorker({
-      config: WRANGLER_CONFIG,
-      bindings: { SPINDLE_ENV: { type: "plain_text", value: "development" } },
+      config,
+      bindings: Object.fromEntries(
+        Object.entries({ ...vars, SPINDLE_ENV: "development" }).map(([name, value]) => [
+          name,
+          { type: "plain_text" as const, value },
+        ]),
+      ),
       dev: {
         persist: persistDir,
         server: { hostname: "127.0.0.1", port: 0 },

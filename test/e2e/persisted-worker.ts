@@ -6,9 +6,13 @@ import { type LocalWorker, startLocalWorker } from "./local-worker.ts";
 
 /**
  * Registers a worker on a fresh persist folder for the file's tests (started before them,
- * stopped and its folder removed after). `restart()` is a real restart on the same storage.
+ * stopped and its folder removed after), with `vars` (read when it starts). `restart()` is a real
+ * restart on the same storage.
  */
-export function persistedWorker(prefix: string): {
+export function persistedWorker(
+  prefix: string,
+  vars: () => Record<string, string> = () => ({}),
+): {
   base: () => URL;
   restart: () => Promise<void>;
 } {
@@ -16,7 +20,7 @@ export function persistedWorker(prefix: string): {
   let worker: LocalWorker | undefined;
   beforeAll(async () => {
     persistDir = await mkdtemp(join(tmpdir(), prefix));
-    worker = await startLocalWorker(persistDir);
+    worker = await startLocalWorker(persistDir, vars());
   });
   afterAll(async () => {
     try {
@@ -35,7 +39,7 @@ export function persistedWorker(prefix: string): {
       const old = worker;
       worker = undefined;
       await old?.dispose();
-      worker = await startLocalWorker(persistDir ?? "");
+      worker = await startLocalWorker(persistDir ?? "", vars());
     },
   };
 }

@@ -99,7 +99,10 @@ function objectOf(schema: JsonSchema, options: SchemaArbitraryOptions, depth: nu
   const extra =
     typeof schema.additionalProperties === "object" && schema.additionalProperties !== null
       ? fc.dictionary(
-          stringOf((schema.propertyNames ?? { type: "string" }) as JsonSchema),
+          // The schemas refuse a `__proto__` key, which JSON Schema cannot say.
+          stringOf((schema.propertyNames ?? { type: "string" }) as JsonSchema).filter(
+            (key) => key !== "__proto__",
+          ),
           build(schema.additionalProperties as JsonSchema, options, depth + 1),
           { maxKeys: 3 },
         )

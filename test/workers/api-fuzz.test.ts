@@ -520,13 +520,15 @@ function learn(req: FuzzRequest, res: Response, text: string): void {
   if (req.tenant === undefined) return;
   const threads = known.threads[req.tenant];
   const location = res.headers.get("location");
-  if (res.status === 201 && location) {
+  // Only threads: hooks, endpoints and tenants have ids and locations of their own.
+  if (res.status === 201 && location?.startsWith("/v1/threads/")) {
     const id = location.split("/").at(-1) ?? "";
     threads.add(id);
     known.deleted[req.tenant].delete(id);
   }
-  if (req.method === "DELETE" && res.status === 204) {
-    const id = new URL(req.url).pathname.split("/").at(-1) ?? "";
+  const path = new URL(req.url).pathname;
+  if (req.method === "DELETE" && res.status === 204 && path.startsWith("/v1/threads/")) {
+    const id = path.split("/").at(-1) ?? "";
     threads.delete(id);
     known.deleted[req.tenant].add(id);
   }

@@ -8,6 +8,7 @@ import { env } from "cloudflare:workers";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { PROBLEM_CODES, type ProblemCode, problemStatus } from "../../shared/api/index.ts";
 import { api, DEV_KEY, importRollout, json, newThreadId, post } from "./helpers/api.ts";
+import { createHook, deliver, signedHeaders } from "./helpers/hooks.ts";
 import { ADMIN_KEY, createKey, createTenant, tenantWithKey } from "./helpers/tenancy.ts";
 
 const covered = new Set<ProblemCode>();
@@ -69,6 +70,22 @@ describe("every problem code is produced by the service", () => {
 
   it("unauthorized: a request without an API key", async () => {
     await expectProblem(await api("GET", "/v1/threads/abc", undefined, null), "unauthorized");
+  });
+
+  it("invalid_signature: a hook delivery whose signature does not verify", async () => {
+    const hook = await createHook("github");
+    const body = JSON.stringify({ thread: "x" });
+    const headers = signedHeaders("github", "not the hook's secret", body);
+    await expectProblem(await deliver(hook.url, body, headers), "invalid_signature");
+  });
+
+  it("hook_exists: creating a hook under an id that is taken", async () => {
+    const id = `hook_${crypto.randomUUID().slice(0, 8)}`;
+    await json(await post("/v1/hooks", { id, verify: { scheme: "github" }, thread: "t" }), 201);
+    await expectProblem(
+      await post("/v1/hooks", { id, verify: { scheme: "github" }, thread: "t" }),
+      "hook_exists",
+    );
   });
 
   it("forbidden: a key without the scope the route needs", async () => {

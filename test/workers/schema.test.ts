@@ -36,6 +36,34 @@ const queued = (turnId: string, text = turnId) => ({
   content: [{ type: "input_text" as const, text }],
 });
 
+/** The tables as steps 1-7 created them before they took their present forms (schema version 7). */
+const OLDER_LAYOUT: string = `
+CREATE TABLE spindle_schema (version INTEGER NOT NULL);
+INSERT INTO spindle_schema (version) VALUES (7);
+CREATE TABLE spindle_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE spindle_rollout (seq INTEGER NOT NULL, part INTEGER NOT NULL, line TEXT NOT NULL, PRIMARY KEY (seq, part));
+CREATE TABLE spindle_checkpoint (chunk INTEGER PRIMARY KEY, data BLOB NOT NULL);
+CREATE TABLE spindle_segments (first_seq INTEGER PRIMARY KEY, last_seq INTEGER NOT NULL, r2_key TEXT NOT NULL, bytes INTEGER NOT NULL, sha256 TEXT NOT NULL, state TEXT NOT NULL);
+CREATE TABLE spindle_turns (turn_id TEXT PRIMARY KEY, ordinal INTEGER NOT NULL, body TEXT NOT NULL);
+CREATE INDEX spindle_turns_ordinal ON spindle_turns (ordinal);
+CREATE TABLE spindle_events (seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, body TEXT NOT NULL);
+CREATE TABLE spindle_queue (position INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT NOT NULL);
+CREATE TABLE spindle_checkpoint_items (grp INTEGER NOT NULL, part INTEGER NOT NULL, first INTEGER NOT NULL, count INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (grp, part));
+CREATE TABLE spindle_parts (kind TEXT NOT NULL, key TEXT NOT NULL, part INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (kind, key, part));
+CREATE TABLE spindle_idempotency (key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, turn_id TEXT, event_seq INTEGER NOT NULL, at INTEGER NOT NULL);
+CREATE TABLE spindle_checkpoint_runs (grp INTEGER NOT NULL, part INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (grp, part));
+CREATE TABLE spindle_sync (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE spindle_usage (incarnation TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (incarnation, seq));`;
+
+/** The older layout after the older form of step 8 (schema version 8): the webhook tables too. */
+const OLDER_LAYOUT_WITH_WEBHOOKS: string = `${OLDER_LAYOUT.replace("VALUES (7)", "VALUES (8)")}
+CREATE TABLE spindle_deliveries (id TEXT PRIMARY KEY, hook_id TEXT NOT NULL, delivery_id TEXT NOT NULL, status TEXT NOT NULL, received_at INTEGER NOT NULL, turn_id TEXT, final INTEGER NOT NULL DEFAULT 0, rev INTEGER NOT NULL, pushed_rev INTEGER NOT NULL DEFAULT 0, body TEXT NOT NULL);
+CREATE INDEX spindle_deliveries_key ON spindle_deliveries (hook_id, delivery_id);
+CREATE INDEX spindle_deliveries_turn ON spindle_deliveries (turn_id);
+CREATE INDEX spindle_deliveries_received ON spindle_deliveries (received_at);
+CREATE INDEX spindle_deliveries_unpushed ON spindle_deliveries (received_at) WHERE pushed_rev < rev;
+CREATE TABLE spindle_outbox (id TEXT PRIMARY KEY, endpoint_id TEXT, created_at INTEGER NOT NULL, body TEXT NOT NULL);`;
+
 describe("the Thread's tables", () => {
   it("a new object holds only the tables every thread needs: one b-tree each, no autoindex or sequence", async () => {
     const schema = await runInDurableObject(threadStub(newThreadId()), (_i, state) =>
@@ -168,69 +196,75 @@ describe("the Thread's tables", () => {
     });
   });
 
-  it("a database of the older layout (rowids, every table at once) is read and written the same", async () => {
-    const result = await runInDurableObject(threadStub(newThreadId()), (_i, state) => {
-      const storage = state.storage.sql;
-      for (const { name } of schemaOf(storage).filter((t) => t.type === "table")) {
-        storage.exec(`DROP TABLE ${name}`);
-      }
-      storage.exec(OLDER_LAYOUT);
-      migrate(storage);
-      const sql = sqlOf(storage);
-      const meta = new MetaStore(sql);
-      const queue = new TurnQueue(sql);
-      const keys = new IdempotencyKeys(sql, clock);
-      meta.put("thread", { id: "t" });
-      const row = {
-        id: "turn_1",
-        ordinal: 3,
-        kind: "turn" as const,
-        status: "completed" as const,
-        first_seq: 3,
-        last_seq: 9,
-        pending_calls: [],
-        usage: null,
-        error: null,
-      };
-      meta.putTurn(row);
-      queue.push(queued("turn_q"));
-      keys.record("k", "fp", null, 1);
-      const read = {
-        thread: meta.thread(),
-        turn: meta.turn("turn_1"),
-        last: meta.lastTurn(),
-        queued: queue.peek(),
-        key: keys.find("k")?.fingerprint,
-      };
-      clearRolloutState(storage);
-      return {
-        version: storage.exec<{ version: number }>("SELECT version FROM spindle_schema").one(),
-        read,
-        cleared: { thread: meta.thread(), turn: meta.turn("turn_1"), queued: queue.peek() },
-      };
-    });
-    expect(result).toEqual({
-      version: { version: 7 },
-      read: {
-        thread: { id: "t" },
-        turn: {
+  it.each([
+    ["7", OLDER_LAYOUT],
+    ["8", OLDER_LAYOUT_WITH_WEBHOOKS],
+  ])(
+    "a database of the older layout at version %s (rowids, every table at once) is read and written the same",
+    async (_version, layout) => {
+      const result = await runInDurableObject(threadStub(newThreadId()), (_i, state) => {
+        const storage = state.storage.sql;
+        for (const { name } of schemaOf(storage).filter((t) => t.type === "table")) {
+          storage.exec(`DROP TABLE ${name}`);
+        }
+        storage.exec(layout);
+        migrate(storage);
+        const sql = sqlOf(storage);
+        const meta = new MetaStore(sql);
+        const queue = new TurnQueue(sql);
+        const keys = new IdempotencyKeys(sql, clock);
+        meta.put("thread", { id: "t" });
+        const row = {
           id: "turn_1",
           ordinal: 3,
-          kind: "turn",
-          status: "completed",
+          kind: "turn" as const,
+          status: "completed" as const,
           first_seq: 3,
           last_seq: 9,
           pending_calls: [],
           usage: null,
           error: null,
+        };
+        meta.putTurn(row);
+        queue.push(queued("turn_q"));
+        keys.record("k", "fp", null, 1);
+        const read = {
+          thread: meta.thread(),
+          turn: meta.turn("turn_1"),
+          last: meta.lastTurn(),
+          queued: queue.peek(),
+          key: keys.find("k")?.fingerprint,
+        };
+        clearRolloutState(storage);
+        return {
+          version: storage.exec<{ version: number }>("SELECT version FROM spindle_schema").one(),
+          read,
+          cleared: { thread: meta.thread(), turn: meta.turn("turn_1"), queued: queue.peek() },
+        };
+      });
+      expect(result).toEqual({
+        version: { version: 8 },
+        read: {
+          thread: { id: "t" },
+          turn: {
+            id: "turn_1",
+            ordinal: 3,
+            kind: "turn",
+            status: "completed",
+            first_seq: 3,
+            last_seq: 9,
+            pending_calls: [],
+            usage: null,
+            error: null,
+          },
+          last: expect.objectContaining({ id: "turn_1" }),
+          queued: queued("turn_q"),
+          key: "fp",
         },
-        last: expect.objectContaining({ id: "turn_1" }),
-        queued: queued("turn_q"),
-        key: "fp",
-      },
-      cleared: { thread: undefined, turn: undefined, queued: queued("turn_q") },
-    });
-  });
+        cleared: { thread: undefined, turn: undefined, queued: queued("turn_q") },
+      });
+    },
+  );
 
   it("after a thread is deleted, its lazily created tables are created again on use", async () => {
     const id = newThreadId();
@@ -246,22 +280,3 @@ describe("the Thread's tables", () => {
     expect((await keyed("second")).status).toBe(201);
   });
 });
-
-/** The tables as steps 1-7 created them before they took their present forms (schema version 7). */
-const OLDER_LAYOUT = `
-CREATE TABLE spindle_schema (version INTEGER NOT NULL);
-INSERT INTO spindle_schema (version) VALUES (7);
-CREATE TABLE spindle_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE spindle_rollout (seq INTEGER NOT NULL, part INTEGER NOT NULL, line TEXT NOT NULL, PRIMARY KEY (seq, part));
-CREATE TABLE spindle_checkpoint (chunk INTEGER PRIMARY KEY, data BLOB NOT NULL);
-CREATE TABLE spindle_segments (first_seq INTEGER PRIMARY KEY, last_seq INTEGER NOT NULL, r2_key TEXT NOT NULL, bytes INTEGER NOT NULL, sha256 TEXT NOT NULL, state TEXT NOT NULL);
-CREATE TABLE spindle_turns (turn_id TEXT PRIMARY KEY, ordinal INTEGER NOT NULL, body TEXT NOT NULL);
-CREATE INDEX spindle_turns_ordinal ON spindle_turns (ordinal);
-CREATE TABLE spindle_events (seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, body TEXT NOT NULL);
-CREATE TABLE spindle_queue (position INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT NOT NULL);
-CREATE TABLE spindle_checkpoint_items (grp INTEGER NOT NULL, part INTEGER NOT NULL, first INTEGER NOT NULL, count INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (grp, part));
-CREATE TABLE spindle_parts (kind TEXT NOT NULL, key TEXT NOT NULL, part INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (kind, key, part));
-CREATE TABLE spindle_idempotency (key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, turn_id TEXT, event_seq INTEGER NOT NULL, at INTEGER NOT NULL);
-CREATE TABLE spindle_checkpoint_runs (grp INTEGER NOT NULL, part INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (grp, part));
-CREATE TABLE spindle_sync (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE spindle_usage (incarnation TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (incarnation, seq));`;

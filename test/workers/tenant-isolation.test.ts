@@ -1,7 +1,7 @@
 /**
  * Invariant 10 (design §15): a key sees only its tenant. Every `/v1` route of the route table is
  * called with a second tenant's key against the first tenant's resources (its thread, turn, key,
- * tenant id): each answers 404 or 403, or, for a route that acts on the caller's own collection,
+ * tenant id, hook, webhook endpoint): each answers 404 or 403, or, for a route that acts on the caller's own collection,
  * shows nothing of the first tenant; and nothing of the first tenant changed.
  */
 import { env } from "cloudflare:workers";
@@ -20,6 +20,8 @@ interface Victim {
   turn: string;
   callTurn: string;
   callId: string;
+  hook: string;
+  endpoint: string;
 }
 
 /** What the second tenant's request does, and what it must get. */
@@ -40,7 +42,7 @@ const OWN_ROLLOUT = `${JSON.stringify({
 })}\n`;
 
 /** One probe per `/v1` route; the test checks that the table has no other. */
-const PROBES: Record<Exclude<OperationId, "health" | "openApiDocument">, Probe> = {
+const PROBES: Record<Exclude<OperationId, "health" | "openApiDocument" | "deliverHook">, Probe> = {
   createThread: { path: () => "/v1/threads", body: (v) => ({ id: v.thread }), expect: "own" },
   importThread: { path: (v) => `/v1/threads/import?id=${v.other}`, expect: "own" },
   getThread: { path: (v) => `/v1/threads/${v.thread}`, expect: "denied" },
@@ -115,6 +117,39 @@ const PROBES: Record<Exclude<OperationId, "health" | "openApiDocument">, Probe> 
     path: (v) => `/v1/admin/tenants/${v.tenant}/keys/${v.keyId}`,
     expect: "denied",
   },
+  // A hook id is the tenant's own: the second tenant may create one of the same id.
+  createHook: {
+    path: () => "/v1/hooks",
+    body: (v) => ({ id: v.hook, verify: { scheme: "github" }, thread: "x" }),
+    expect: "own",
+  },
+  listHooks: { path: () => "/v1/hooks", expect: "own" },
+  getHook: { path: (v) => `/v1/hooks/${v.hook}`, expect: "denied" },
+  deleteHook: { path: (v) => `/v1/hooks/${v.hook}`, expect: "denied" },
+  rotateHookSecret: { path: (v) => `/v1/hooks/${v.hook}/rotate-secret`, expect: "denied" },
+  listHookDeliveries: { path: (v) => `/v1/hooks/${v.hook}/deliveries`, expect: "denied" },
+  createEndpoint: {
+    path: () => "/v1/webhook-endpoints",
+    body: () => ({ url: "http://127.0.0.1:9/b", events: ["turn.completed"] }),
+    expect: "own",
+  },
+  listEndpoints: { path: () => "/v1/webhook-endpoints", expect: "own" },
+  getEndpoint: { path: (v) => `/v1/webhook-endpoints/${v.endpoint}`, expect: "denied" },
+  patchEndpoint: {
+    path: (v) => `/v1/webhook-endpoints/${v.endpoint}`,
+    body: () => ({ disabled: true }),
+    expect: "denied",
+  },
+  deleteEndpoint: { path: (v) => `/v1/webhook-endpoints/${v.endpoint}`, expect: "denied" },
+  rotateEndpointSecret: {
+    path: (v) => `/v1/webhook-endpoints/${v.endpoint}/rotate-secret`,
+    expect: "denied",
+  },
+  testEndpoint: { path: (v) => `/v1/webhook-endpoints/${v.endpoint}/test`, expect: "denied" },
+  listEndpointDeliveries: {
+    path: (v) => `/v1/webhook-endpoints/${v.endpoint}/deliveries`,
+    expect: "denied",
+  },
 };
 
 /** What the first tenant can see of itself, to compare before and after. */
@@ -125,6 +160,8 @@ async function snapshotOf(v: Victim) {
     rollout: await get(`/v1/threads/${v.thread}/rollout`),
     turn: await get(`/v1/threads/${v.thread}/turns/${v.turn}`),
     keys: await get("/v1/keys"),
+    hooks: await get("/v1/hooks"),
+    endpoints: await get("/v1/webhook-endpoints"),
   };
 }
 
@@ -150,6 +187,19 @@ describe("invariant 10: a second tenant's key against the first tenant's resourc
     );
     const other = newThreadId();
     await json(await api("POST", "/v1/threads", { id: other }, a.key), 201);
+    const hook = await json<{ id: string }>(
+      await api("POST", "/v1/hooks", { verify: { scheme: "github" }, thread: "gh" }, a.key),
+      201,
+    );
+    const endpoint = await json<{ id: string }>(
+      await api(
+        "POST",
+        "/v1/webhook-endpoints",
+        { url: "http://127.0.0.1:9/a", events: ["thread.created"] },
+        a.key,
+      ),
+      201,
+    );
     const victim: Victim = {
       tenant: a.tenant.id,
       key: a.key,
@@ -159,6 +209,8 @@ describe("invariant 10: a second tenant's key against the first tenant's resourc
       turn: turn.id,
       callTurn: paused.id,
       callId: paused.pending_calls[0]?.call_id ?? "",
+      hook: hook.id,
+      endpoint: endpoint.id,
     };
     const before = await snapshotOf(victim);
 

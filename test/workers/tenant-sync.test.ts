@@ -203,6 +203,12 @@ function fakeTenant() {
   };
 }
 
+/** A thread with no hook deliveries, that ignores the subscriptions it learns. */
+const NO_WEBHOOKS = {
+  deliveries: { pending: () => [], acknowledged: () => {} },
+  subscriptions: () => {},
+};
+
 describe("TenantSync", () => {
   it("pushes at once, folds changes during a push into one more, and leaves a push too soon to the alarm", async () => {
     const tenant = fakeTenant();
@@ -219,6 +225,7 @@ describe("TenantSync", () => {
         snapshot: async () =>
           ({ id: "t1", updated_at: String(version) }) as unknown as ThreadResource,
         tenantGone: async () => {},
+        ...NO_WEBHOOKS,
         waitUntil: (work) => {
           waited.push(work);
         },
@@ -284,6 +291,7 @@ describe("TenantSync", () => {
         name: { tenant: "acme", threadId: "t1" },
         snapshot: async () => null,
         tenantGone: async () => {},
+        ...NO_WEBHOOKS,
         waitUntil: () => {},
       });
       const warn = vi.spyOn(console, "warn").mockImplementation(() => {});

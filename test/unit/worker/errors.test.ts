@@ -5,14 +5,16 @@ import { PROBLEM_CODES, problemStatus } from "../../../shared/api/index.ts";
 import { ApiError, issuesToFieldErrors, toApiError } from "../../../worker/errors.ts";
 
 describe("problem codes", () => {
-  it("each code has the status design §7 and §11 give it", () => {
+  it("each code has the status design §7, §11 and §12 give it", () => {
     expect(Object.fromEntries(PROBLEM_CODES.map((code) => [code, problemStatus(code)]))).toEqual({
       invalid_request: 400,
       unauthorized: 401,
+      invalid_signature: 401,
       forbidden: 403,
       not_found: 404,
       thread_exists: 409,
       tenant_exists: 409,
+      hook_exists: 409,
       thread_busy: 409,
       turn_not_found: 404,
       turn_mismatch: 409,

@@ -126,6 +126,11 @@ export class FakeThreads {
           return { ok: true, value: prompt };
         }),
       restore: (req) => call("restore", [req], existing),
+      acceptDelivery: (req) =>
+        call("acceptDelivery", [req], () => ({
+          ok: false,
+          error: { code: "internal", detail: "Not faked." },
+        })),
       patchThread: (req) =>
         call("patchThread", [req], () => {
           const found = existing();

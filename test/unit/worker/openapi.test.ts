@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import * as z from "zod";
 import { PROBLEM_CODES } from "../../../shared/api/index.ts";
+import { WEBHOOK_EVENT_TYPES } from "../../../shared/webhooks/index.ts";
 import { createApp } from "../../../worker/app.ts";
 import { buildOpenApiDocument, type OpenApiDocument } from "../../../worker/openapi.ts";
 import { API_ROUTES, type RouteSpec } from "../../../worker/routes.ts";
@@ -92,6 +93,21 @@ describe("the OpenAPI document", () => {
         "POST /v1/admin/tenants/{tenant}/keys",
         "GET /v1/admin/tenants/{tenant}/keys",
         "DELETE /v1/admin/tenants/{tenant}/keys/{key_id}",
+        "POST /v1/hooks",
+        "GET /v1/hooks",
+        "GET /v1/hooks/{id}",
+        "DELETE /v1/hooks/{id}",
+        "POST /v1/hooks/{id}/rotate-secret",
+        "GET /v1/hooks/{id}/deliveries",
+        "POST /hooks/{tenant}/{hook}",
+        "POST /v1/webhook-endpoints",
+        "GET /v1/webhook-endpoints",
+        "GET /v1/webhook-endpoints/{id}",
+        "PATCH /v1/webhook-endpoints/{id}",
+        "DELETE /v1/webhook-endpoints/{id}",
+        "POST /v1/webhook-endpoints/{id}/rotate-secret",
+        "POST /v1/webhook-endpoints/{id}/test",
+        "GET /v1/webhook-endpoints/{id}/deliveries",
       ].sort(),
     );
   });
@@ -153,7 +169,12 @@ describe("the OpenAPI document", () => {
       const name = JSON.stringify(op.security);
       byKey.set(name, [...(byKey.get(name) ?? []), `${method.toUpperCase()} ${path}`]);
     }
-    expect(byKey.get("[]")).toEqual(["GET /healthz", "GET /openapi.json"]);
+    // The hook's sender signs its delivery instead.
+    expect(byKey.get("[]")).toEqual([
+      "GET /healthz",
+      "GET /openapi.json",
+      "POST /hooks/{tenant}/{hook}",
+    ]);
     expect(byKey.get(JSON.stringify([{ adminKey: [] }]))).toEqual([
       "POST /v1/admin/tenants",
       "GET /v1/admin/tenants",
@@ -173,7 +194,24 @@ describe("the OpenAPI document", () => {
     const threads = byKey.get(JSON.stringify([{ apiKey: ["threads"] }])) ?? [];
     expect(threads).toHaveLength(20);
     expect(threads.every((op) => op.includes(" /v1/threads"))).toBe(true);
-    expect([...byKey.keys()]).toHaveLength(5);
+    const hooks = byKey.get(JSON.stringify([{ apiKey: ["hooks"] }])) ?? [];
+    expect(hooks).toHaveLength(14);
+    expect(hooks.every((op) => /^\S+ \/v1\/(hooks|webhook-endpoints)/.test(op))).toBe(true);
+    expect([...byKey.keys()]).toHaveLength(6);
+  });
+
+  it("documents each outbound event under webhooks, with the Standard Webhooks headers", () => {
+    const events = Object.keys(doc.webhooks).sort();
+    expect(events).toEqual([...WEBHOOK_EVENT_TYPES].sort());
+    const completed = doc.webhooks["turn.completed"]?.post as Operation;
+    expect(completed.parameters?.map((p) => [p.name, p.in, p.required])).toEqual([
+      ["webhook-id", "header", true],
+      ["webhook-timestamp", "header", true],
+      ["webhook-signature", "header", true],
+    ]);
+    expect(completed.requestBody?.content["application/json"]?.schema).toEqual({
+      $ref: "#/components/schemas/WebhookEvent",
+    });
   });
 
   it("the metadata filter of the listing is a deep-object query parameter", () => {

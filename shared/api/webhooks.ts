@@ -1,0 +1,280 @@
+import * as z from "zod";
+import { ThreadConfigSchema, ThreadMetadataSchema } from "../protocol/index.ts";
+import {
+  HOOK_SCHEMES,
+  parseTemplate,
+  TemplateError,
+  WEBHOOK_EVENT_TYPES,
+} from "../webhooks/index.ts";
+import { EndpointIdSchema, HookIdSchema, ThreadIdSchema, TurnIdSchema } from "./ids.ts";
+import { PROBLEM_CODES } from "./problems.ts";
+import { TurnStatusSchema } from "./resources.ts";
+import type { Jurisdiction } from "./tenancy.ts";
+
+/**
+ * Webhooks in and out (design §12): inbound hooks that start turns and their delivery log,
+ * outbound endpoints and their deliveries, and the events they receive. The zod schemas are the
+ * single definition, as in `requests.ts` and `resources.ts`.
+ */
+
+const timestamp = z.iso.datetime();
+
+export const HookSchemeSchema = z
+  .enum(HOOK_SCHEMES)
+  .describe("How deliveries are signed: Standard Webhooks, GitHub, Slack or Stripe.");
+
+/** A template over a delivery; checked when the hook is created. */
+const template = (max: number) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .superRefine((source, ctx) => {
+      try {
+        parseTemplate(source);
+      } catch (err) {
+        if (!(err instanceof TemplateError)) throw err;
+        ctx.addIssue({ code: "custom", message: `not a template: ${err.message}` });
+      }
+    });
+
+/** What a hook does when the thread is running a turn: its deliveries' turns wait by default. */
+export const HookOnBusySchema = z
+  .enum(["queue", "interrupt", "reject"])
+  .describe(
+    "`queue` (the default): the delivery's turn runs after the running one; `interrupt`: the " +
+      "running turn is interrupted first; `reject`: 409 `thread_busy`, nothing recorded, so the " +
+      "sender retries.",
+  );
+
+/** `POST /v1/hooks`. */
+export const CreateHookBodySchema = z.strictObject({
+  id: HookIdSchema.optional().describe("The hook's id; generated when absent."),
+  name: z.string().min(1).max(256).nullable().optional(),
+  verify: z.strictObject({
+    scheme: HookSchemeSchema,
+    secret: z
+      .string()
+      .min(1)
+      .max(512)
+      .optional()
+      .describe(
+        "The signing secret. Generated when absent (shown once) for `standard` and `github`; " +
+          "`slack` and `stripe` need the secret Slack or Stripe issued.",
+      ),
+  }),
+  thread: template(512).describe(
+    "The thread id as a template over the delivery (`{{body.path}}`, `{{headers.name}}`); " +
+      "characters outside [A-Za-z0-9_-] become `_`, and an id longer than 64 is shortened " +
+      "with a digest.",
+  ),
+  input: template(64 * 1024)
+    .optional()
+    .describe("The turn's user message as a template; default: the event name, then the body."),
+  on_busy: HookOnBusySchema.default("queue"),
+  thread_config: ThreadConfigSchema.extend({ metadata: ThreadMetadataSchema.optional() })
+    .optional()
+    .describe("The configuration of the thread a first delivery creates (as `POST /v1/threads`)."),
+  events: z
+    .array(z.string().min(1).max(128))
+    .min(1)
+    .max(100)
+    .optional()
+    .describe(
+      "Only these event types start turns (GitHub `X-GitHub-Event`, or `event.action`; " +
+        "Slack's event type; the `type` of Stripe and Standard Webhooks bodies); others are " +
+        "answered 202 `ignored`.",
+    ),
+});
+export type CreateHookBody = z.output<typeof CreateHookBodySchema>;
+
+/** `POST /v1/hooks/{id}/rotate-secret`. */
+export const RotateHookSecretBodySchema = z.strictObject({
+  secret: z.string().min(1).max(512).optional().describe("The new secret; generated when absent."),
+});
+
+export const HookParamsSchema = z.object({ id: HookIdSchema });
+
+export const HookResourceSchema = z.object({
+  object: z.literal("hook"),
+  id: HookIdSchema,
+  name: z.string().nullable(),
+  url: z.url().describe("Where the sender posts: `POST /hooks/{tenant}/{hook}`, no API key."),
+  verify: z.object({ scheme: HookSchemeSchema }),
+  thread: z.string(),
+  input: z.string().nullable(),
+  on_busy: HookOnBusySchema,
+  thread_config: z.looseObject({}).nullable(),
+  events: z.array(z.string()).nullable(),
+  created_at: timestamp,
+  /** Set by a rotation: the previous secret verifies for 24 hours after it. */
+  secret_rotated_at: timestamp.nullable(),
+});
+export type HookResource = z.output<typeof HookResourceSchema>;
+
+/** A new hook (or a rotated secret): `secret` only when it was generated, shown this once. */
+export const CreatedHookSchema = HookResourceSchema.extend({
+  secret: z.string().optional().describe("The generated secret. Shown once."),
+});
+export type CreatedHook = z.output<typeof CreatedHookSchema>;
+
+export const DELIVERY_STATUSES = ["accepted", "ignored", "duplicate", "rejected"] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+/**
+ * One request to a hook, as its delivery log keeps it (and as `POST /hooks/…` answers it): an
+ * accepted delivery with the turn it started and how that turn ended, an ignored one (the
+ * filter), a duplicate (the same delivery id within 72 hours), a rejected one (the body, the
+ * thread or its quota refused it). A request with a bad signature is not logged.
+ */
+export const DeliveryResourceSchema = z.object({
+  object: z.literal("delivery"),
+  id: z.string(),
+  hook_id: HookIdSchema,
+  thread_id: ThreadIdSchema.nullable(),
+  status: z.enum(DELIVERY_STATUSES),
+  /** The sender's id (webhook-id, X-GitHub-Delivery, Slack's event_id, Stripe's event id). */
+  delivery_id: z.string().nullable(),
+  event: z.string().nullable(),
+  received_at: timestamp,
+  /** A duplicate's first delivery. */
+  duplicate_of: z.string().nullable(),
+  turn_id: TurnIdSchema.nullable(),
+  turn_status: TurnStatusSchema.nullable(),
+  /** Why it was rejected, or how its turn failed. */
+  error: z.object({ code: z.enum(PROBLEM_CODES), message: z.string() }).nullable(),
+});
+export type DeliveryResource = z.output<typeof DeliveryResourceSchema>;
+
+/** `{challenge}`: Slack's `url_verification`, answered once its signature verified. */
+export const SlackChallengeSchema = z.object({ challenge: z.string() });
+
+export const WebhookEventTypeSchema = z.enum(WEBHOOK_EVENT_TYPES);
+
+const EndpointUrlSchema = z
+  .string()
+  .max(2048)
+  .describe(
+    "https (with `SPINDLE_ENV=development` also http to a loopback address); redirects are " +
+      "not followed.",
+  );
+const EndpointEventsSchema = z
+  .array(WebhookEventTypeSchema)
+  .min(1)
+  .refine((events) => new Set(events).size === events.length, "each event type at most once");
+
+/** `POST /v1/webhook-endpoints`. */
+export const CreateEndpointBodySchema = z.strictObject({
+  url: EndpointUrlSchema,
+  events: EndpointEventsSchema,
+  description: z.string().min(1).max(512).nullable().optional(),
+});
+
+/** `PATCH /v1/webhook-endpoints/{id}`. */
+export const PatchEndpointBodySchema = z.strictObject({
+  url: EndpointUrlSchema.optional(),
+  events: EndpointEventsSchema.optional(),
+  description: z.string().min(1).max(512).nullable().optional(),
+  disabled: z.boolean().optional().describe("A disabled endpoint receives nothing."),
+});
+export type PatchEndpointBody = z.output<typeof PatchEndpointBodySchema>;
+
+export const EndpointParamsSchema = z.object({ id: EndpointIdSchema });
+
+export const EndpointResourceSchema = z.object({
+  object: z.literal("webhook_endpoint"),
+  id: EndpointIdSchema,
+  url: z.string(),
+  events: z.array(WebhookEventTypeSchema),
+  description: z.string().nullable(),
+  disabled: z.boolean(),
+  /** Why it is disabled: `api` (a PATCH) or `gone` (it answered 410). */
+  disabled_reason: z.enum(["api", "gone"]).nullable(),
+  created_at: timestamp,
+  /** Set by a rotation: events are signed with the previous secret too for 24 hours after it. */
+  secret_rotated_at: timestamp.nullable(),
+});
+export type EndpointResource = z.output<typeof EndpointResourceSchema>;
+
+/** A new endpoint (or a rotated secret): the resource plus its `whsec_` secret, shown once. */
+export const CreatedEndpointSchema = EndpointResourceSchema.extend({
+  secret: z.string().describe("The `whsec_` signing secret. Shown once."),
+});
+export type CreatedEndpoint = z.output<typeof CreatedEndpointSchema>;
+
+/** One attempt to deliver an event: when, and the status code or the error. */
+export const WebhookAttemptSchema = z.object({
+  at: timestamp,
+  status_code: z.number().int().nullable(),
+  /** `timeout`, `redirect` (a 3xx: not followed), `network`, `http_{status}`, or null. */
+  error: z.string().nullable(),
+  duration_ms: z.number().int().nonnegative(),
+  /** When the next attempt is due; null when this one delivered or was the last. */
+  next_retry_at: timestamp.nullable(),
+});
+export type WebhookAttempt = z.output<typeof WebhookAttemptSchema>;
+
+/** One event to one endpoint, with its attempts (the `webhook-id` is its id). */
+export const WebhookDeliverySchema = z.object({
+  object: z.literal("webhook_delivery"),
+  id: z.string().describe("The `webhook-id`: the same on every attempt."),
+  endpoint_id: EndpointIdSchema,
+  type: z.string(),
+  thread_id: ThreadIdSchema.nullable(),
+  turn_id: TurnIdSchema.nullable(),
+  status: z.enum(["pending", "delivered", "failed"]),
+  created_at: timestamp,
+  attempts: z.array(WebhookAttemptSchema),
+});
+export type WebhookDelivery = z.output<typeof WebhookDeliverySchema>;
+
+/** The body of an outbound event (Standard Webhooks), at most 20 KB. */
+export const WebhookEventSchema = z.object({
+  type: z.union([WebhookEventTypeSchema, z.literal("webhook.test")]),
+  timestamp: timestamp,
+  data: z.object({
+    thread_id: ThreadIdSchema.optional(),
+    turn_id: TurnIdSchema.nullable().optional(),
+    status: z.string().nullable().optional(),
+    usage: z
+      .object({
+        input_tokens: z.number(),
+        cached_input_tokens: z.number(),
+        output_tokens: z.number(),
+        reasoning_output_tokens: z.number(),
+        total_tokens: z.number(),
+      })
+      .nullable()
+      .optional(),
+    pending_calls: z.array(z.object({ call_id: z.string(), name: z.string() })).optional(),
+    pending_calls_truncated: z.boolean().optional(),
+    error: z.object({ code: z.string(), message: z.string() }).optional(),
+    hook_id: HookIdSchema.optional(),
+    delivery_id: z.string().optional(),
+    endpoint_id: EndpointIdSchema.optional(),
+    sequence: z.number().int().optional(),
+  }),
+});
+
+/**
+ * The `{tenant}` segment of a hook's URL (`/hooks/{tenant}/{hook}`): the tenant id, prefixed by
+ * its jurisdiction and `.` (outside the id alphabet) when it has one, so the edge reaches the
+ * tenant's object from the URL alone, as it does from a key.
+ */
+export function hookUrlTenant(tenant: string, jurisdiction: Jurisdiction): string {
+  return jurisdiction === null ? tenant : `${jurisdiction}.${tenant}`;
+}
+
+export function parseHookUrlTenant(
+  segment: string,
+): { tenant: string; jurisdiction: Jurisdiction } | undefined {
+  const match = /^(?:(eu|fedramp)\.)?([A-Za-z0-9_-]{1,64})$/.exec(segment);
+  if (!match?.[2]) return undefined;
+  return { tenant: match[2], jurisdiction: (match[1] as "eu" | "fedramp" | undefined) ?? null };
+}
+
+/** `POST /hooks/{tenant}/{hook}`: read loosely, so a malformed one is a 404 like an unknown one. */
+export const HookDeliveryParamsSchema = z.object({
+  tenant: z.string().describe("The tenant id, prefixed `eu.` or `fedramp.` for its jurisdiction."),
+  hook: z.string(),
+});

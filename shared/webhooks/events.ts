@@ -1,0 +1,143 @@
+/**
+ * Outbound lifecycle events (design §12): their types, their thin Standard Webhooks payloads, and
+ * the retry schedule of their delivery.
+ */
+export const WEBHOOK_EVENT_TYPES = [
+  "turn.completed",
+  "turn.requires_action",
+  "turn.failed",
+  "turn.interrupted",
+  "thread.created",
+  "thread.deleted",
+  "thread.compacted",
+  "hook.failed",
+] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** What `POST /v1/webhook-endpoints/{id}/test` sends; no endpoint subscribes to it. */
+export const TEST_EVENT_TYPE = "webhook.test";
+
+/** The largest payload (Standard Webhooks: thin, usually under 20 KB). */
+export const WEBHOOK_PAYLOAD_MAX_BYTES = 20 * 1024;
+
+/** An error message in a payload is cut to this many characters. */
+const ERROR_MESSAGE_MAX_CHARS = 1_000;
+
+/** The waits after each failed attempt, in seconds (Svix's schedule): 8 attempts in all. */
+export const RETRY_SCHEDULE_S: readonly number[] = [5, 300, 1_800, 7_200, 18_000, 36_000, 36_000];
+export const MAX_ATTEMPTS = RETRY_SCHEDULE_S.length + 1;
+
+/**
+ * The wait before the attempt after attempt `attempt` (1 for the first) failed, in whole
+ * seconds, the schedule multiplied by `scale` (tests compress it); undefined after the last.
+ */
+export function retryDelaySeconds(attempt: number, scale = 1): number | undefined {
+  const wait = RETRY_SCHEDULE_S[attempt - 1];
+  return wait === undefined ? undefined : Math.round(wait * scale);
+}
+
+/** A pending client tool call, as a payload names it (its arguments are in the turn). */
+export interface PendingCallRef {
+  call_id: string;
+  name: string;
+}
+
+/** Token usage as the Turn resource reports it. */
+export interface EventUsage {
+  input_tokens: number;
+  cached_input_tokens: number;
+  output_tokens: number;
+  reasoning_output_tokens: number;
+  total_tokens: number;
+}
+
+/** The `data` of an event: the thread, and for a turn's events the turn as it ended or paused. */
+export interface WebhookEventData {
+  thread_id: string;
+  turn_id: string | null;
+  status: string | null;
+  usage: EventUsage | null;
+  pending_calls?: PendingCallRef[];
+  error?: { code: string; message: string };
+  /** `hook.failed`: the hook and the delivery whose turn failed. */
+  hook_id?: string;
+  delivery_id?: string;
+  /** Grows by one with each event the thread records for its endpoints, across deletes. */
+  sequence: number;
+}
+
+/**
+ * The JSON body of an event: `{type, timestamp, data}`, at most `WEBHOOK_PAYLOAD_MAX_BYTES`. An
+ * error message is cut to 1,000 characters; pending calls that would not fit are left out
+ * (`pending_calls_truncated: true`): the turn has them all.
+ */
+export function eventPayload(type: string, timestamp: string, data: WebhookEventData): string {
+  const error = data.error && {
+    code: data.error.code,
+    message: data.error.message.slice(0, ERROR_MESSAGE_MAX_CHARS),
+  };
+  const fitted = { ...data, ...(error ? { error } : {}) };
+  let body = JSON.stringify({ type, timestamp, data: fitted });
+  const calls = fitted.pending_calls;
+  if (calls === undefined || utf8Length(body) <= WEBHOOK_PAYLOAD_MAX_BYTES) return body;
+  let kept = calls.length;
+  while (kept > 0) {
+    kept = Math.floor(kept / 2);
+    const trimmed = {
+      ...fitted,
+      pending_calls: calls.slice(0, kept),
+      pending_calls_truncated: true,
+    };
+    body = JSON.stringify({ type, timestamp, data: trimmed });
+    if (utf8Length(body) <= WEBHOOK_PAYLOAD_MAX_BYTES) return body;
+  }
+  return body;
+}
+
+function utf8Length(text: string): number {
+  return new TextEncoder().encode(text).length;
+}
+
+/**
+ * Why `url` cannot be an endpoint, or undefined. Production takes `https` only, to a host that
+ * is not a loopback, private or link-local address; with `development`, `http` and loopback
+ * are allowed too (a local receiver). No credentials in the URL (they would be logged).
+ */
+export function endpointUrlProblem(url: string, development: boolean): string | undefined {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return "not an absolute URL";
+  }
+  if (parsed.username !== "" || parsed.password !== "") return "credentials in the URL";
+  const host = parsed.hostname.toLowerCase().replace(/^\[|\]$/g, "");
+  const loopback = isLoopback(host);
+  if (development && loopback && (parsed.protocol === "http:" || parsed.protocol === "https:")) {
+    return undefined;
+  }
+  if (parsed.protocol !== "https:") return "an endpoint URL is https";
+  if (loopback || isPrivate(host)) return "a loopback, private or link-local address";
+  return undefined;
+}
+
+function isLoopback(host: string): boolean {
+  return (
+    host === "localhost" ||
+    host.endsWith(".localhost") ||
+    host === "::1" ||
+    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
+  );
+}
+
+function isPrivate(host: string): boolean {
+  return (
+    /^(10|0)\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host) ||
+    /^192\.168\.\d{1,3}\.\d{1,3}$/.test(host) ||
+    /^169\.254\.\d{1,3}\.\d{1,3}$/.test(host) ||
+    /^172\.(1[6-9]|2\d|3[01])\.\d{1,3}\.\d{1,3}$/.test(host) ||
+    /^(fc|fd|fe8|fe9|fea|feb)[0-9a-f]*:/.test(host) ||
+    host === "::" ||
+    host.startsWith("::ffff:")
+  );
+}

@@ -1,0 +1,104 @@
+import { describe, expect, it } from "vitest";
+import {
+  endpointUrlProblem,
+  eventPayload,
+  MAX_ATTEMPTS,
+  retryDelaySeconds,
+  WEBHOOK_PAYLOAD_MAX_BYTES,
+} from "../../../shared/webhooks/index.ts";
+
+const data = {
+  thread_id: "t1",
+  turn_id: "turn_1",
+  status: "requires_action",
+  usage: null,
+  sequence: 3,
+};
+
+describe("the retry schedule", () => {
+  it("waits 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h: eight attempts", () => {
+    const waits = Array.from({ length: MAX_ATTEMPTS }, (_, i) => retryDelaySeconds(i + 1));
+    expect(waits).toEqual([5, 300, 1800, 7200, 18000, 36000, 36000, undefined]);
+  });
+
+  it("is compressed by a scale, in whole seconds", () => {
+    expect([retryDelaySeconds(1, 0), retryDelaySeconds(2, 0.01), retryDelaySeconds(8, 0)]).toEqual([
+      0,
+      3,
+      undefined,
+    ]);
+  });
+});
+
+describe("event payloads", () => {
+  it("are {type, timestamp, data}", () => {
+    expect(
+      JSON.parse(eventPayload("turn.requires_action", "2026-12-01T00:00:00.000Z", data)),
+    ).toEqual({ type: "turn.requires_action", timestamp: "2026-12-01T00:00:00.000Z", data });
+  });
+
+  it("stay within 20 KB: an error message is cut, pending calls that do not fit are left out", () => {
+    const calls = Array.from({ length: 2000 }, (_, i) => ({
+      call_id: `call_${i}`,
+      name: "lookup",
+    }));
+    const body = eventPayload("turn.requires_action", "2026-12-01T00:00:00.000Z", {
+      ...data,
+      pending_calls: calls,
+      error: { code: "internal", message: "e".repeat(50_000) },
+    });
+    const parsed = JSON.parse(body) as {
+      data: {
+        pending_calls: unknown[];
+        pending_calls_truncated: boolean;
+        error: { message: string };
+      };
+    };
+    expect(new TextEncoder().encode(body).length).toBeLessThanOrEqual(WEBHOOK_PAYLOAD_MAX_BYTES);
+    expect(parsed.data.error.message).toHaveLength(1000);
+    expect(parsed.data.pending_calls_truncated).toBe(true);
+    expect(parsed.data.pending_calls).toEqual(calls.slice(0, parsed.data.pending_calls.length));
+  });
+});
+
+describe("endpoint URLs", () => {
+  it("take https in production, and refuse loopback, private and link-local hosts", () => {
+    const problems = [
+      "https://hooks.example.com/spindle",
+      "http://hooks.example.com/spindle",
+      "https://127.0.0.1/x",
+      "https://localhost:8443/x",
+      "https://10.1.2.3/x",
+      "https://172.20.0.1/x",
+      "https://192.168.1.1/x",
+      "https://169.254.169.254/latest",
+      "https://[::1]/x",
+      "https://user:pass@hooks.example.com/x",
+      "not a url",
+    ].map((url) => endpointUrlProblem(url, false) ?? "ok");
+    expect(problems).toEqual([
+      "ok",
+      "an endpoint URL is https",
+      "a loopback, private or link-local address",
+      "a loopback, private or link-local address",
+      "a loopback, private or link-local address",
+      "a loopback, private or link-local address",
+      "a loopback, private or link-local address",
+      "a loopback, private or link-local address",
+      "a loopback, private or link-local address",
+      "credentials in the URL",
+      "not an absolute URL",
+    ]);
+  });
+
+  it("take http to a loopback address in development only", () => {
+    expect(endpointUrlProblem("http://127.0.0.1:9000/hook", true)).toBe(undefined);
+    expect(endpointUrlProblem("http://localhost:9000/hook", true)).toBe(undefined);
+    expect(endpointUrlProblem("http://hooks.example.com/hook", true)).toBe(
+      "an endpoint URL is https",
+    );
+    expect(endpointUrlProblem("http://127.0.0.1:9000/hook", false)).toBe(
+      "an endpoint URL is https",
+    );
+  });
+});

@@ -1,0 +1,541 @@
+/**
+ * Outbound webhooks (design §12, §15 invariants 12 and 14) through the running service, with the
+ * queue consumer run by miniflare as in production (retries compressed to none by
+ * SPINDLE_WEBHOOK_RETRY_SCALE=0, an attempt bounded to 1 s): the endpoint routes, every lifecycle
+ * event signed so the `standardwebhooks` package verifies it, retries of a receiver that fails,
+ * times out or redirects, 410, exhaustion, the dead-letter queue, rotation, the test event, the
+ * outbox surviving the instance, and a tenant without endpoints writing nothing
+ * (`durable-objects/webhook-outbox.ts`, `worker/webhook-consumer.ts`).
+ */
+import {
+  createExecutionContext,
+  createMessageBatch,
+  getQueueResult,
+  runDurableObjectAlarm,
+  runInDurableObject,
+} from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { Webhook } from "standardwebhooks";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { sqlOf } from "../../durable-objects/sql.ts";
+import type { Env } from "../../env.ts";
+import type { WebhookMessage } from "../../shared/api/index.ts";
+import { WEBHOOK_EVENT_TYPES } from "../../shared/webhooks/index.ts";
+import { consumeWebhooks } from "../../worker/webhook-consumer.ts";
+import { api, json, newThreadId, post, threadStub } from "./helpers/api.ts";
+import { RECEIVER_URL, type Received, receiver } from "./helpers/receiver.ts";
+import { tenantWithKey } from "./helpers/tenancy.ts";
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+interface Endpoint {
+  object: "webhook_endpoint";
+  id: string;
+  url: string;
+  events: string[];
+  description: string | null;
+  disabled: boolean;
+  disabled_reason: string | null;
+  created_at: string;
+  secret_rotated_at: string | null;
+  secret?: string;
+}
+
+interface Attempt {
+  at: string;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
+  next_retry_at: string | null;
+}
+
+interface Delivery {
+  id: string;
+  endpoint_id: string;
+  type: string;
+  thread_id: string | null;
+  turn_id: string | null;
+  status: string;
+  created_at: string;
+  attempts: Attempt[];
+}
+
+interface Event {
+  type: string;
+  timestamp: string;
+  data: Record<string, unknown>;
+}
+
+/** Every managed tenant starts without endpoints, whatever other tests did to `local`. */
+async function freshTenant() {
+  return tenantWithKey();
+}
+
+async function createEndpoint(key: string, body: Record<string, unknown> = {}) {
+  return json<Endpoint & { secret: string }>(
+    await api(
+      "POST",
+      "/v1/webhook-endpoints",
+      { url: `${RECEIVER_URL}/${crypto.randomUUID()}`, events: [...WEBHOOK_EVENT_TYPES], ...body },
+      key,
+    ),
+    201,
+  );
+}
+
+/** Verified with the `standardwebhooks` package, as any receiver would. */
+function verified(secret: string, request: Received): Event {
+  return new Webhook(secret).verify(request.body, {
+    "webhook-id": request.id,
+    "webhook-timestamp": request.timestamp,
+    "webhook-signature": request.signature,
+  }) as Event;
+}
+
+async function deliveriesOf(key: string, endpointId: string): Promise<Delivery[]> {
+  return (
+    await json<{ data: Delivery[] }>(
+      await api("GET", `/v1/webhook-endpoints/${endpointId}/deliveries?limit=100`, undefined, key),
+    )
+  ).data;
+}
+
+/** Waits until the endpoint's record shows `done`. */
+async function until(key: string, endpointId: string, done: (d: Delivery[]) => boolean) {
+  let deliveries: Delivery[] = [];
+  await vi.waitUntil(
+    async () => {
+      deliveries = await deliveriesOf(key, endpointId);
+      return done(deliveries);
+    },
+    { timeout: 10_000, interval: 50 },
+  );
+  return deliveries;
+}
+
+const thread =
+  (key: string) =>
+  async (id: string, body: Record<string, unknown> = {}) =>
+    json(await api("POST", "/v1/threads", { id, ...body }, key), 201);
+
+const turn = (key: string) => async (id: string, input: string) =>
+  json<{ id: string; status: string; pending_calls: { call_id: string; name: string }[] }>(
+    await api("POST", `/v1/threads/${id}/turns`, { input }, key),
+  );
+
+describe("the endpoint routes", () => {
+  it("create shows the whsec_ secret once; get and list never; patch and delete change them", async () => {
+    const { key } = await freshTenant();
+    const created = await createEndpoint(key, { description: "ci", events: ["turn.completed"] });
+    expect(created).toEqual({
+      object: "webhook_endpoint",
+      id: expect.stringMatching(/^we_/),
+      url: expect.stringContaining(RECEIVER_URL),
+      events: ["turn.completed"],
+      description: "ci",
+      disabled: false,
+      disabled_reason: null,
+      created_at: expect.any(String),
+      secret_rotated_at: null,
+      secret: expect.stringMatching(/^whsec_/),
+    });
+    const { secret: _, ...resource } = created;
+    const got = await json(await api("GET", `/v1/webhook-endpoints/${created.id}`, undefined, key));
+    expect(got).toEqual(resource);
+    const listed = await json<{ data: unknown[] }>(
+      await api("GET", "/v1/webhook-endpoints", undefined, key),
+    );
+    expect(listed.data).toEqual([resource]);
+    const patched = await json(
+      await api(
+        "PATCH",
+        `/v1/webhook-endpoints/${created.id}`,
+        { events: ["turn.failed", "hook.failed"], disabled: true },
+        key,
+      ),
+    );
+    expect(patched).toEqual({
+      ...resource,
+      events: ["turn.failed", "hook.failed"],
+      disabled: true,
+      disabled_reason: "api",
+    });
+    expect(
+      (await api("DELETE", `/v1/webhook-endpoints/${created.id}`, undefined, key)).status,
+    ).toBe(204);
+    expect((await api("GET", `/v1/webhook-endpoints/${created.id}`, undefined, key)).status).toBe(
+      404,
+    );
+  });
+
+  it("refuses URLs that are not https (but loopback in development), and unknown events", async () => {
+    const { key } = await freshTenant();
+    const refused = await api(
+      "POST",
+      "/v1/webhook-endpoints",
+      { url: "http://hooks.example.com/x", events: ["turn.completed"] },
+      key,
+    );
+    expect(await json(refused, 400)).toMatchObject({
+      code: "invalid_request",
+      errors: [{ path: "/url", message: "an endpoint URL is https" }],
+    });
+    const unknown = await api(
+      "POST",
+      "/v1/webhook-endpoints",
+      { url: "https://hooks.example.com/x", events: ["turn.started"] },
+      key,
+    );
+    expect(unknown.status).toBe(400);
+    const { id } = await createEndpoint(key);
+    const patch = await api(
+      "PATCH",
+      `/v1/webhook-endpoints/${id}`,
+      { url: "https://10.0.0.1/x" },
+      key,
+    );
+    expect(patch.status).toBe(400);
+  });
+
+  it("need the hooks scope", async () => {
+    const { tenant } = await freshTenant();
+    const limited = await json<{ key: string }>(
+      await api(
+        "POST",
+        `/v1/admin/tenants/${tenant.id}/keys`,
+        { scopes: ["threads"] },
+        "sk-local-admin",
+      ),
+      201,
+    );
+    const res = await api("GET", "/v1/webhook-endpoints", undefined, limited.key);
+    expect(res.status).toBe(403);
+  });
+});
+
+describe("invariant 12: every terminal turn yields one event per endpoint, delivered, signed", () => {
+  it("each lifecycle event arrives once, verified by the standardwebhooks package", async () => {
+    const { key } = await freshTenant();
+    const endpoint = await createEndpoint(key);
+    const received = receiver(
+      () => 200,
+      () => new Response(JSON.stringify({ error: { message: "bad request" } }), { status: 400 }),
+    );
+    const id = newThreadId();
+    await thread(key)(id, { tools: [{ name: "lookup", description: "search" }] });
+    const completed = await turn(key)(id, "hello");
+    const paused = await turn(key)(id, "/call lookup {}");
+    const call = paused.pending_calls[0];
+    const resumed = await json<{ id: string }>(
+      await api(
+        "POST",
+        `/v1/threads/${id}/turns/${paused.id}/outputs`,
+        { items: [{ type: "function_call_output", call_id: call?.call_id, output: "42" }] },
+        key,
+      ),
+    );
+    const slow = post(`/v1/threads/${id}/turns`, { input: "/slow 200 wait" }, key);
+    await vi.waitUntil(
+      async () =>
+        (await json<{ status: string }>(await api("GET", `/v1/threads/${id}`, undefined, key)))
+          .status === "running",
+      { timeout: 5_000, interval: 10 },
+    );
+    const instead = await json<{ id: string }>(
+      await api("POST", `/v1/threads/${id}/turns`, { input: "now", on_busy: "interrupt" }, key),
+    );
+    const interrupted = await json<{ id: string; status: string }>(await slow);
+    expect(interrupted.status).toBe("interrupted");
+    const compaction = await json<{ id: string }>(
+      await api("POST", `/v1/threads/${id}/compact`, undefined, key),
+    );
+    const failing = newThreadId();
+    await thread(key)(failing, { model: "gpt-test" });
+    const failed = await turn(key)(failing, "hi");
+    expect(failed.status).toBe("failed");
+    expect((await api("DELETE", `/v1/threads/${failing}`, undefined, key)).status).toBe(204);
+
+    const deliveries = await until(
+      key,
+      endpoint.id,
+      (d) => d.length === 10 && d.every((x) => x.status === "delivered"),
+    );
+    const events = received.map((r) => verified(endpoint.secret, r));
+    const byType = (type: string) => events.filter((e) => e.type === type);
+    expect(events.map((e) => e.type).sort()).toEqual(
+      [
+        "thread.created",
+        "thread.created",
+        "turn.completed",
+        "turn.requires_action",
+        "turn.completed",
+        "turn.interrupted",
+        "turn.completed",
+        "thread.compacted",
+        "turn.failed",
+        "thread.deleted",
+      ].sort(),
+    );
+    // Each delivered at its first attempt, the record naming what it reports.
+    expect(deliveries.map((d) => [d.type, d.status, d.attempts.map((a) => a.status_code)])).toEqual(
+      events.map((e) => [e.type, "delivered", [200]]).reverse(),
+    );
+    expect(byType("turn.requires_action")[0]?.data).toEqual({
+      thread_id: id,
+      turn_id: paused.id,
+      status: "requires_action",
+      usage: expect.any(Object),
+      pending_calls: [{ call_id: call?.call_id, name: "lookup" }],
+      sequence: expect.any(Number),
+    });
+    expect(byType("turn.failed")[0]?.data).toEqual({
+      thread_id: failing,
+      turn_id: failed.id,
+      status: "failed",
+      usage: null,
+      error: { code: "provider_error", message: expect.any(String) },
+      sequence: expect.any(Number),
+    });
+    expect(byType("turn.completed").map((e) => e.data.turn_id)).toEqual([
+      completed.id,
+      paused.id,
+      instead.id,
+    ]);
+    expect(resumed.id).toBe(paused.id);
+    expect(byType("turn.interrupted")[0]?.data).toMatchObject({
+      turn_id: interrupted.id,
+      status: "interrupted",
+    });
+    expect(byType("thread.created").map((e) => e.data)).toEqual([
+      { thread_id: id, turn_id: null, status: null, usage: null, sequence: 1 },
+      { thread_id: failing, turn_id: null, status: null, usage: null, sequence: 1 },
+    ]);
+    expect(byType("thread.compacted")[0]?.data).toMatchObject({
+      thread_id: id,
+      turn_id: compaction.id,
+      status: "completed",
+    });
+    // One webhook-id per event, each delivered once.
+    expect(new Set(received.map((r) => r.id)).size).toBe(received.length);
+    expect(received.every((r) => r.redirect === "manual")).toBe(true);
+  });
+});
+
+describe("retries", () => {
+  it("a receiver that fails, times out or redirects is tried again, with the same webhook-id, until it answers 2xx", async () => {
+    const { key } = await freshTenant();
+    const endpoint = await createEndpoint(key, { events: ["turn.completed"] });
+    const answers: (number | "hang")[] = [500, "hang", 302, 204];
+    const received = receiver((_, n) => answers[n] ?? 200);
+    const id = newThreadId();
+    await thread(key)(id);
+    const done = await turn(key)(id, "hello");
+    const [delivery] = await until(key, endpoint.id, (d) => d[0]?.status === "delivered");
+    expect(received.map((r) => [r.id, verified(endpoint.secret, r).data.turn_id])).toEqual(
+      received.map(() => [delivery?.id, done.id]),
+    );
+    expect(received.every((r) => r.redirect === "manual")).toBe(true);
+    expect(
+      delivery?.attempts.map((a) => [a.status_code, a.error, a.next_retry_at !== null]),
+    ).toEqual([
+      [500, "http_500", true],
+      [null, "timeout", true],
+      [302, "redirect", true],
+      [204, null, false],
+    ]);
+    expect(delivery).toMatchObject({ type: "turn.completed", thread_id: id, turn_id: done.id });
+  });
+
+  it("a receiver that answers 410 Gone disables the endpoint: no more attempts, the delivery failed", async () => {
+    const { key } = await freshTenant();
+    const endpoint = await createEndpoint(key, { events: ["turn.completed"] });
+    const received = receiver(() => 410);
+    const id = newThreadId();
+    await thread(key)(id);
+    await turn(key)(id, "hello");
+    const [delivery] = await until(key, endpoint.id, (d) => d[0]?.status === "failed");
+    expect(delivery?.attempts.map((a) => [a.status_code, a.error, a.next_retry_at])).toEqual([
+      [410, "http_410", null],
+    ]);
+    expect(
+      await json(await api("GET", `/v1/webhook-endpoints/${endpoint.id}`, undefined, key)),
+    ).toMatchObject({ disabled: true, disabled_reason: "gone" });
+    await turn(key)(id, "again");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(received).toHaveLength(1);
+  });
+
+  it("a receiver that always fails gets eight attempts, then the delivery is failed", async () => {
+    const { key } = await freshTenant();
+    const endpoint = await createEndpoint(key, { events: ["thread.created"] });
+    const received = receiver(() => 503);
+    await thread(key)(newThreadId());
+    const [delivery] = await until(key, endpoint.id, (d) => d[0]?.status === "failed");
+    expect(delivery?.attempts.map((a) => a.error)).toEqual(Array(8).fill("http_503"));
+    expect(delivery?.attempts.map((a) => a.next_retry_at === null)).toEqual([
+      ...Array(7).fill(false),
+      true,
+    ]);
+    expect(new Set(received.map((r) => r.id))).toEqual(new Set([delivery?.id]));
+  });
+
+  it("a message the dead-letter queue receives is recorded as failed, unless it was delivered", async () => {
+    const { key, tenant } = await freshTenant();
+    const endpoint = await createEndpoint(key);
+    const message = (webhookId: string): WebhookMessage => ({
+      tenant: tenant.id,
+      jurisdiction: null,
+      endpointId: endpoint.id,
+      webhookId,
+      type: "turn.completed",
+      threadId: "t1",
+      turnId: "turn_1",
+      createdAt: new Date().toISOString(),
+      payload: "{}",
+    });
+    const batch = createMessageBatch<WebhookMessage>("spindle-webhooks-dlq", [
+      { id: "m1", timestamp: new Date(), attempts: 1, body: message("msg_dead") },
+    ]);
+    const ctx = createExecutionContext();
+    await consumeWebhooks(batch, env as unknown as Env);
+    expect(await getQueueResult(batch, ctx)).toMatchObject({ explicitAcks: ["m1"] });
+    const [delivery] = await deliveriesOf(key, endpoint.id);
+    expect(delivery).toMatchObject({
+      id: "msg_dead",
+      status: "failed",
+      attempts: [{ status_code: null, error: "exhausted", next_retry_at: null }],
+    });
+  });
+});
+
+describe("the endpoint's secret, state and test event", () => {
+  it("a rotated secret signs beside the new one for a day: a receiver with either verifies", async () => {
+    const { key } = await freshTenant();
+    const endpoint = await createEndpoint(key, { events: ["thread.created"] });
+    const rotated = await json<Endpoint & { secret: string }>(
+      await api("POST", `/v1/webhook-endpoints/${endpoint.id}/rotate-secret`, {}, key),
+    );
+    expect(rotated.secret).not.toBe(endpoint.secret);
+    expect(rotated.secret_rotated_at).not.toBe(null);
+    const received = receiver();
+    await thread(key)(newThreadId());
+    await until(key, endpoint.id, (d) => d[0]?.status === "delivered");
+    const [request] = received;
+    if (!request) throw new Error("nothing arrived");
+    expect(request.signature.split(" ")).toHaveLength(2);
+    expect(verified(rotated.secret, request).type).toBe("thread.created");
+    expect(verified(endpoint.secret, request).type).toBe("thread.created");
+  });
+
+  it("POST …/test sends webhook.test, listed at once as pending and then delivered", async () => {
+    const { key } = await freshTenant();
+    const endpoint = await createEndpoint(key, { events: ["turn.failed"] });
+    const received = receiver();
+    const queued = await json<Delivery>(
+      await api("POST", `/v1/webhook-endpoints/${endpoint.id}/test`, {}, key),
+      202,
+    );
+    expect(queued).toEqual({
+      object: "webhook_delivery",
+      id: expect.stringMatching(/^msg_/),
+      endpoint_id: endpoint.id,
+      type: "webhook.test",
+      thread_id: null,
+      turn_id: null,
+      status: "pending",
+      created_at: expect.any(String),
+      attempts: [],
+    });
+    const [delivery] = await until(key, endpoint.id, (d) => d[0]?.status === "delivered");
+    expect(delivery?.id).toBe(queued.id);
+    expect(verified(endpoint.secret, received[0] as Received)).toEqual({
+      type: "webhook.test",
+      timestamp: queued.created_at,
+      data: { endpoint_id: endpoint.id },
+    });
+  });
+
+  it("a disabled endpoint receives nothing, an enabled one what it subscribes to only", async () => {
+    const { key } = await freshTenant();
+    const off = await createEndpoint(key);
+    await api("PATCH", `/v1/webhook-endpoints/${off.id}`, { disabled: true }, key);
+    const on = await createEndpoint(key, { events: ["turn.completed"] });
+    const received = receiver();
+    const id = newThreadId();
+    await thread(key)(id);
+    await turn(key)(id, "hello");
+    await until(key, on.id, (d) => d[0]?.status === "delivered");
+    expect(received.map((r) => verified(on.secret, r).type)).toEqual(["turn.completed"]);
+    expect(await deliveriesOf(key, off.id)).toEqual([]);
+  });
+});
+
+/** The thread's outbox rows and webhook values, read in its object. */
+async function outboxOf(tenant: string, id: string) {
+  return runInDurableObject(env.THREAD.getByName(`${tenant}:${id}`), (_i, state) => ({
+    // The table is created with the first row.
+    rows: sqlOf(state.storage.sql).tables.ifExists(
+      "spindle_outbox",
+      0,
+      () => state.storage.sql.exec("SELECT COUNT(*) AS n FROM spindle_outbox").one().n,
+    ),
+    sequence: state.storage.sql
+      .exec("SELECT value FROM spindle_sync WHERE key = 'webhook_sequence'")
+      .toArray()[0]?.value,
+  }));
+}
+
+describe("the outbox", () => {
+  it("invariant 14: a tenant without endpoints costs its turns nothing: no row, no hand-off", async () => {
+    const { key, tenant } = await freshTenant();
+    const sends = vi.spyOn(env.WEBHOOKS, "sendBatch");
+    const id = newThreadId();
+    await thread(key)(id);
+    // The thread's first event found no subscriptions known: resolved against none, dropped.
+    await vi.waitUntil(async () => (await outboxOf(tenant.id, id)).rows === 0, { timeout: 5_000 });
+    for (const input of ["one", "two", "three"]) await turn(key)(id, input);
+    expect(await outboxOf(tenant.id, id)).toEqual({ rows: 0, sequence: "1" });
+    expect(sends).not.toHaveBeenCalled();
+  });
+
+  it("rows whose hand-off failed stay through the instance's end, and the alarm hands them off", async () => {
+    const { key, tenant } = await freshTenant();
+    const endpoint = await createEndpoint(key, { events: ["turn.completed"] });
+    const received = receiver();
+    const id = newThreadId();
+    await thread(key)(id);
+    await until(key, endpoint.id, () => true);
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    vi.spyOn(env.WEBHOOKS, "sendBatch").mockRejectedValue(new Error("the queue is down"));
+    const done = await turn(key)(id, "hello");
+    await vi.waitUntil(() => warn.mock.calls.length > 0, { timeout: 5_000 });
+    expect((await outboxOf(tenant.id, id)).rows).toBe(1);
+    await runInDurableObject(env.THREAD.getByName(`${tenant.id}:${id}`), (_i, state) => {
+      state.abort("the instance is lost");
+    }).catch(() => undefined);
+    vi.restoreAllMocks();
+    const again = receiver(() => 200);
+    await runDurableObjectAlarm(env.THREAD.getByName(`${tenant.id}:${id}`));
+    const [delivery] = await until(key, endpoint.id, (d) => d[0]?.status === "delivered");
+    expect(delivery).toMatchObject({ type: "turn.completed", turn_id: done.id });
+    expect(again.map((r) => verified(endpoint.secret, r).data.turn_id)).toEqual([done.id]);
+    expect(received).toEqual([]);
+    expect((await outboxOf(tenant.id, id)).rows).toBe(0);
+  });
+
+  it("an endpoint created after a thread learned there were none gets its events from the thread's next push on", async () => {
+    const { key, tenant } = await freshTenant();
+    const id = newThreadId();
+    await thread(key)(id);
+    await turn(key)(id, "before");
+    const endpoint = await createEndpoint(key, { events: ["turn.completed"] });
+    const received = receiver();
+    // The push that follows a turn answers with the tenant's subscriptions.
+    await runDurableObjectAlarm(threadStub(id, tenant.id));
+    const after = await turn(key)(id, "after");
+    await until(key, endpoint.id, (d) => d[0]?.status === "delivered");
+    expect(received.map((r) => verified(endpoint.secret, r).data.turn_id)).toEqual([after.id]);
+  });
+});

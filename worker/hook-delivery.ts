@@ -1,0 +1,188 @@
+/**
+ * `POST /hooks/{tenant}/{hook}` (design §12): a sender's delivery, with no API key. The hook's
+ * configuration comes from the isolate's cache (or, once per 30 s, the tenant's object: never a
+ * global one); the signature is verified over the exact bytes; the delivery is read as its scheme
+ * sends it, filtered, mapped to a thread and an input by the hook's templates, and handed to the
+ * thread, which makes it durable with its turn queued before this answers 202.
+ */
+import type { Context } from "hono";
+import { v7 as uuidv7 } from "uuid";
+import { tenantStubIn, threadStubIn } from "../durable-objects/placement.ts";
+import {
+  type AcceptDeliveryRequest,
+  type DeliveryResource,
+  type Jurisdiction,
+  parseHookUrlTenant,
+  type RpcFailure,
+} from "../shared/api/index.ts";
+import {
+  DeliveryBodyError,
+  parseTemplate,
+  passesFilter,
+  type ReadDelivery,
+  readDelivery,
+  renderTemplate,
+  safeThreadId,
+  verifySignature,
+} from "../shared/webhooks/index.ts";
+import type { AppEnv } from "./app-env.ts";
+import { ApiError, unwrap } from "./errors.ts";
+import { type CachedHook, type HookCache, hookCacheKey, RECHECK_AFTER_MS } from "./hook-cache.ts";
+import { brokenBody } from "./validate.ts";
+
+const UNKNOWN_HOOK = () => new ApiError("not_found", "No such hook.");
+
+interface Place {
+  tenant: string;
+  jurisdiction: Jurisdiction;
+  hookId: string;
+  key: string;
+}
+
+/** The hook, from the isolate's cache or else its tenant's object; undefined when there is none. */
+async function hookOf(
+  c: Context<AppEnv>,
+  place: Place,
+  cache: HookCache,
+  fresh = false,
+): Promise<CachedHook | undefined> {
+  const cached = fresh ? undefined : cache.get(place.key);
+  if (cached) return cached;
+  const askedAt = cache.now();
+  const answer = await tenantStubIn(c.env, place.jurisdiction, place.tenant).hookTarget(
+    place.hookId,
+  );
+  if (!answer.ok) {
+    if (answer.error.code === "not_found") {
+      cache.forget(place.key);
+      return undefined;
+    }
+    unwrap(answer);
+  }
+  return answer.ok ? cache.set(place.key, answer.value, askedAt) : undefined;
+}
+
+/** Runs `work` after the answer (a log entry), never failing the request. */
+function background(c: Context<AppEnv>, work: Promise<unknown>): void {
+  const quiet = work.catch((err: unknown) =>
+    console.warn("[hooks] logging a delivery failed", err),
+  );
+  try {
+    c.executionCtx.waitUntil(quiet);
+  } catch {
+    // No execution context (a unit test's app): the promise still runs.
+  }
+}
+
+export async function deliverHook(
+  c: Context<AppEnv>,
+  param: { tenant: string; hook: string },
+  cache: HookCache,
+): Promise<Response> {
+  const owner = parseHookUrlTenant(param.tenant);
+  if (!owner || !/^[A-Za-z0-9_-]{1,64}$/.test(param.hook)) throw UNKNOWN_HOOK();
+  const place: Place = {
+    ...owner,
+    hookId: param.hook,
+    key: hookCacheKey(owner.jurisdiction, owner.tenant, param.hook),
+  };
+  let body: Uint8Array;
+  try {
+    body = new Uint8Array(await c.req.arrayBuffer());
+  } catch (cause) {
+    throw brokenBody(cause);
+  }
+  let hook = await hookOf(c, place, cache);
+  if (!hook) throw UNKNOWN_HOOK();
+  const signed = { body, header: (name: string) => c.req.header(name), nowMs: Date.now() };
+  let verified = await verifySignature(hook.target.hook.verify.scheme, hook.target.secrets, signed);
+  if (!verified && cache.now() - hook.fetchedAt >= RECHECK_AFTER_MS) {
+    // A secret rotated through another isolate: read the hook once more.
+    hook = await hookOf(c, place, cache, true);
+    if (!hook) throw UNKNOWN_HOOK();
+    verified = await verifySignature(hook.target.hook.verify.scheme, hook.target.secrets, signed);
+  }
+  if (!verified) {
+    throw new ApiError("invalid_signature", "The delivery's signature is missing, wrong or stale.");
+  }
+  return accept(c, place, hook, body);
+}
+
+/** A verified delivery: read, filtered, mapped and handed to its thread. */
+async function accept(
+  c: Context<AppEnv>,
+  place: Place,
+  { target, fetchedAt }: CachedHook,
+  bytes: Uint8Array,
+): Promise<Response> {
+  const { hook } = target;
+  const tenant = tenantStubIn(c.env, place.jurisdiction, place.tenant);
+  const entry: DeliveryResource = {
+    object: "delivery",
+    id: `dlv_${uuidv7().replaceAll("-", "")}`,
+    hook_id: hook.id,
+    thread_id: null,
+    status: "rejected",
+    delivery_id: null,
+    event: null,
+    received_at: new Date().toISOString(),
+    duplicate_of: null,
+    turn_id: null,
+    turn_status: null,
+    error: null,
+  };
+  const log = (delivery: DeliveryResource & { status: "ignored" | "rejected" }) =>
+    background(c, tenant.logDelivery({ delivery }));
+  const reject = (failure: RpcFailure, at: DeliveryResource = entry): never => {
+    log({ ...at, status: "rejected", error: { code: failure.code, message: failure.detail } });
+    throw new ApiError(failure.code, failure.detail, {
+      ...(failure.errors ? { errors: failure.errors } : {}),
+    });
+  };
+  let read: ReadDelivery;
+  try {
+    read = readDelivery(hook.verify.scheme, bytes, (name) => c.req.header(name));
+  } catch (err) {
+    if (!(err instanceof DeliveryBodyError)) throw err;
+    return reject({ code: "invalid_request", detail: err.message });
+  }
+  if (read.kind === "challenge") return c.json({ challenge: read.challenge });
+  const seen: DeliveryResource = { ...entry, delivery_id: read.deliveryId, event: read.event };
+  if (read.ignore !== undefined || !passesFilter(hook.events, read)) {
+    const ignored = { ...seen, status: "ignored" as const };
+    log(ignored);
+    return c.json(ignored, 202);
+  }
+  const scope = { body: read.body, headers: c.req.header() };
+  const rendered = renderTemplate(parseTemplate(hook.thread), scope, true);
+  const threadId = rendered.text === undefined ? undefined : safeThreadId(rendered.text);
+  if (threadId === undefined) {
+    const detail = rendered.missing
+      ? `The hook's thread template reads ${rendered.missing}, which this delivery lacks.`
+      : "The hook's thread template gave an empty thread id for this delivery.";
+    return reject({ code: "invalid_request", detail });
+  }
+  const text =
+    hook.input === null
+      ? `${read.event ?? "webhook"}\n\n${JSON.stringify(read.body)}`
+      : (renderTemplate(parseTemplate(hook.input), scope).text ?? "");
+  const stub = threadStubIn(c.env, place.jurisdiction, place.tenant, threadId);
+  const answer = await stub.acceptDelivery({
+    tenant: place.tenant,
+    threadId,
+    id: entry.id,
+    hookId: hook.id,
+    deliveryId: read.deliveryId,
+    event: read.event,
+    receivedAt: entry.received_at,
+    input: [{ type: "message", role: "user", content: [{ type: "input_text", text }] }],
+    onBusy: hook.on_busy,
+    // Validated as a thread configuration when the hook was created.
+    threadConfig: hook.thread_config as AcceptDeliveryRequest["threadConfig"],
+    ...(target.policy ? { policy: target.policy } : {}),
+    webhooks: { subscriptions: target.webhooks, at: fetchedAt },
+  });
+  if (!answer.ok) return reject(answer.error, { ...seen, thread_id: threadId });
+  const { delivery, duplicate } = answer.value;
+  return c.json(delivery, duplicate ? 200 : 202);
+}

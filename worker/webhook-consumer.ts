@@ -1,0 +1,178 @@
+/**
+ * The consumer of the webhook queue (design §12, §15 invariant 12): each message is one event
+ * for one endpoint, handed over by a thread's outbox (or the test route). It is signed per
+ * Standard Webhooks (a fresh `webhook-timestamp` on each attempt, the same `webhook-id`), posted
+ * with a 15 s timeout and redirects not followed, and on failure retried through the queue on the
+ * schedule 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (`msg.retry({delaySeconds})`, by the
+ * message's attempts), then recorded as failed. Every attempt is recorded in the tenant's object,
+ * one call per tenant per batch; an event it already shows delivered (the queue delivered its
+ * message twice, or a thread handed it over twice) is not sent again. Messages the dead-letter
+ * queue receives (a consumer that kept failing) are recorded as failed.
+ */
+import { tenantStubIn } from "../durable-objects/placement.ts";
+import type { Env } from "../env.ts";
+import type { RecordedAttempt, WebhookMessage, WebhookTargetState } from "../shared/api/index.ts";
+import { endpointUrlProblem, retryDelaySeconds, signStandard } from "../shared/webhooks/index.ts";
+
+/** The dead-letter queue's name ends so; its messages are past every retry. */
+export const DEAD_LETTER_SUFFIX = "-dlq";
+/** The default bound on one attempt. */
+export const DELIVERY_TIMEOUT_MS = 15_000;
+/** How long before a message whose recording failed is tried again. */
+const RECORD_RETRY_S = 10;
+
+const USER_AGENT = "Spindle-Webhooks/1";
+
+type Outcome =
+  | { ack: true; record?: RecordedAttempt }
+  | { ack: false; delaySeconds: number; record: RecordedAttempt };
+
+export async function consumeWebhooks(batch: MessageBatch, env: Env): Promise<void> {
+  const dead = batch.queue.endsWith(DEAD_LETTER_SUFFIX);
+  const groups = new Map<string, Message<WebhookMessage>[]>();
+  for (const message of batch.messages as readonly Message<WebhookMessage>[]) {
+    const key = `${message.body.jurisdiction ?? "g"}:${message.body.tenant}`;
+    groups.set(key, [...(groups.get(key) ?? []), message]);
+  }
+  await Promise.all([...groups.values()].map((messages) => consumeTenant(messages, env, dead)));
+}
+
+/** One tenant's messages of a batch: one call for their endpoints, one for their attempts. */
+async function consumeTenant(
+  messages: readonly Message<WebhookMessage>[],
+  env: Env,
+  dead: boolean,
+): Promise<void> {
+  const first = messages[0]?.body;
+  if (!first) return;
+  const tenant = tenantStubIn(env, first.jurisdiction, first.tenant);
+  let outcomes: Outcome[];
+  try {
+    const targets = await tenant.webhookTargets(
+      messages.map(({ body }) => ({ webhookId: body.webhookId, endpointId: body.endpointId })),
+    );
+    if (!targets.ok) throw new Error(`${targets.error.code}: ${targets.error.detail}`);
+    outcomes = await Promise.all(
+      messages.map((message, i) => {
+        const target = targets.value[i];
+        if (!target) throw new Error("the tenant answered fewer targets than asked");
+        return dead ? deadLetter(message, target) : attempt(message, target, env);
+      }),
+    );
+    const records = outcomes.flatMap((outcome) => (outcome.record ? [outcome.record] : []));
+    if (records.length > 0) {
+      const recorded = await tenant.recordWebhookAttempts(records);
+      if (!recorded.ok) throw new Error(`${recorded.error.code}: ${recorded.error.detail}`);
+    }
+  } catch (err) {
+    // Unrecorded: tried again (a repeat of a delivered event may reach the receiver twice, with
+    // the same webhook-id).
+    console.warn("[webhooks] a batch could not be recorded; retrying it", err);
+    for (const message of messages) message.retry({ delaySeconds: RECORD_RETRY_S });
+    return;
+  }
+  outcomes.forEach((outcome, i) => {
+    const message = messages[i];
+    if (!message) return;
+    if (outcome.ack) message.ack();
+    else message.retry({ delaySeconds: outcome.delaySeconds });
+  });
+}
+
+function recordOf(
+  body: WebhookMessage,
+  status: RecordedAttempt["status"],
+  attemptOf: RecordedAttempt["attempt"],
+  gone = false,
+): RecordedAttempt {
+  const { tenant: _t, jurisdiction: _j, payload: _p, ...message } = body;
+  return { message, attempt: attemptOf, status, ...(gone ? { gone } : {}) };
+}
+
+/** A message past every retry: failed, unless it was delivered after all. */
+function deadLetter(message: Message<WebhookMessage>, target: WebhookTargetState): Outcome {
+  if (target.delivered || target.endpoint === null) return { ack: true };
+  const at = new Date().toISOString();
+  const failed = { at, status_code: null, error: "exhausted", duration_ms: 0, next_retry_at: null };
+  return { ack: true, record: recordOf(message.body, "failed", failed) };
+}
+
+/** One attempt to deliver `message`, and what follows it. */
+async function attempt(
+  message: Message<WebhookMessage>,
+  target: WebhookTargetState,
+  env: Env,
+): Promise<Outcome> {
+  const { body } = message;
+  const { endpoint } = target;
+  if (endpoint === null || target.delivered) return { ack: true };
+  const started = Date.now();
+  const at = new Date(started).toISOString();
+  const refused = endpoint.disabled
+    ? "disabled"
+    : endpointUrlProblem(endpoint.url, env.SPINDLE_ENV === "development") && "url_refused";
+  if (refused) {
+    const skipped = { at, status_code: null, error: refused, duration_ms: 0, next_retry_at: null };
+    return { ack: true, record: recordOf(body, "failed", skipped) };
+  }
+  const { statusCode, error } = await post(endpoint.url, endpoint.secrets, body, env);
+  const durationMs = Date.now() - started;
+  const result = { at, status_code: statusCode, error, duration_ms: durationMs };
+  if (error === null) {
+    return { ack: true, record: recordOf(body, "delivered", { ...result, next_retry_at: null }) };
+  }
+  // 410 Gone: the receiver asks for no more (Standard Webhooks): the endpoint is disabled.
+  const gone = statusCode === 410;
+  const delay = gone ? undefined : retryDelaySeconds(message.attempts, retryScale(env));
+  if (delay === undefined) {
+    return {
+      ack: true,
+      record: recordOf(body, "failed", { ...result, next_retry_at: null }, gone),
+    };
+  }
+  const next = new Date(Date.now() + delay * 1000).toISOString();
+  return {
+    ack: false,
+    delaySeconds: delay,
+    record: recordOf(body, "pending", { ...result, next_retry_at: next }),
+  };
+}
+
+/** Posts the signed event: the status code, and an error unless it was a 2xx. */
+async function post(
+  url: string,
+  secrets: readonly string[],
+  body: WebhookMessage,
+  env: Env,
+): Promise<{ statusCode: number | null; error: string | null }> {
+  const timestamp = new Date();
+  try {
+    const res = await fetch(url, {
+      method: "POST",
+      redirect: "manual",
+      headers: {
+        "content-type": "application/json",
+        "user-agent": USER_AGENT,
+        "webhook-id": body.webhookId,
+        "webhook-timestamp": String(Math.floor(timestamp.getTime() / 1000)),
+        "webhook-signature": signStandard(secrets, body.webhookId, timestamp, body.payload),
+      },
+      body: body.payload,
+      signal: AbortSignal.timeout(Number(env.SPINDLE_WEBHOOK_TIMEOUT_MS) || DELIVERY_TIMEOUT_MS),
+    });
+    // The answer's body is not read: only its status counts.
+    await res.body?.cancel().catch(() => {});
+    if (res.status >= 200 && res.status < 300) return { statusCode: res.status, error: null };
+    const error = res.status >= 300 && res.status < 400 ? "redirect" : `http_${res.status}`;
+    return { statusCode: res.status, error };
+  } catch (err) {
+    const timedOut = err instanceof Error && err.name === "TimeoutError";
+    return { statusCode: null, error: timedOut ? "timeout" : "network" };
+  }
+}
+
+function retryScale(env: Env): number {
+  const raw = env.SPINDLE_WEBHOOK_RETRY_SCALE?.trim();
+  const scale = Number(raw);
+  return raw !== undefined && raw !== "" && Number.isFinite(scale) && scale >= 0 ? scale : 1;
+}
