@@ -123,6 +123,7 @@ async function storageAt(spindle: SpindleSide, bare: BareSide, thread: string): 
     turns: spindle.turnsOf(thread),
     report,
     fileBytes: await spindle.fileBytes(report),
+    pages: await spindle.pages(report),
     r2: await spindle.r2(thread),
     bareTurns: bare.turnsOf(thread),
     bareDatabaseSize: await bare.databaseSize(thread),

@@ -60,6 +60,13 @@ const notes: string[] = [];
 /** Per thread: the turn counts at which the flush had not finished within the bound. */
 const unsettled = new Map<string, number[]>();
 
+/** A checkpoint's tables (created on its first save). */
+const CHECKPOINT_TABLES = [
+  "spindle_checkpoint",
+  "spindle_checkpoint_items",
+  "spindle_checkpoint_runs",
+] as const;
+
 /** A fixed-shape user message (~40 bytes), like a short chat input. */
 const userInput = (n: number) => `Benchmark question number ${n}, please answer.`;
 
@@ -75,6 +82,7 @@ function log(message: string): void {
  * memory is read after as many requests as Spindle had served: local workerd's resident set grows
  * with requests served whatever the worker does.
  */
+
 class BareDriver {
   readonly #rt: Runtime;
   readonly #body = JSON.stringify({ input: userInput(0) });
@@ -240,6 +248,22 @@ class ThreadDriver {
     return this.#rt.worker.getDurableObjectStorage("THREAD", { name: this.doName });
   }
 
+  /**
+   * `SELECT COALESCE(SUM(expr), 0) FROM table` over each of `tables` the object has created (a
+   * thread creates its checkpoint and turn-group tables on first use), as one SQL expression.
+   */
+  async #sums(expr: string, tables: readonly string[]): Promise<string> {
+    const sql = await this.#sql();
+    const rows = (await sql.exec("SELECT name FROM sqlite_master WHERE type = 'table'")) as {
+      name: string;
+    }[];
+    const existing = new Set(rows.map((r) => r.name));
+    const sums = tables
+      .filter((t) => existing.has(t))
+      .map((t) => `(SELECT COALESCE(SUM(${expr}), 0) FROM ${t})`);
+    return sums.length > 0 ? sums.join(" + ") : "0";
+  }
+
   /** Waits until the flush alarm has put every line in R2 and any due checkpoint is written. */
   async settle(): Promise<void> {
     const sql = await this.#sql();
@@ -252,9 +276,7 @@ class ThreadDriver {
         (SELECT COUNT(*) FROM spindle_rollout) AS lines,
         (SELECT COALESCE(MAX(last_seq), 0) FROM spindle_segments WHERE state = 'done') AS flushed,
         (SELECT COUNT(*) FROM spindle_segments WHERE state = 'pending') AS pending,
-        (SELECT COALESCE(SUM(length(data)), 0) FROM spindle_checkpoint)
-          + (SELECT COALESCE(SUM(length(data)), 0) FROM spindle_checkpoint_items)
-          + (SELECT COALESCE(SUM(length(data)), 0) FROM spindle_checkpoint_runs) AS checkpoint`);
+        ${await this.#sums("length(data)", CHECKPOINT_TABLES)} AS checkpoint`);
       const r = row as Record<string, number>;
       const flushed = (r.flushed ?? 0) >= (r.tail ?? 0) && r.pending === 0;
       // Lines leave SQLite only at a checkpoint, so `head - 1` is the newest checkpoint's seq.
@@ -273,13 +295,10 @@ class ThreadDriver {
     const [row] = await sql.exec(`SELECT
       (SELECT COUNT(*) FROM spindle_rollout) AS tail_lines,
       (SELECT COALESCE(SUM(length(CAST(line AS BLOB))), 0) FROM spindle_rollout) AS tail_bytes,
-      (SELECT COUNT(*) FROM spindle_checkpoint)
-        + (SELECT COUNT(*) FROM spindle_checkpoint_items)
-        + (SELECT COUNT(*) FROM spindle_checkpoint_runs) AS checkpoint_chunks,
-      (SELECT COALESCE(SUM(length(data)), 0) FROM spindle_checkpoint)
-        + (SELECT COALESCE(SUM(length(data)), 0) FROM spindle_checkpoint_items)
-        + (SELECT COALESCE(SUM(length(data)), 0) FROM spindle_checkpoint_runs) AS checkpoint_bytes,
-      (SELECT COALESCE(SUM(length(turn_id) + length(CAST(body AS BLOB)) + 8), 0) FROM spindle_turns) AS turn_bytes,
+      ${await this.#sums("1", CHECKPOINT_TABLES)} AS checkpoint_chunks,
+      ${await this.#sums("length(data)", CHECKPOINT_TABLES)} AS checkpoint_bytes,
+      (SELECT COALESCE(SUM(length(turn_id) + length(CAST(body AS BLOB)) + 8), 0) FROM spindle_turns)
+        + ${await this.#sums("length(hashes) + length(data) + 8", ["spindle_turn_groups"])} AS turn_bytes,
       (SELECT COALESCE(SUM(length(key) + length(CAST(value AS BLOB))), 0) FROM spindle_meta) AS meta_bytes,
       (SELECT COALESCE(SUM(length(r2_key) + length(sha256) + 32), 0) FROM spindle_segments) AS manifest_bytes`);
     const r = row as Record<string, number>;

@@ -23,6 +23,13 @@ export interface ItemGroupLimits {
 
 export const DEFAULT_ITEM_GROUP_LIMITS: ItemGroupLimits = { maxItems: 250, maxBytes: 1_000_000 };
 
+/** The checkpoint's tables, created together on its first save. */
+const CHECKPOINT_TABLES = [
+  "spindle_checkpoint",
+  "spindle_checkpoint_items",
+  "spindle_checkpoint_runs",
+] as const;
+
 /** Splits bytes into chunks of at most `max` bytes. */
 export function chunkBytes(bytes: Uint8Array, max = CHECKPOINT_CHUNK_MAX_BYTES): Uint8Array[] {
   const chunks: Uint8Array[] = [];
@@ -195,6 +202,7 @@ export class CheckpointStore {
       };
     });
     const headerData = gzip(JSON.stringify(header));
+    for (const table of CHECKPOINT_TABLES) this.#sql.tables.ensure(table);
     this.#storage.transactionSync(() => {
       this.#sql`DELETE FROM spindle_checkpoint`;
       this.#insertParts(headerData, (part, data) => {
@@ -221,9 +229,11 @@ export class CheckpointStore {
    * (a corrupt blob, groups that do not cover the header's item count).
    */
   load(): Checkpoint | undefined {
-    const headerRows = this.#sql<{
-      data: ArrayBuffer;
-    }>`SELECT data FROM spindle_checkpoint ORDER BY chunk`.toArray();
+    const headerRows = this.#sql.tables.ifExists("spindle_checkpoint", [], () =>
+      this.#sql<{
+        data: ArrayBuffer;
+      }>`SELECT data FROM spindle_checkpoint ORDER BY chunk`.toArray(),
+    );
     if (headerRows.length === 0) return undefined;
     const header = JSON.parse(gunzip(joinParts(headerRows))) as CheckpointHeader | Checkpoint;
     // Written before history moved to item groups: the whole checkpoint in one blob.
@@ -251,18 +261,22 @@ export class CheckpointStore {
   }
 
   clear(): void {
-    this.#sql`DELETE FROM spindle_checkpoint`;
-    this.#sql`DELETE FROM spindle_checkpoint_items`;
-    this.#sql`DELETE FROM spindle_checkpoint_runs`;
+    for (const table of CHECKPOINT_TABLES) {
+      this.#sql.tables.ifExists(table, undefined, () =>
+        this.#storage.sql.exec(`DELETE FROM ${table}`),
+      );
+    }
     this.#stored = undefined;
   }
 
   /** The run record of each group that has one (groups saved before runs had none). */
   #readRuns(): Map<number, StoredRun> {
-    const rows = this.#sql<{
-      grp: number;
-      data: ArrayBuffer;
-    }>`SELECT grp, data FROM spindle_checkpoint_runs ORDER BY grp, part`.toArray();
+    const rows = this.#sql.tables.ifExists("spindle_checkpoint_runs", [], () =>
+      this.#sql<{
+        grp: number;
+        data: ArrayBuffer;
+      }>`SELECT grp, data FROM spindle_checkpoint_runs ORDER BY grp, part`.toArray(),
+    );
     const runs = new Map<number, StoredRun>();
     for (const { grp, data } of byGroup(rows)) {
       runs.set(grp, JSON.parse(gunzip(data)) as StoredRun);
@@ -271,20 +285,24 @@ export class CheckpointStore {
   }
 
   #groups(): ItemGroup[] {
-    return this.#sql<{
-      first: number;
-      count: number;
-    }>`SELECT first, count FROM spindle_checkpoint_items WHERE part = 0 ORDER BY grp`.toArray();
+    return this.#sql.tables.ifExists("spindle_checkpoint_items", [], () =>
+      this.#sql<{
+        first: number;
+        count: number;
+      }>`SELECT first, count FROM spindle_checkpoint_items WHERE part = 0 ORDER BY grp`.toArray(),
+    );
   }
 
   /** Every group as stored (compressed), oldest first. Throws unless they are contiguous from item 0. */
   #readGroups(): StoredGroup[] {
-    const rows = this.#sql<{
-      grp: number;
-      first: number;
-      count: number;
-      data: ArrayBuffer;
-    }>`SELECT grp, first, count, data FROM spindle_checkpoint_items ORDER BY grp, part`.toArray();
+    const rows = this.#sql.tables.ifExists("spindle_checkpoint_items", [], () =>
+      this.#sql<{
+        grp: number;
+        first: number;
+        count: number;
+        data: ArrayBuffer;
+      }>`SELECT grp, first, count, data FROM spindle_checkpoint_items ORDER BY grp, part`.toArray(),
+    );
     let next = 0;
     return byGroup(rows).map(({ grp, head, data }) => {
       if (head.first !== next) {

@@ -8,10 +8,12 @@ import { TEXT_PART_MAX_CHARS, TextParts } from "./text-parts.ts";
 export const EVENT_WINDOW = 2_000;
 /**
  * How many bytes of stored event text (UTF-8) a thread keeps at most for replay: with the item
- * deltas of finished items left out, 75 to 100 turns of short chat, while the buffer's pages stay
- * a small part of a thread's storage (2,000 events of a chat thread, with deltas, are 0.7 MB).
+ * deltas of finished items left out, 38 to 50 turns of short chat (about 2.6 KB of events each),
+ * more than a client reconnecting within the 15 minutes of retention misses in a chat, while the
+ * buffer stays a small part of a long thread's storage (2,000 events of a chat thread, with
+ * deltas, are 0.7 MB).
  */
-export const EVENT_WINDOW_BYTES = 256 * 1024;
+export const EVENT_WINDOW_BYTES = 128 * 1024;
 /**
  * Where a prune that finds more than `EVENT_WINDOW_BYTES` cuts to: a quarter below, so a full
  * buffer is cut every few dozen turns rather than on every one.

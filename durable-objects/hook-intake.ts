@@ -156,27 +156,39 @@ export class HookIntake {
 
   /** The accepted delivery of this sender id within the dedup window, as it stands. */
   #accepted(hookId: string, deliveryId: string, nowMs: number): DeliveryResource | undefined {
-    const row = this.#deps.sql<DeliveryRow>`SELECT body, rev FROM spindle_deliveries
-      WHERE hook_id = ${hookId} AND delivery_id = ${deliveryId} AND status = 'accepted'
-        AND received_at >= ${nowMs - DEDUP_WINDOW_MS}
-      LIMIT 1`.toArray()[0];
+    const sql = this.#deps.sql;
+    const row = sql.tables.ifExists(
+      "spindle_deliveries",
+      undefined,
+      () =>
+        sql<DeliveryRow>`SELECT body, rev FROM spindle_deliveries
+        WHERE hook_id = ${hookId} AND delivery_id = ${deliveryId} AND status = 'accepted'
+          AND received_at >= ${nowMs - DEDUP_WINDOW_MS}
+        LIMIT 1`.toArray()[0],
+    );
     return row && (JSON.parse(row.body) as DeliveryResource);
   }
 
   #insert(delivery: DeliveryResource, final: boolean): void {
-    this.#deps.sql`INSERT INTO spindle_deliveries
-      (id, hook_id, delivery_id, status, received_at, turn_id, final, rev, body)
-      VALUES (${delivery.id}, ${delivery.hook_id}, ${delivery.delivery_id ?? ""},
-        ${delivery.status}, ${Date.parse(delivery.received_at)}, ${delivery.turn_id},
-        ${final ? 1 : 0}, 1, ${JSON.stringify(delivery)})`;
+    const sql = this.#deps.sql;
+    sql.tables.ensuring("spindle_deliveries", () => {
+      sql`INSERT INTO spindle_deliveries
+        (id, hook_id, delivery_id, status, received_at, turn_id, final, rev, body)
+        VALUES (${delivery.id}, ${delivery.hook_id}, ${delivery.delivery_id ?? ""},
+          ${delivery.status}, ${Date.parse(delivery.received_at)}, ${delivery.turn_id},
+          ${final ? 1 : 0}, 1, ${JSON.stringify(delivery)})`;
+    });
   }
 
   #awaitingTurns(): Set<string> {
+    const sql = this.#deps.sql;
     this.#awaiting ??= new Set(
-      this.#deps.sql<{ turn_id: string }>`SELECT turn_id FROM spindle_deliveries
-        WHERE status = 'accepted' AND final = 0 AND turn_id IS NOT NULL`
-        .toArray()
-        .map((row) => row.turn_id),
+      sql.tables.ifExists("spindle_deliveries", [], () =>
+        sql<{ turn_id: string }>`SELECT turn_id FROM spindle_deliveries
+          WHERE status = 'accepted' AND final = 0 AND turn_id IS NOT NULL`
+          .toArray()
+          .map((row) => row.turn_id),
+      ),
     );
     return this.#awaiting;
   }
@@ -188,8 +200,14 @@ export class HookIntake {
   turnEnded(row: TurnRow): DeliveryResource | undefined {
     const awaiting = this.#awaitingTurns();
     if (!awaiting.has(row.id)) return undefined;
-    const stored = this.#deps.sql<DeliveryRow>`SELECT body, rev FROM spindle_deliveries
-      WHERE turn_id = ${row.id} AND status = 'accepted'`.toArray()[0];
+    const sql = this.#deps.sql;
+    const stored = sql.tables.ifExists(
+      "spindle_deliveries",
+      undefined,
+      () =>
+        sql<DeliveryRow>`SELECT body, rev FROM spindle_deliveries
+        WHERE turn_id = ${row.id} AND status = 'accepted'`.toArray()[0],
+    );
     if (!stored) {
       awaiting.delete(row.id);
       return undefined;
@@ -209,25 +227,33 @@ export class HookIntake {
 
   /** Log entries the tenant has not acknowledged, oldest first. */
   pending(): DeliveryEntry[] {
-    return this.#deps.sql<DeliveryRow>`SELECT body, rev FROM spindle_deliveries
-      WHERE pushed_rev < rev ORDER BY received_at LIMIT ${DELIVERY_PUSH_BATCH}`
-      .toArray()
-      .map((row) => ({ delivery: JSON.parse(row.body) as DeliveryResource, rev: row.rev }));
+    const sql = this.#deps.sql;
+    return sql.tables.ifExists("spindle_deliveries", [], () =>
+      sql<DeliveryRow>`SELECT body, rev FROM spindle_deliveries
+        WHERE pushed_rev < rev ORDER BY received_at LIMIT ${DELIVERY_PUSH_BATCH}`
+        .toArray()
+        .map((row) => ({ delivery: JSON.parse(row.body) as DeliveryResource, rev: row.rev })),
+    );
   }
 
   /** The tenant took these entries: each is done unless it changed since. */
   acknowledged(entries: readonly DeliveryEntry[]): void {
-    for (const { delivery, rev } of entries) {
-      this.#deps.sql`UPDATE spindle_deliveries SET pushed_rev = ${rev}
-        WHERE id = ${delivery.id} AND pushed_rev < ${rev}`;
-    }
+    const sql = this.#deps.sql;
+    sql.tables.ifExists("spindle_deliveries", undefined, () => {
+      for (const { delivery, rev } of entries) {
+        sql`UPDATE spindle_deliveries SET pushed_rev = ${rev}
+          WHERE id = ${delivery.id} AND pushed_rev < ${rev}`;
+      }
+    });
   }
 
   /** Drops entries past the dedup window that the tenant has. */
   prune(): void {
     const cutoff = this.#deps.clock.nowMs() - DEDUP_WINDOW_MS;
-    this.#deps.sql`DELETE FROM spindle_deliveries
-      WHERE received_at < ${cutoff} AND pushed_rev = rev`;
+    const sql = this.#deps.sql;
+    sql.tables.ifExists("spindle_deliveries", undefined, () => {
+      sql`DELETE FROM spindle_deliveries WHERE received_at < ${cutoff} AND pushed_rev = rev`;
+    });
   }
 
   /** Forgets what it read (the storage was wiped by a delete). */

@@ -31,14 +31,16 @@ export class IdempotencyKeys {
 
   /** The record of `key`, unless it has expired. */
   find(key: string): IdempotencyRecord | undefined {
-    const row = this.#sql<{
-      fingerprint: string;
-      turn_id: string | null;
-      event_seq: number;
-      at: number;
-    }>`SELECT fingerprint, turn_id, event_seq, at FROM spindle_idempotency WHERE key = ${key}`
-      .toArray()
-      .at(0);
+    const row = this.#sql.tables.ifExists("spindle_idempotency", undefined, () =>
+      this.#sql<{
+        fingerprint: string;
+        turn_id: string | null;
+        event_seq: number;
+        at: number;
+      }>`SELECT fingerprint, turn_id, event_seq, at FROM spindle_idempotency WHERE key = ${key}`
+        .toArray()
+        .at(0),
+    );
     if (row === undefined || row.at <= this.#clock.nowMs() - IDEMPOTENCY_TTL_MS) return undefined;
     return {
       key,
@@ -50,17 +52,24 @@ export class IdempotencyKeys {
   }
 
   record(key: string, fingerprint: string, turnId: string | null, eventSeq: number): void {
-    this.#sql`INSERT OR REPLACE INTO spindle_idempotency (key, fingerprint, turn_id, event_seq, at)
-      VALUES (${key}, ${fingerprint}, ${turnId}, ${eventSeq}, ${this.#clock.nowMs()})`;
+    this.#sql.tables.ensuring("spindle_idempotency", () => {
+      this
+        .#sql`INSERT OR REPLACE INTO spindle_idempotency (key, fingerprint, turn_id, event_seq, at)
+        VALUES (${key}, ${fingerprint}, ${turnId}, ${eventSeq}, ${this.#clock.nowMs()})`;
+    });
   }
 
   forget(key: string): void {
-    this.#sql`DELETE FROM spindle_idempotency WHERE key = ${key}`;
+    this.#sql.tables.ifExists("spindle_idempotency", undefined, () => {
+      this.#sql`DELETE FROM spindle_idempotency WHERE key = ${key}`;
+    });
   }
 
   /** Drops expired keys (from the alarm, off the request path). */
   prune(): void {
-    this
-      .#sql`DELETE FROM spindle_idempotency WHERE at <= ${this.#clock.nowMs() - IDEMPOTENCY_TTL_MS}`;
+    const expired = this.#clock.nowMs() - IDEMPOTENCY_TTL_MS;
+    this.#sql.tables.ifExists("spindle_idempotency", undefined, () => {
+      this.#sql`DELETE FROM spindle_idempotency WHERE at <= ${expired}`;
+    });
   }
 }

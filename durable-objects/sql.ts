@@ -1,16 +1,25 @@
+import { type Tables, tablesOf } from "./schema.ts";
+
 /** Values SQLite accepts as bound parameters. */
 export type SqlValue = string | number | null | ArrayBuffer;
 
 /**
  * A tagged template over `ctx.storage.sql.exec`: values are always bound as parameters, never
  * concatenated into the SQL text. Synchronous, like the storage API itself; consume the cursor
- * before any `await`.
+ * before any `await`. `tables` knows which lazily created tables exist.
  */
-export type Sql = <T extends Record<string, SqlStorageValue>>(
-  strings: TemplateStringsArray,
-  ...values: SqlValue[]
-) => SqlStorageCursor<T>;
+export interface Sql {
+  <T extends Record<string, SqlStorageValue>>(
+    strings: TemplateStringsArray,
+    ...values: SqlValue[]
+  ): SqlStorageCursor<T>;
+  readonly tables: Tables;
+}
 
 export function sqlOf(storage: SqlStorage): Sql {
-  return (strings, ...values) => storage.exec(strings.join("?"), ...values);
+  const sql = <T extends Record<string, SqlStorageValue>>(
+    strings: TemplateStringsArray,
+    ...values: SqlValue[]
+  ) => storage.exec<T>(strings.join("?"), ...values);
+  return Object.assign(sql, { tables: tablesOf(storage) });
 }

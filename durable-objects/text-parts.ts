@@ -46,10 +46,12 @@ export class TextParts {
 
   #withParts(): Set<string> {
     this.#keys ??= new Set(
-      this.#sql<{ key: string }>`
-        SELECT DISTINCT key FROM spindle_parts WHERE kind = ${this.#kind}`
-        .toArray()
-        .map((r) => r.key),
+      this.#sql.tables.ifExists("spindle_parts", [], () =>
+        this.#sql<{ key: string }>`
+          SELECT DISTINCT key FROM spindle_parts WHERE kind = ${this.#kind}`
+          .toArray()
+          .map((r) => r.key),
+      ),
     );
     return this.#keys;
   }
@@ -65,8 +67,10 @@ export class TextParts {
     const id = String(key);
     this.remove(id);
     rest.forEach((part, i) => {
-      this.#sql`INSERT INTO spindle_parts (kind, key, part, body)
-        VALUES (${this.#kind}, ${id}, ${i + 1}, ${part})`;
+      this.#sql.tables.ensuring("spindle_parts", () => {
+        this.#sql`INSERT INTO spindle_parts (kind, key, part, body)
+          VALUES (${this.#kind}, ${id}, ${i + 1}, ${part})`;
+      });
     });
     if (rest.length > 0) this.#withParts().add(id);
     return first;
@@ -76,8 +80,10 @@ export class TextParts {
   join(key: string | number, first: string): string {
     const id = String(key);
     if (!this.#withParts().has(id)) return first;
-    const rest = this.#sql<{ body: string }>`
-      SELECT body FROM spindle_parts WHERE kind = ${this.#kind} AND key = ${id} ORDER BY part`;
+    const rest = this.#sql.tables.ifExists("spindle_parts", [], () =>
+      this.#sql<{ body: string }>`
+        SELECT body FROM spindle_parts WHERE kind = ${this.#kind} AND key = ${id} ORDER BY part`.toArray(),
+    );
     let text = first;
     for (const row of rest) text += row.body;
     return text;
@@ -87,7 +93,9 @@ export class TextParts {
   remove(key: string | number): void {
     const id = String(key);
     if (!this.#withParts().delete(id)) return;
-    this.#sql`DELETE FROM spindle_parts WHERE kind = ${this.#kind} AND key = ${id}`;
+    this.#sql.tables.ifExists("spindle_parts", undefined, () => {
+      this.#sql`DELETE FROM spindle_parts WHERE kind = ${this.#kind} AND key = ${id}`;
+    });
   }
 
   /** Drops the parts of every key `dropped` picks. */

@@ -27,8 +27,12 @@ export async function deleteThreadState(
   const sql = sqlOf(storage.sql);
   const kept = TenantSync.survivingDelete(sql);
   const entries = sql<UsageRow>`SELECT incarnation, seq, body FROM spindle_usage`.toArray();
-  const outbox = sql`SELECT * FROM spindle_outbox`.toArray();
-  const deliveries = sql`SELECT * FROM spindle_deliveries`.toArray();
+  const outbox = sql.tables.ifExists("spindle_outbox", [], () =>
+    sql`SELECT * FROM spindle_outbox`.toArray(),
+  );
+  const deliveries = sql.tables.ifExists("spindle_deliveries", [], () =>
+    sql`SELECT * FROM spindle_deliveries`.toArray(),
+  );
   await storage.deleteAll();
   migrate(storage.sql);
   for (const { key, value } of kept) {
@@ -40,19 +44,27 @@ export async function deleteThreadState(
   for (const { incarnation, seq, body } of entries) {
     sql`INSERT INTO spindle_usage (incarnation, seq, body) VALUES (${incarnation}, ${seq}, ${body})`;
   }
-  sql`INSERT INTO spindle_outbox (id, endpoint_id, created_at, body)
-    SELECT value ->> 'id', value ->> 'endpoint_id', value ->> 'created_at', value ->> 'body'
-    FROM json_each(${JSON.stringify(outbox)})`;
-  sql`INSERT INTO spindle_deliveries
-    (id, hook_id, delivery_id, status, received_at, turn_id, final, rev, pushed_rev, body)
-    SELECT value ->> 'id', value ->> 'hook_id', value ->> 'delivery_id', value ->> 'status',
-      value ->> 'received_at', value ->> 'turn_id', value ->> 'final', value ->> 'rev',
-      value ->> 'pushed_rev', value ->> 'body'
-    FROM json_each(${JSON.stringify(deliveries)})`;
-  // Turns that waited in the queue go with the thread: their deliveries end there.
-  sql`UPDATE spindle_deliveries
-    SET final = 1, rev = rev + 1, body = json_set(body, '$.turn_status', 'interrupted')
-    WHERE status = 'accepted' AND final = 0`;
+  if (outbox.length > 0) {
+    sql.tables.ensuring("spindle_outbox", () => {
+      sql`INSERT INTO spindle_outbox (id, endpoint_id, created_at, body)
+        SELECT value ->> 'id', value ->> 'endpoint_id', value ->> 'created_at', value ->> 'body'
+        FROM json_each(${JSON.stringify(outbox)})`;
+    });
+  }
+  if (deliveries.length > 0) {
+    sql.tables.ensuring("spindle_deliveries", () => {
+      sql`INSERT INTO spindle_deliveries
+        (id, hook_id, delivery_id, status, received_at, turn_id, final, rev, pushed_rev, body)
+        SELECT value ->> 'id', value ->> 'hook_id', value ->> 'delivery_id', value ->> 'status',
+          value ->> 'received_at', value ->> 'turn_id', value ->> 'final', value ->> 'rev',
+          value ->> 'pushed_rev', value ->> 'body'
+        FROM json_each(${JSON.stringify(deliveries)})`;
+      // Turns that waited in the queue go with the thread: their deliveries end there.
+      sql`UPDATE spindle_deliveries
+        SET final = 1, rev = rev + 1, body = json_set(body, '$.turn_status', 'interrupted')
+        WHERE status = 'accepted' AND final = 0`;
+    });
+  }
 }
 
 interface UsageRow extends Record<string, SqlStorageValue> {

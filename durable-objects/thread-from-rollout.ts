@@ -174,6 +174,7 @@ export async function importThread(
     parts.meta.put("config", config);
     parts.meta.put("thread", meta);
     for (const t of turns) parts.meta.putTurn(t);
+    parts.meta.packTurns();
     if (req.metadata !== undefined) {
       meta.metadata = req.metadata;
       log.append({ type: "spindle_metadata", payload: { metadata: req.metadata } });
@@ -364,6 +365,7 @@ export async function restoreThread(
     parts.meta.put("thread", meta);
     parts.meta.put("config", config);
     for (const t of turns) parts.meta.putTurn(t);
+    parts.meta.packTurns();
     for (const s of whole.segments) SegmentStore.recordDone(parts.sql, s);
     for (const r of rows) if (r.seq > flushed) RolloutLog.insert(parts.sql, r.seq, r.text);
     // The thread's own usage, as its lines count it (the SQLite state may be the lost part).

@@ -30,15 +30,23 @@ export class TurnQueue {
   }
 
   #count(): number {
-    this.#size ??= this.#sql<{ n: number }>`SELECT COUNT(*) AS n FROM spindle_queue`.one().n;
+    this.#size ??= this.#sql.tables.ifExists(
+      "spindle_queue",
+      0,
+      () => this.#sql<{ n: number }>`SELECT COUNT(*) AS n FROM spindle_queue`.one().n,
+    );
     return this.#size;
   }
 
   push(turn: QueuedTurn): void {
     const size = this.#count();
     const parts = splitText(JSON.stringify(turn));
-    const { position } = this.#sql<{ position: number }>`
-      INSERT INTO spindle_queue (body) VALUES (${parts[0] ?? ""}) RETURNING position`.one();
+    // A position after every queued one (the largest + 1: positions of turns that left the
+    // queue may be given again, so their parts go with them).
+    const { position } = this.#sql.tables.ensuring("spindle_queue", () =>
+      this.#sql<{ position: number }>`
+        INSERT INTO spindle_queue (body) VALUES (${parts[0] ?? ""}) RETURNING position`.one(),
+    );
     // The rest, when the turn is longer than one part: its key is the position just assigned.
     this.#parts.store(position, parts);
     this.#size = size + 1;
@@ -47,14 +55,18 @@ export class TurnQueue {
   /** Every queued turn by position, oldest first (at most `limit`). */
   #turns(limit = -1): Map<number, QueuedTurn> {
     const turns = new Map<number, QueuedTurn>();
-    for (const row of this.#sql<{ position: number; body: string }>`
-      SELECT position, body FROM spindle_queue ORDER BY position LIMIT ${limit}`) {
+    const rows = this.#sql.tables.ifExists("spindle_queue", [], () =>
+      this.#sql<{ position: number; body: string }>`
+        SELECT position, body FROM spindle_queue ORDER BY position LIMIT ${limit}`.toArray(),
+    );
+    for (const row of rows) {
       turns.set(row.position, JSON.parse(this.#parts.join(row.position, row.body)) as QueuedTurn);
     }
     return turns;
   }
 
   #delete(position: number): void {
+    // Only ever a position just read: the table exists.
     this.#sql`DELETE FROM spindle_queue WHERE position = ${position}`;
     this.#parts.remove(position);
   }

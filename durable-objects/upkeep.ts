@@ -44,8 +44,8 @@ export interface UpkeepDeps {
 
 /**
  * The thread's upkeep, run from the alarm and after turns: flush the SQLite tail to R2, take a
- * checkpoint when enough lines have accumulated, prune events and expired idempotency keys, and
- * keep the alarm due for whatever is left. A failed flush is retried with backoff and loses
+ * checkpoint when enough lines have accumulated, prune events and expired idempotency keys, group
+ * the rows of older turns, and keep the alarm due for whatever is left. A failed flush is retried with backoff and loses
  * nothing (the segment store puts the same range under the same key).
  */
 export class Upkeep {
@@ -101,6 +101,7 @@ export class Upkeep {
     }
     events.prune();
     idempotency.prune();
+    meta.packTurns();
     const expiry = events.nextExpiryMs();
     // Old events leave storage even when the thread stays idle.
     if (expiry !== undefined && alarms.unset) await alarms.at(expiry);

@@ -195,16 +195,24 @@ export class WebhookOutbox {
     };
     const text = JSON.stringify(body);
     const before = this.#count();
-    for (const endpoint of targets ?? [null]) {
-      this.#deps.sql`INSERT INTO spindle_outbox (id, endpoint_id, created_at, body)
-        VALUES (${newWebhookId()}, ${endpoint}, ${now}, ${text})`;
-    }
+    const sql = this.#deps.sql;
+    sql.tables.ensuring("spindle_outbox", () => {
+      for (const endpoint of targets ?? [null]) {
+        sql`INSERT INTO spindle_outbox (id, endpoint_id, created_at, body)
+          VALUES (${newWebhookId()}, ${endpoint}, ${now}, ${text})`;
+      }
+    });
     this.#rows = before + (targets?.length ?? 1);
     this.handOff();
   }
 
   #count(): number {
-    this.#rows ??= this.#deps.sql<{ n: number }>`SELECT COUNT(*) AS n FROM spindle_outbox`.one().n;
+    const sql = this.#deps.sql;
+    this.#rows ??= sql.tables.ifExists(
+      "spindle_outbox",
+      0,
+      () => sql<{ n: number }>`SELECT COUNT(*) AS n FROM spindle_outbox`.one().n,
+    );
     return this.#rows;
   }
 
@@ -263,8 +271,11 @@ export class WebhookOutbox {
    * Answers how many it resolved.
    */
   async #resolve(): Promise<number> {
-    const unresolved = this.#deps.sql<OutboxRow>`SELECT * FROM spindle_outbox
-      WHERE endpoint_id IS NULL LIMIT ${HANDOFF_BATCH}`.toArray();
+    const sql = this.#deps.sql;
+    const unresolved = sql.tables.ifExists("spindle_outbox", [], () =>
+      sql<OutboxRow>`SELECT * FROM spindle_outbox
+        WHERE endpoint_id IS NULL LIMIT ${HANDOFF_BATCH}`.toArray(),
+    );
     if (unresolved.length === 0) return 0;
     const tenant = this.#deps.tenant();
     if (!tenant) throw new Error("the thread has no tenant to ask for its endpoints");
@@ -294,8 +305,11 @@ export class WebhookOutbox {
   async #sendBatch(): Promise<number> {
     const name = this.#deps.name;
     if (name === undefined) return 0;
-    const rows = this.#deps.sql<OutboxRow>`SELECT * FROM spindle_outbox
-      WHERE endpoint_id IS NOT NULL ORDER BY created_at, id LIMIT ${HANDOFF_BATCH}`.toArray();
+    const sql = this.#deps.sql;
+    const rows = sql.tables.ifExists("spindle_outbox", [], () =>
+      sql<OutboxRow>`SELECT * FROM spindle_outbox
+        WHERE endpoint_id IS NOT NULL ORDER BY created_at, id LIMIT ${HANDOFF_BATCH}`.toArray(),
+    );
     if (rows.length === 0) return 0;
     const jurisdiction = this.#deps.jurisdiction();
     const messages = rows.map((row) => ({

@@ -4,7 +4,8 @@
  * and the bare chat DO (`bench/bare/chat.ts`). Both sample their isolate's heap after every turn.
  */
 import { fileURLToPath } from "node:url";
-import { openSqliteBytes, sleep, timedFetch } from "../harness.ts";
+import { openFiles, openSqliteBytes, sleep, timedFetch } from "../harness.ts";
+import { type FilePages, filePages } from "./pages.ts";
 import { Runtime, type RuntimeSpec } from "./runtime.ts";
 import { STANDIN_ANSWER } from "./standin.ts";
 import type { StorageReport } from "./worker.ts";
@@ -160,6 +161,14 @@ export class SpindleSide extends Side {
   /** The object's database + WAL files in local workerd (what the disk holds, not what is billed). */
   async fileBytes(report: StorageReport): Promise<number | undefined> {
     return openSqliteBytes(await this.runtime.pid(), "/do/spindle-Thread/", report.id);
+  }
+
+  /** The object's database pages by table, from its file (see `pages.ts`). */
+  async pages(report: StorageReport): Promise<FilePages | undefined> {
+    const file = openFiles(await this.runtime.pid()).find(
+      (p) => p.includes(`/do/spindle-Thread/${report.id}.`) && p.endsWith(".sqlite"),
+    );
+    return file === undefined ? undefined : filePages(file);
   }
 }
 

@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url";
 import type { Memory } from "../harness.ts";
 import { bytes, count, median, ms, percentile, ratio, table } from "../stats.ts";
 import type { Bundle } from "./bundle.ts";
+import type { FilePages } from "./pages.ts";
 import type { HeapUsage } from "./runtime.ts";
 import type { StorageReport } from "./worker.ts";
 
@@ -21,6 +22,8 @@ export interface StorageAt {
   turns: number;
   report: StorageReport;
   fileBytes: number | undefined;
+  /** Undefined without the `sqlite3` command. */
+  pages: FilePages | undefined;
   r2: { objects: number; bytes: number };
   bareTurns: number;
   bareDatabaseSize: number;
@@ -281,6 +284,46 @@ function tablesTable(fresh: StorageAt, sizes: SizeResult[]): string {
   );
 }
 
+function pagesSection(fresh: StorageAt, sizes: SizeResult[]): string[] {
+  const pages = pagesTable(fresh, sizes);
+  if (pages === undefined) return [];
+  return [
+    "### Spindle's SQLite pages (from the database file)",
+    "",
+    pages,
+    "",
+    "Read with the `sqlite3` command (`dbstat`, `PRAGMA freelist_count`) from a copy of the object's file and write-ahead log. A table with a rowid and a TEXT or composite key has a second b-tree, its `sqlite_autoindex_…`; `sqlite_schema` is page 1; `_cf_METADATA` is the runtime's and `__miniflare_do_name` local Miniflare's. Free pages are what deleted rows left (the rollout tail after a checkpoint, dropped events); inserts reuse them, and they are not in databaseSize.",
+    "",
+  ];
+}
+
+/** Pages by table and index at each size, then the free pages and the pages in use. */
+function pagesTable(fresh: StorageAt, sizes: SizeResult[]): string | undefined {
+  const columns = [fresh, ...sizes.map((s) => s.storage)];
+  const pages = columns.map((c) => c.pages);
+  if (pages.some((p) => p === undefined)) return undefined;
+  const known = pages as FilePages[];
+  const names = [...new Set(known.flatMap((p) => p.byName.map((b) => b.name)))].sort();
+  const inUse = (p: FilePages) => p.pageCount - p.freePages;
+  return table(
+    ["b-tree: pages", ...columns.map((c) => turnsLabel(c.turns))],
+    [
+      ...names.map((name) => [
+        `\`${name}\``,
+        ...known.map((p) => {
+          const n = p.byName.find((b) => b.name === name)?.pages;
+          return n === undefined ? "–" : count(n);
+        }),
+      ]),
+      ["free pages (freelist)", ...known.map((p) => count(p.freePages))],
+      [
+        "pages in use × page size",
+        ...known.map((p) => `${count(inUse(p))} × ${p.pageSize} = ${bytes(inUse(p) * p.pageSize)}`),
+      ],
+    ],
+  );
+}
+
 function heapTable(sizes: SizeResult[]): string {
   return table(
     [
@@ -365,12 +408,13 @@ export function productionReport(input: ReportInput): string {
     "",
     bytesTable(fresh, sizes),
     "",
-    "*databaseSize* is `ctx.storage.sql.databaseSize`, what the object reads of its own size (the database's pages, free pages included); Cloudflare bills SQLite stored data in GB-months on its own storage layer, and this is the closest figure an object can read. *file + WAL on disk* is local workerd's database file plus its write-ahead log, which an unchecked WAL makes larger. R2 is the sum of object sizes under the thread's prefix.",
+    "*databaseSize* is `ctx.storage.sql.databaseSize`, what the object reads of its own size: its pages in use (the file's pages less those on the freelist, as the page table below shows); Cloudflare bills SQLite stored data in GB-months on its own storage layer, and this is the closest figure an object can read. *file + WAL on disk* is local workerd's database file plus its write-ahead log, which an unchecked WAL makes larger. R2 is the sum of object sizes under the thread's prefix.",
     "",
     "### Spindle's SQLite tables (stored value bytes, not pages)",
     "",
     tablesTable(fresh, sizes),
     "",
+    ...pagesSection(fresh, sizes),
     "## Isolate heap (V8, over the inspector)",
     "",
     heapTable(sizes),

@@ -11,6 +11,9 @@ import { Thread as ProductionThread } from "../../durable-objects/thread.ts";
 import type { Env } from "../../env.ts";
 import app from "../../worker/index.ts";
 
+export { TenantDirectory } from "../../durable-objects/directory.ts";
+export { Tenant } from "../../durable-objects/tenant.ts";
+
 const STORAGE_PATH = /^\/__bench\/storage\/([^/]+)$/;
 
 export default {

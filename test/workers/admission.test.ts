@@ -35,9 +35,12 @@ function withAdmission<T>(body: (setup: Setup) => Promise<T> | T): Promise<T> {
   });
 }
 
+/** The stored keys (none while the table was not created: a thread creates it on first use). */
 const storedKeys = (sql: Sql) =>
-  sql<{ key: string; fingerprint: string; turn_id: string | null; event_seq: number }>`
-    SELECT key, fingerprint, turn_id, event_seq FROM spindle_idempotency ORDER BY key`.toArray();
+  sql.tables.ifExists("spindle_idempotency", [], () =>
+    sql<{ key: string; fingerprint: string; turn_id: string | null; event_seq: number }>`
+      SELECT key, fingerprint, turn_id, event_seq FROM spindle_idempotency ORDER BY key`.toArray(),
+  );
 
 function deferred<T>() {
   let resolve: (value: T) => void = () => {};

@@ -1,5 +1,6 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { EVENT_WINDOW_BYTES, EVENT_WINDOW_CUT_BYTES } from "../../durable-objects/event-log.ts";
 import {
   api,
   DEV_KEY,
@@ -347,7 +348,7 @@ describe("event window by bytes", () => {
         .toArray(),
     );
 
-  it("past 256 KiB, keeps the newest events within 192 KiB once a turn ends; asking from a dropped one is 410 event_expired", async () => {
+  it("past 128 KiB, keeps the newest events within 96 KiB once a turn ends; asking from a dropped one is 410 event_expired", async () => {
     const id = newThreadId();
     await createThread(id);
     await turn(id, "one");
@@ -369,9 +370,9 @@ describe("event window by bytes", () => {
     await turn(id, "two");
     const kept = await storedEvents(id);
     const bytes = kept.reduce((sum, e) => sum + e.bytes, 0);
-    expect(bytes).toBeLessThanOrEqual(192 * 1024);
+    expect(bytes).toBeLessThanOrEqual(EVENT_WINDOW_CUT_BYTES);
     // One more (the newest dropped, 4 KiB) would not have fit.
-    expect(bytes + 4_000).toBeGreaterThan(192 * 1024);
+    expect(bytes + 4_000).toBeGreaterThan(EVENT_WINDOW_CUT_BYTES);
     const first = kept[0]?.seq ?? 0;
     expect(first).toBeGreaterThan(1);
     expect(kept.at(-1)?.seq).toBeGreaterThan(100);
@@ -387,7 +388,7 @@ describe("event window by bytes", () => {
     expect(replay.map((f) => Number(f.id))).toEqual(kept.map((e) => e.seq));
   });
 
-  it("stays within 256 KiB turn after turn, cutting to 192 KiB when a turn passes it", async () => {
+  it("stays within 128 KiB turn after turn, cutting to 96 KiB when a turn passes it", async () => {
     const id = newThreadId();
     await createThread(id);
     const totals: number[] = [];
@@ -396,10 +397,10 @@ describe("event window by bytes", () => {
       await turn(id, `${i} ${"y".repeat(20_000)}`);
       totals.push((await storedEvents(id)).reduce((sum, e) => sum + e.bytes, 0));
     }
-    expect(Math.max(...totals)).toBeLessThanOrEqual(256 * 1024);
+    expect(Math.max(...totals)).toBeLessThanOrEqual(EVENT_WINDOW_BYTES);
     const cuts = totals.filter((bytes, i) => i > 0 && bytes < (totals[i - 1] ?? 0));
     expect(cuts.length).toBeGreaterThan(0);
-    for (const bytes of cuts) expect(bytes).toBeLessThanOrEqual(192 * 1024);
+    for (const bytes of cuts) expect(bytes).toBeLessThanOrEqual(EVENT_WINDOW_CUT_BYTES);
   });
 
   it("keeps the newest event even when it alone is larger than the budget, so seqs continue", async () => {
@@ -409,7 +410,7 @@ describe("event window by bytes", () => {
     const done = await turn(id, `${"x".repeat(300_000)} big`);
     const kept = await storedEvents(id);
     expect(kept).toHaveLength(1);
-    expect(kept[0]?.bytes).toBeGreaterThan(256 * 1024);
+    expect(kept[0]?.bytes).toBeGreaterThan(EVENT_WINDOW_BYTES);
     const next = await readSse(
       await post(`/v1/threads/${id}/turns`, { input: "small", stream: true }),
     );

@@ -3,6 +3,8 @@ import { env } from "cloudflare:workers";
 import { createHash } from "node:crypto";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { CheckpointStore } from "../../durable-objects/checkpoint-store.ts";
+import { sqlOf } from "../../durable-objects/sql.ts";
 import {
   ACME_KEY,
   api,
@@ -1060,8 +1062,7 @@ describe("restore and reload agree", () => {
     const before = await prompt(id);
     // As after a restore from R2 without a checkpoint: the flushed lines leave SQLite.
     await runInDurableObject(threadStub(id), (_i, state) => {
-      state.storage.sql.exec("DELETE FROM spindle_checkpoint");
-      state.storage.sql.exec("DELETE FROM spindle_checkpoint_items");
+      new CheckpointStore(sqlOf(state.storage.sql), state.storage).clear();
       state.storage.sql.exec("DELETE FROM spindle_rollout");
     });
     await evictDurableObject(threadStub(id));

@@ -10,6 +10,7 @@ import {
 import type { ThreadMeta } from "../../durable-objects/meta-store.ts";
 import { readRolloutStream } from "../../durable-objects/rollout-import.ts";
 import { decodeTolerantly, RolloutLog } from "../../durable-objects/rollout-log.ts";
+import { tablesOf } from "../../durable-objects/schema.ts";
 import { importThread, restoreThread } from "../../durable-objects/thread-from-rollout.ts";
 import type { Env } from "../../env.ts";
 import { DEFAULT_MODEL_CATALOG } from "../../shared/models/index.ts";
@@ -31,13 +32,16 @@ function inFreshObject<T>(
 
 /** Rows of the tables that hold a thread, by table: what a refused import must leave empty. */
 function threadTables(state: DurableObjectState) {
+  const sql = state.storage.sql;
   const count = (table: string) =>
-    state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`).one().n;
+    sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`).one().n;
   return {
     rollout: count("spindle_rollout"),
     meta: count("spindle_meta"),
     turns: count("spindle_turns"),
-    idempotency: count("spindle_idempotency"),
+    idempotency: tablesOf(sql).ifExists("spindle_idempotency", 0, () =>
+      count("spindle_idempotency"),
+    ),
   };
 }
 const EMPTY_TABLES = { rollout: 0, meta: 0, turns: 0, idempotency: 0 };

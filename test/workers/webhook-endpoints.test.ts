@@ -17,6 +17,7 @@ import {
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { sqlOf } from "../../durable-objects/sql.ts";
 import type { Env } from "../../env.ts";
 import type { WebhookMessage } from "../../shared/api/index.ts";
 import { WEBHOOK_EVENT_TYPES } from "../../shared/webhooks/index.ts";
@@ -474,7 +475,12 @@ describe("the endpoint's secret, state and test event", () => {
 /** The thread's outbox rows and webhook values, read in its object. */
 async function outboxOf(tenant: string, id: string) {
   return runInDurableObject(env.THREAD.getByName(`${tenant}:${id}`), (_i, state) => ({
-    rows: state.storage.sql.exec("SELECT COUNT(*) AS n FROM spindle_outbox").one().n,
+    // The table is created with the first row.
+    rows: sqlOf(state.storage.sql).tables.ifExists(
+      "spindle_outbox",
+      0,
+      () => state.storage.sql.exec("SELECT COUNT(*) AS n FROM spindle_outbox").one().n,
+    ),
     sequence: state.storage.sql
       .exec("SELECT value FROM spindle_sync WHERE key = 'webhook_sequence'")
       .toArray()[0]?.value,

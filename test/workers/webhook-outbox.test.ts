@@ -81,7 +81,9 @@ function withOutbox<T>(
       sent,
       asked: () => asked,
       rows: () =>
-        sql<{ endpoint_id: string | null }>`SELECT endpoint_id FROM spindle_outbox`.toArray(),
+        sql.tables.ifExists("spindle_outbox", [], () =>
+          sql<{ endpoint_id: string | null }>`SELECT endpoint_id FROM spindle_outbox`.toArray(),
+        ),
       settle: async () => {
         while (work.length > 0) await work.shift();
       },

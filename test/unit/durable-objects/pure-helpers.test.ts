@@ -4,7 +4,6 @@ import {
   keptItemGroups,
   planItemGroups,
 } from "../../../durable-objects/checkpoint-store.ts";
-import { decodeTurnRow, encodeTurnRow } from "../../../durable-objects/meta-store.ts";
 import { segmentKey } from "../../../durable-objects/segments.ts";
 import { splitText } from "../../../durable-objects/text-parts.ts";
 import { turnRowsFromRollout } from "../../../durable-objects/turn-index.ts";
@@ -183,38 +182,3 @@ function usage(n: number) {
     total_tokens: n,
   };
 }
-
-describe("turn row encoding", () => {
-  it("round-trips a row and keeps the stored body small", () => {
-    const row = {
-      id: "turn_01a2299d-b8f9-701a-89e2-dc9d5c4ee1c5",
-      ordinal: 120,
-      kind: "turn" as const,
-      status: "completed" as const,
-      first_seq: 120,
-      last_seq: 128,
-      pending_calls: [],
-      usage: {
-        input_tokens: 1234,
-        cached_input_tokens: 0,
-        output_tokens: 20,
-        reasoning_output_tokens: 0,
-        total_tokens: 1254,
-      },
-      error: null,
-    };
-    const body = encodeTurnRow(row);
-    expect(body.length).toBeLessThan(110);
-    expect(decodeTurnRow({ turn_id: row.id, ordinal: row.ordinal, body })).toEqual(row);
-    const paused = {
-      ...row,
-      status: "requires_action" as const,
-      usage: null,
-      pending_calls: [{ type: "function_call" as const, name: "f", arguments: "{}", call_id: "c" }],
-      queued_input: [[{ type: "input_text" as const, text: "x" }]],
-    };
-    expect(
-      decodeTurnRow({ turn_id: row.id, ordinal: row.ordinal, body: encodeTurnRow(paused) }),
-    ).toEqual(paused);
-  });
-});

@@ -78,6 +78,7 @@ function harness(
     put: (key: string, value: unknown) => {
       metaValues.set(key, value);
     },
+    packTurns: () => log.push("pack turns"),
   };
   const flushes = [...(opts.flushes ?? [])];
   const live = {
@@ -126,14 +127,17 @@ function harness(
   return { upkeep: new Upkeep(deps), log, storage, clock, meta, state, alarms };
 }
 
+/** What every run does after its flush (and checkpoint), in order. */
+const AFTER_FLUSH = ["prune events", "prune keys", "pack turns", "drain"];
+
 const failing = () => Promise.reject(new Error("R2 is down"));
 
 describe("Upkeep: a run flushes, checkpoints, prunes, keeps the alarm and drains the queue", () => {
-  it("a successful run flushes, resets the failed attempts, checkpoints, prunes and drains", async () => {
+  it("a successful run flushes, resets the failed attempts, checkpoints, prunes, groups turn rows and drains", async () => {
     const h = harness();
     h.meta.put("flush_attempts", 3);
     await h.upkeep.run();
-    expect(h.log).toEqual(["load", "flush", "checkpoint", "prune events", "prune keys", "drain"]);
+    expect(h.log).toEqual(["load", "flush", "checkpoint", ...AFTER_FLUSH]);
     expect(Object.fromEntries(h.meta.values)).toEqual({ flush_attempts: 0 });
     expect(h.storage.stored).toBeNull();
   });
@@ -153,15 +157,11 @@ describe("Upkeep: a run flushes, checkpoints, prunes, keeps the alarm and drains
       "load",
       "flush",
       `alarm ${flushRetryDelayMs(1)}`,
-      "prune events",
-      "prune keys",
-      "drain",
+      ...AFTER_FLUSH,
       "load",
       "flush",
       `alarm ${flushRetryDelayMs(2)}`,
-      "prune events",
-      "prune keys",
-      "drain",
+      ...AFTER_FLUSH,
     ]);
   });
 
@@ -256,15 +256,7 @@ describe("Upkeep.scheduleFlush: lines just written go to R2 soon, or now when th
     expect(h.log.slice(0, 2)).toEqual(["load", "waitUntil"]);
     expect(h.state.waited).toHaveLength(1);
     await Promise.all(h.state.waited);
-    expect(h.log).toEqual([
-      "load",
-      "waitUntil",
-      "flush",
-      "checkpoint",
-      "prune events",
-      "prune keys",
-      "drain",
-    ]);
+    expect(h.log).toEqual(["load", "waitUntil", "flush", "checkpoint", ...AFTER_FLUSH]);
     // The run is the flush: no alarm was needed for it.
     expect(h.storage.stored).toBeNull();
   });
