@@ -323,6 +323,7 @@ async function main(): Promise<void> {
   const text = productionReport({
     run: { startedAt, seconds: (performance.now() - t0) / 1000, loadBefore, loadAfter: loadavg() },
     knobs: { timed: TIMED, warmup: WARMUP, cold: COLD, restarts: RESTARTS, probes: PROBES },
+    seed: { model: SEED_MODEL, openaiWindow: OPENAI_WINDOW },
     bundles,
     evaluations,
     fresh,

@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url";
 import type { Memory } from "../harness.ts";
 import { bytes, count, median, ms, percentile, ratio, table } from "../stats.ts";
 import type { Bundle } from "./bundle.ts";
+import { LOCAL_MODEL } from "./clients.ts";
 import type { FilePages } from "./pages.ts";
 import type { HeapUsage } from "./runtime.ts";
 import type { StorageReport } from "./worker.ts";
@@ -53,6 +54,8 @@ export interface SizeResult {
 export interface ReportInput {
   run: { startedAt: Date; seconds: number; loadBefore: number[]; loadAfter: number[] };
   knobs: { timed: number; warmup: number; cold: number; restarts: number; probes: number };
+  /** The model the thread was grown on, and the `openai` model's context window. */
+  seed: { model: string; openaiWindow: number };
   bundles: Record<"spindle" | "bare", Bundle>;
   evaluations: Record<"spindle" | "bare", number[]>;
   fresh: StorageAt;
@@ -360,9 +363,13 @@ function heapTable(sizes: SizeResult[]): string {
 }
 
 export function productionReport(input: ReportInput): string {
-  const { knobs, sizes, fresh } = input;
+  const { knobs, sizes, fresh, seed } = input;
+  const grown =
+    seed.model === LOCAL_MODEL
+      ? "with the local model (`spindle-local`) and switched to the `openai` model for every measured turn"
+      : `on the \`openai\` model (a ${count(seed.openaiWindow)}-token window), every seeding turn a request to the stand-in, as every measured turn is`;
   const seeding = table(
-    ["seeded turns (local model)", "seconds", "mean ms/turn"],
+    [`seeded turns (\`${seed.model}\`)`, "seconds", "mean ms/turn"],
     input.seeding.map((b) => [
       `${count(b.from)} → ${count(b.to)}`,
       b.seconds.toFixed(1),
@@ -374,7 +381,9 @@ export function productionReport(input: ReportInput): string {
     "",
     header(input),
     "",
-    "Spindle runs its production worker (with a `Thread` subclass that only adds a storage read, `bench/production/worker.ts`) with the `openai` provider pointed at a Responses stand-in in the bench process on 127.0.0.1, which answers every request at once. The control is a bare chat Durable Object (`bench/bare/chat.ts`) that keeps its messages in SQLite and memory and sends all of them to the same stand-in on every turn. Each runs in its own `unstable_startWorker` runtime and workerd process with the inspector connected; every request is an HTTP exchange timed from send to the last body byte. One Spindle thread is grown with the local model (`spindle-local`) and switched to the `openai` model for every measured turn; the bare object is seeded to the same number of turns. After each runtime start both isolates are warmed on a throwaway thread.",
+    "Spindle runs its production worker (with a `Thread` subclass that only adds a storage read, `bench/production/worker.ts`) with the `openai` provider pointed at a Responses stand-in in the bench process on 127.0.0.1, which answers every request at once. The control is a bare chat Durable Object (`bench/bare/chat.ts`) that keeps its messages in SQLite and memory and sends all of them to the same stand-in on every turn. Each runs in its own `unstable_startWorker` runtime and workerd process with the inspector connected; every request is an HTTP exchange timed from send to the last body byte. One Spindle thread is grown " +
+      grown +
+      "; the bare object is seeded to the same number of turns. After each runtime start both isolates are warmed on a throwaway thread.",
     "",
     "## The provider request at each size (the last warm turn's)",
     "",
