@@ -9,7 +9,8 @@
  * PRODUCTION_TIMED_TURNS (50), PRODUCTION_COLD_REPEATS (5), PRODUCTION_RESTARTS (2),
  * PRODUCTION_HEAP_PROBES (5), PRODUCTION_EVALUATIONS (5), PRODUCTION_BUILD_BUDGET_S (900),
  * PRODUCTION_PROFILE_OUT (a directory: when set, CPU profiles of a warm turn and of the first turn
- * after one more restart are written there at each size).
+ * after one more restart, and a sampling heap profile of 20 warm turns, are written there at each
+ * size).
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
@@ -184,13 +185,27 @@ async function restarts(spindle: SpindleSide, bare: BareSide, standIn: StandIn) 
   return { ...out, bareStart };
 }
 
-/** With PRODUCTION_PROFILE_OUT: a warm turn, and the first turn after one more restart, profiled. */
+/** Warm turns whose allocations are sampled (with PRODUCTION_PROFILE_OUT). */
+const PROFILED_TURNS = 20;
+
+/**
+ * With PRODUCTION_PROFILE_OUT: a warm turn (CPU), the allocations of 20 more, and the first turn
+ * after one more restart (CPU), profiled.
+ */
 async function profiles(spindle: SpindleSide, standIn: StandIn, size: number): Promise<void> {
   if (!PROFILE_OUT) return;
   mkdirSync(PROFILE_OUT, { recursive: true });
   const write = (name: string, profile: unknown) =>
     writeFileSync(join(PROFILE_OUT, `${name}-${size}.cpuprofile`), JSON.stringify(profile));
   write("warm-turn", (await spindle.runtime.profile(() => spindleTurn(spindle, standIn))).profile);
+  const turns = async () => {
+    for (let i = 0; i < PROFILED_TURNS; i++) await spindleTurn(spindle, standIn);
+  };
+  const allocated = await spindle.runtime.allocations(turns);
+  writeFileSync(
+    join(PROFILE_OUT, `allocations-${size}.heapprofile`),
+    JSON.stringify(allocated.profile),
+  );
   await spindle.settle(THREAD);
   await spindle.restart();
   const first = await spindle.runtime.profile(() => spindleTurn(spindle, standIn));

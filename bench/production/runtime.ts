@@ -143,6 +143,24 @@ export class Runtime {
     return { result, profile };
   }
 
+  /**
+   * A V8 sampling heap profile of what the isolate allocates while `work` runs, garbage included
+   * (objects a later collection freed stay in it): where the heap between collections comes from.
+   */
+  async allocations<T>(work: () => Promise<T>): Promise<{ result: T; profile: unknown }> {
+    await this.#inspector.send("HeapProfiler.enable");
+    await this.#inspector.send("HeapProfiler.startSampling", {
+      samplingInterval: 16_384,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
+    const result = await work();
+    const { profile } = await this.#inspector.send<{ profile: unknown }>(
+      "HeapProfiler.stopSampling",
+    );
+    return { result, profile };
+  }
+
   /** The workerd process that runs the worker (found by its open DO directory). */
   async pid(): Promise<number> {
     this.#pid ??= await withTimeout(
