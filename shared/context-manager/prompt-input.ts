@@ -35,7 +35,12 @@ export class PromptInput {
     if (this.#segments.length === 1 && Array.isArray(only)) return only as KnownResponseItem[];
     const out = new Array<KnownResponseItem>(this.length);
     let n = 0;
-    for (const segment of this.#segments) for (const item of segmentItems(segment)) out[n++] = item;
+    // Index loops: an iterator's result objects were half of what a warm HTTP-provider turn
+    // allocated at 10,000 turns (a sampling heap profile, `PRODUCTION_PROFILE_OUT`).
+    for (const segment of this.#segments) {
+      const items = segmentItems<KnownResponseItem>(segment);
+      for (let i = 0; i < items.length; i++) out[n++] = items[i] as KnownResponseItem;
+    }
     return out;
   }
 
