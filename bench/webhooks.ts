@@ -262,34 +262,43 @@ async function main(): Promise<void> {
         on_busy: "queue",
       });
     });
+    /** An endpoint's delivery records by status. */
+    const statusesOf = async (id: string) => {
+      const statuses = new Map<string, number>();
+      let cursor: string | null = null;
+      do {
+        const after: string = cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`;
+        const page = JSON.parse(
+          (await request(base, "GET", `/v1/webhook-endpoints/${id}/deliveries?limit=100${after}`))
+            .body,
+        ) as { data: { status: string }[]; next_cursor: string | null };
+        for (const d of page.data) statuses.set(d.status, (statuses.get(d.status) ?? 0) + 1);
+        cursor = page.next_cursor;
+      } while (cursor !== null);
+      return statuses;
+    };
+    // Until every event is delivered, or failed: all 8 attempts of an event fail about once in
+    // 15,000 events at a 30% failure rate, and the schedule then ends it.
     await until(async () => {
-      const done = endpoints.every(
+      const received = endpoints.every(
         (e) => (receiver.delivered.get(e.path)?.size ?? 0) >= OUTBOUND_TURNS,
       );
-      return done ? true : undefined;
+      if (received) return true;
+      // The records are read only once nearly every event has arrived.
+      const nearly = endpoints.every(
+        (e) => (receiver.delivered.get(e.path)?.size ?? 0) >= OUTBOUND_TURNS * 0.99,
+      );
+      if (!nearly) return undefined;
+      const ended = await Promise.all(
+        endpoints.map(async (e) => {
+          const statuses = await statusesOf(e.id);
+          return (statuses.get("delivered") ?? 0) + (statuses.get("failed") ?? 0);
+        }),
+      );
+      return ended.every((n) => n >= OUTBOUND_TURNS) ? true : undefined;
     }, "every event's delivery");
     const outSeconds = (performance.now() - outStart) / 1000;
-    const records = await Promise.all(
-      endpoints.map(async (e) => {
-        const statuses = new Map<string, number>();
-        let cursor: string | null = null;
-        do {
-          const after: string = cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`;
-          const page = JSON.parse(
-            (
-              await request(
-                base,
-                "GET",
-                `/v1/webhook-endpoints/${e.id}/deliveries?limit=100${after}`,
-              )
-            ).body,
-          ) as { data: { status: string }[]; next_cursor: string | null };
-          for (const d of page.data) statuses.set(d.status, (statuses.get(d.status) ?? 0) + 1);
-          cursor = page.next_cursor;
-        } while (cursor !== null);
-        return statuses;
-      }),
-    );
+    const records = await Promise.all(endpoints.map((e) => statusesOf(e.id)));
     const attempts = [...receiver.attempts.values()];
     const attemptsPerEvent = attempts.reduce((a, b) => a + b, 0) / attempts.length;
 
@@ -436,7 +445,7 @@ async function main(): Promise<void> {
         ]),
       ),
       "",
-      `Attempts per event: ${attemptsPerEvent.toFixed(2)} (mean; the most for one event ${Math.max(...attempts)}; a 30% failure rate gives 1.43 on average). Every event delivered within ${outSeconds.toFixed(1)} s of the first turn, retries at once (the schedule compressed).`,
+      `Attempts per event: ${attemptsPerEvent.toFixed(2)} (mean; the most for one event ${Math.max(...attempts)}; a 30% failure rate gives 1.43 on average). Every event delivered (or, after 8 failed attempts, failed) within ${outSeconds.toFixed(1)} s of the first turn, retries at once (the schedule compressed).`,
       "",
       "## Warm turns: a tenant with no hooks or endpoints against the release before webhooks (interleaved)",
       "",
