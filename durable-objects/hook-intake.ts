@@ -156,17 +156,19 @@ export class HookIntake {
 
   /** The accepted delivery of this sender id within the dedup window, as it stands. */
   #accepted(hookId: string, deliveryId: string, nowMs: number): DeliveryResource | undefined {
-    const sql = this.#deps.sql;
-    const row = sql.tables.ifExists(
-      "spindle_deliveries",
-      undefined,
-      () =>
-        sql<DeliveryRow>`SELECT body, rev FROM spindle_deliveries
+    const row = this.#deliveryRow(
+      (sql) => sql<DeliveryRow>`SELECT body, rev FROM spindle_deliveries
         WHERE hook_id = ${hookId} AND delivery_id = ${deliveryId} AND status = 'accepted'
           AND received_at >= ${nowMs - DEDUP_WINDOW_MS}
-        LIMIT 1`.toArray()[0],
+        LIMIT 1`,
     );
     return row && (JSON.parse(row.body) as DeliveryResource);
+  }
+
+  /** The first row `query` finds, or undefined (also while no delivery created the table). */
+  #deliveryRow(query: (sql: Sql) => SqlStorageCursor<DeliveryRow>): DeliveryRow | undefined {
+    const sql = this.#deps.sql;
+    return sql.tables.ifExists("spindle_deliveries", undefined, () => query(sql).toArray()[0]);
   }
 
   #insert(delivery: DeliveryResource, final: boolean): void {
@@ -200,13 +202,9 @@ export class HookIntake {
   turnEnded(row: TurnRow): DeliveryResource | undefined {
     const awaiting = this.#awaitingTurns();
     if (!awaiting.has(row.id)) return undefined;
-    const sql = this.#deps.sql;
-    const stored = sql.tables.ifExists(
-      "spindle_deliveries",
-      undefined,
-      () =>
-        sql<DeliveryRow>`SELECT body, rev FROM spindle_deliveries
-        WHERE turn_id = ${row.id} AND status = 'accepted'`.toArray()[0],
+    const stored = this.#deliveryRow(
+      (sql) => sql<DeliveryRow>`SELECT body, rev FROM spindle_deliveries
+        WHERE turn_id = ${row.id} AND status = 'accepted'`,
     );
     if (!stored) {
       awaiting.delete(row.id);
