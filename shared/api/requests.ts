@@ -210,12 +210,16 @@ export const ImportQuerySchema = z.object({
   ),
 });
 
+/** A page size in a query: 1 to `max` in decimal digits, `fallback` when absent. */
+export const pageLimitParam = (max: number, fallback: number) =>
+  decimalParam(String(max).length, `1-${max} items`)
+    .pipe(z.number().min(1).max(max))
+    .prefault(String(fallback))
+    .describe(`Items per page: 1-${max}, in decimal digits; default ${fallback}.`);
+
 /** `GET /v1/threads/{id}/history`. The cursor is opaque: only the DO reads it. */
 export const HistoryQuerySchema = z.object({
-  limit: decimalParam(4, "1-1000 items")
-    .pipe(z.number().min(1).max(1000))
-    .prefault("100")
-    .describe("Items per page: 1-1000, in decimal digits; default 100."),
+  limit: pageLimitParam(1000, 100),
   cursor: z.string().min(1).max(512).optional(),
 });
 

@@ -6,6 +6,7 @@ import {
 } from "../protocol/index.ts";
 import { ApiKeyIdSchema, TenantIdSchema } from "./ids.ts";
 import { QUOTA_NAMES } from "./problems.ts";
+import { pageLimitParam } from "./requests.ts";
 
 /**
  * The tenancy layer of HTTP API v1 (design §11): tenants and their quotas, API keys and scopes,
@@ -132,7 +133,7 @@ export type CreatedApiKey = z.output<typeof CreatedApiKeySchema>;
 
 /** A page of a directory-like list (tenants, keys). */
 export const ListQuerySchema = z.object({
-  limit: z.coerce.number().int().min(1).max(100).default(20),
+  limit: pageLimitParam(100, 20),
   cursor: z.string().min(1).max(512).optional(),
 });
 export type ListQuery = z.output<typeof ListQuerySchema>;
@@ -143,7 +144,7 @@ export const TenantKeyParamsSchema = z.object({ tenant: TenantIdSchema, key_id: 
 
 /** `GET /v1/threads`: `metadata[KEY]=VALUE` arrives folded into `metadata` (see the worker). */
 export const ListThreadsQuerySchema = z.object({
-  limit: z.coerce.number().int().min(1).max(100).default(20),
+  limit: pageLimitParam(100, 20),
   cursor: z.string().min(1).max(512).optional(),
   status: z.enum(["idle", "running", "requires_action"]).optional(),
   order: z
@@ -229,7 +230,7 @@ export const UsageQuerySchema = z
     start: day.optional().describe("First UTC day (YYYY-MM-DD); default: 30 days before `end`."),
     end: day.optional().describe("The UTC day after the last one; default: tomorrow."),
     group_by: z.enum(USAGE_GROUPS).default("day"),
-    limit: z.coerce.number().int().min(1).max(1000).default(100),
+    limit: pageLimitParam(1000, 100),
     cursor: z.string().min(1).max(512).optional(),
   })
   .superRefine((query, ctx) => {

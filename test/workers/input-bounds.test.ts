@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import app from "../../worker/index.ts";
 import { breakingStream } from "../helpers/streams.ts";
 import { api, BASE, DEV_KEY, importRollout, json, newThreadId, post } from "./helpers/api.ts";
+import { ADMIN_KEY } from "./helpers/tenancy.ts";
 
 interface Thread {
   id: string;
@@ -406,6 +407,24 @@ describe("settings that could never work are refused at the door", () => {
         code: "invalid_request",
         errors: [{ path: "limit", message: "1-1000 items, in decimal digits only" }],
       });
+    }
+  });
+
+  it("a list's page size that is not decimal digits, on every list", async () => {
+    const lists = [
+      { path: "/v1/threads", key: DEV_KEY, max: 100 },
+      { path: "/v1/usage", key: DEV_KEY, max: 1000 },
+      { path: "/v1/admin/tenants", key: ADMIN_KEY, max: 100 },
+    ];
+    for (const { path, key, max } of lists) {
+      for (const limit of ["0x10", "1e1", "1.0", "%205", "+5"]) {
+        expect(await problem(await api("GET", `${path}?limit=${limit}`, undefined, key))).toEqual({
+          status: 400,
+          code: "invalid_request",
+          errors: [{ path: "limit", message: `1-${max} items, in decimal digits only` }],
+        });
+      }
+      expect((await api("GET", `${path}?limit=05`, undefined, key)).status).toBe(200);
     }
   });
 });
