@@ -108,6 +108,11 @@ export class TenantSync {
   #again = false;
   #againUrgent = false;
   #lastPushAt = Number.NEGATIVE_INFINITY;
+  /**
+   * `placement` as stored (null: none yet), read once per instance: every request and task asks
+   * for it, and only `place` writes it (a delete keeps it as it is).
+   */
+  #placement: TenantPolicy | null | undefined;
 
   constructor(deps: TenantSyncDeps) {
     this.#deps = deps;
@@ -135,7 +140,14 @@ export class TenantSync {
 
   /** The tenant's placement and quotas, as the newest request that carried them said. */
   get policy(): TenantPolicy {
-    return this.#values.get<TenantPolicy>("placement") ?? { jurisdiction: null, quotas: NO_QUOTAS };
+    return this.#storedPlacement() ?? { jurisdiction: null, quotas: NO_QUOTAS };
+  }
+
+  #storedPlacement(): TenantPolicy | null {
+    if (this.#placement === undefined) {
+      this.#placement = this.#values.get<TenantPolicy>("placement") ?? null;
+    }
+    return this.#placement;
   }
 
   get quotas(): Quotas {
@@ -145,9 +157,10 @@ export class TenantSync {
   /** Keeps the policy a request carried, when it is new (quotas change; the jurisdiction never). */
   place(policy: TenantPolicy | undefined): void {
     if (policy === undefined) return;
-    const stored = this.#values.get<TenantPolicy>("placement");
-    if (stored !== undefined && JSON.stringify(stored) === JSON.stringify(policy)) return;
+    const stored = this.#storedPlacement();
+    if (stored !== null && JSON.stringify(stored) === JSON.stringify(policy)) return;
     this.#values.put("placement", policy);
+    this.#placement = policy;
   }
 
   /** The tenant's object, in its jurisdiction (undefined for an unnamed object). */
