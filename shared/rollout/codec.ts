@@ -1,4 +1,9 @@
-import { parseJsonWithin, type RolloutLine, RolloutLineSchema } from "../protocol/index.ts";
+import {
+  isPlainObject,
+  parseJsonWithin,
+  type RolloutLine,
+  RolloutLineSchema,
+} from "../protocol/index.ts";
 
 /**
  * The rollout JSONL codec: one `RolloutLine` per line, in the Codex envelope
@@ -36,10 +41,6 @@ const KNOWN_LINE_TYPES: ReadonlySet<string> = new Set([
   "event_msg",
   "spindle_config",
 ]);
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /**
  * `parsed` with its object keys in the order they have in `raw`, recursively; keys `raw` lacks

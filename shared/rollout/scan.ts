@@ -11,6 +11,7 @@ import type {
   TurnContextItem,
   WorldStateSnapshot,
 } from "../protocol/index.ts";
+import { isPlainObject } from "../protocol/index.ts";
 import { applyMergePatch } from "../world-state/index.ts";
 
 /**
@@ -73,10 +74,6 @@ export interface LineCounters {
   tasksStarted?: boolean;
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /**
  * The model input of an `inter_agent_communication` line: an assistant message whose only text is
  * the communication as JSON (reference §1.3), or undefined when the payload is not one.
@@ -86,7 +83,7 @@ export function interAgentMessage(line: RolloutLine): MessageItem | undefined {
     return undefined;
   }
   const payload = line.payload;
-  if (!isRecord(payload)) return undefined;
+  if (!isPlainObject(payload)) return undefined;
   const { author, recipient, content } = payload;
   if (typeof author !== "string" || typeof recipient !== "string" || typeof content !== "string") {
     return undefined;

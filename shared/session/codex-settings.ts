@@ -10,6 +10,7 @@ import type {
   WorldStateSnapshot,
 } from "../protocol/index.ts";
 import {
+  isPlainObject,
   ReasoningEffortSchema,
   ReasoningSummarySchema,
   sandboxModeOf,
@@ -28,12 +29,6 @@ export interface CodexSettings {
   update: ThreadConfig;
   /** What the record held that the configuration cannot express, one sentence each. */
   notes: string[];
-}
-
-type Json = Record<string, unknown>;
-
-function isObject(value: unknown): value is Json {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function nonEmpty(value: unknown): string | undefined {
@@ -108,9 +103,9 @@ function entriesAccess(entries: unknown, cwd: string, notes: string[]): FileSyst
   let readsRoot = false;
   const unsupported: string[] = [];
   for (const entry of Array.isArray(entries) ? entries : []) {
-    if (!isObject(entry) || !isObject(entry.path)) continue;
+    if (!isPlainObject(entry) || !isPlainObject(entry.path)) continue;
     const { path, access } = entry;
-    const kind = isObject(path.value) ? path.value.kind : undefined;
+    const kind = isPlainObject(path.value) ? path.value.kind : undefined;
     const where =
       path.type === "path" && typeof path.path === "string"
         ? pathOf(path.path)
@@ -146,7 +141,7 @@ function entriesAccess(entries: unknown, cwd: string, notes: string[]): FileSyst
 function networkEnabled(network: unknown): boolean | undefined {
   if (network === "enabled") return true;
   if (network === "restricted") return false;
-  if (isObject(network) && typeof network.enabled === "boolean") return network.enabled;
+  if (isPlainObject(network) && typeof network.enabled === "boolean") return network.enabled;
   return undefined;
 }
 
@@ -160,7 +155,7 @@ function profileAccess(
   cwd: string,
   notes: string[],
 ): (FileSystemAccess & { network: boolean }) | undefined {
-  if (!isObject(profile)) return undefined;
+  if (!isPlainObject(profile)) return undefined;
   const network = networkEnabled(profile.network);
   if (profile.type === "disabled") {
     return { sandbox: "danger-full-access", writableRoots: [], network: true };
@@ -171,7 +166,7 @@ function profileAccess(
     return { sandbox: "danger-full-access", writableRoots: [], network: true };
   }
   const fileSystem = profile.file_system;
-  if (profile.type === "managed" && isObject(fileSystem)) {
+  if (profile.type === "managed" && isPlainObject(fileSystem)) {
     if (fileSystem.type === "unrestricted") {
       if (network === false) {
         notes.push("the network restriction of an unrestricted file system is not kept");
@@ -180,12 +175,13 @@ function profileAccess(
     }
     return { ...entriesAccess(fileSystem.entries, cwd, notes), network: network ?? false };
   }
-  if (profile.type === undefined && (isObject(fileSystem) || fileSystem === null)) {
+  if (profile.type === undefined && (isPlainObject(fileSystem) || fileSystem === null)) {
     // The 0.124 struct: `{read?, write?}` lists, or the entries form.
-    if (isObject(fileSystem) && Array.isArray(fileSystem.entries)) {
+    if (isPlainObject(fileSystem) && Array.isArray(fileSystem.entries)) {
       return { ...entriesAccess(fileSystem.entries, cwd, notes), network: network ?? false };
     }
-    const write = isObject(fileSystem) && Array.isArray(fileSystem.write) ? fileSystem.write : [];
+    const write =
+      isPlainObject(fileSystem) && Array.isArray(fileSystem.write) ? fileSystem.write : [];
     const roots = write.filter((p): p is string => typeof p === "string").map(pathOf);
     return {
       sandbox: roots.length > 0 ? "workspace-write" : "read-only",
@@ -207,8 +203,8 @@ function policyAccess(
   for (const key of ["exclude_tmpdir_env_var", "exclude_slash_tmp"] as const) {
     if (policy[key] === true) notes.push(`${key} is not modelled here`);
   }
-  const access = isObject(policy.access) ? policy.access : policy.read_only_access;
-  if (isObject(access) && access.type === "restricted") {
+  const access = isPlainObject(policy.access) ? policy.access : policy.read_only_access;
+  if (isPlainObject(access) && access.type === "restricted") {
     notes.push("read access limited to some roots has no equivalent here");
   }
   switch (mode) {
@@ -275,7 +271,7 @@ function fileSystemPolicyAccess(
   notes: string[],
 ): (FileSystemAccess & { network: boolean }) | undefined {
   const policy = item.file_system_sandbox_policy;
-  if (!isObject(policy)) return undefined;
+  if (!isPlainObject(policy)) return undefined;
   const network = item.sandbox_policy?.network_access === true;
   if (policy.kind === "unrestricted") {
     return { sandbox: "danger-full-access", writableRoots: [], network: true };
@@ -300,11 +296,11 @@ const MODE_ALIASES: Readonly<Record<string, string>> = {
  * bare mode name (world state). The default mode without instructions is no setting at all.
  */
 export function collaborationModeOf(value: unknown): CollaborationModeConfig | undefined {
-  const raw = isObject(value) ? value.mode : value;
+  const raw = isPlainObject(value) ? value.mode : value;
   if (typeof raw !== "string" || raw === "") return undefined;
   const mode = MODE_ALIASES[raw] ?? raw;
-  const settings = isObject(value) && isObject(value.settings) ? value.settings : value;
-  const instructions = isObject(settings)
+  const settings = isPlainObject(value) && isPlainObject(value.settings) ? value.settings : value;
+  const instructions = isPlainObject(settings)
     ? (nonEmpty(settings.developer_instructions) ?? nonEmpty(settings.instructions))
     : undefined;
   if (mode === "default" && instructions === undefined) return undefined;
@@ -386,8 +382,8 @@ function reasoningOf(item: TurnContextItem, notes: string[]): ThreadConfig["reas
  * one.
  */
 export function threadSettingsAsTurnContext(payload: unknown): TurnContextItem | undefined {
-  const settings = isObject(payload) ? payload.thread_settings : undefined;
-  if (!isObject(settings)) return undefined;
+  const settings = isPlainObject(payload) ? payload.thread_settings : undefined;
+  if (!isPlainObject(settings)) return undefined;
   const { reasoning_effort, reasoning_summary, ...rest } = settings;
   const parsed = TurnContextItemSchema.safeParse({
     ...rest,
@@ -406,13 +402,13 @@ export function settingsFromWorldState(snapshot: WorldStateSnapshot): CodexSetti
   const update: ThreadConfig = {};
   const notes: string[] = [];
   const environments = snapshot.environments;
-  if (isObject(environments)) {
+  if (isPlainObject(environments)) {
     const listed = environmentsOf(environments.environments);
     if (listed.length > 0) update.environments = listed;
     if (nonEmpty(environments.timezone)) update.timezone = environments.timezone as string;
   }
   const personality = snapshot.personality;
-  if (isObject(personality) && nonEmpty(personality.personality)) {
+  if (isPlainObject(personality) && nonEmpty(personality.personality)) {
     update.personality = personality.personality as string;
   }
   const collaboration = collaborationModeOf(snapshot.collaboration_mode);
@@ -420,7 +416,7 @@ export function settingsFromWorldState(snapshot: WorldStateSnapshot): CodexSetti
   const agentsMd = agentsMdOf(snapshot, update.environments?.[0]?.cwd);
   if (agentsMd) update.agents_md = agentsMd;
   const permissions = snapshot.permissions;
-  const prefixes = isObject(permissions)
+  const prefixes = isPlainObject(permissions)
     ? permissions.approved_command_prefixes
     : snapshot.approved_command_prefixes;
   if (Array.isArray(prefixes) && prefixes.length > 0) {
@@ -430,10 +426,10 @@ export function settingsFromWorldState(snapshot: WorldStateSnapshot): CodexSetti
 }
 
 function environmentsOf(value: unknown): EnvironmentConfig[] {
-  if (!isObject(value)) return [];
+  if (!isPlainObject(value)) return [];
   const listed: { environment: EnvironmentConfig; primary: boolean }[] = [];
   for (const [id, entry] of Object.entries(value)) {
-    if (!isObject(entry) || typeof entry.cwd !== "string" || entry.cwd === "") continue;
+    if (!isPlainObject(entry) || typeof entry.cwd !== "string" || entry.cwd === "") continue;
     // A single legacy environment has the empty id, which Spindle's ids do not allow.
     const environment: EnvironmentConfig = {
       id: id === "" ? DEFAULT_ENVIRONMENT_ID : id,
@@ -458,10 +454,10 @@ function agentsMdOf(
   const first = snapshot.agents_md;
   const text = AGENTS_MD_SHARDS.map((id) => {
     const shard = snapshot[id];
-    return isObject(shard) && typeof shard.text === "string" ? shard.text : "";
+    return isPlainObject(shard) && typeof shard.text === "string" ? shard.text : "";
   }).join("");
   if (text.trim() === "") return undefined;
-  const directory = (isObject(first) ? nonEmpty(first.directory) : undefined) ?? cwd ?? "/";
+  const directory = (isPlainObject(first) ? nonEmpty(first.directory) : undefined) ?? cwd ?? "/";
   return { directory: pathOf(directory), text };
 }
 
@@ -477,8 +473,8 @@ export function settingsFromSessionMeta(meta: SessionMeta): CodexSettings {
   const instructions = nonEmpty(meta.instructions);
   if (instructions) update.agents_md = { directory: update.cwd ?? "/", text: instructions };
   const base = meta.base_instructions;
-  if (isObject(base) && nonEmpty(base.text)) {
-    const provenance = isObject(base.provenance) ? base.provenance.type : undefined;
+  if (isPlainObject(base) && nonEmpty(base.text)) {
+    const provenance = isPlainObject(base.provenance) ? base.provenance.type : undefined;
     if (provenance === "custom") update.base_instructions = base.text as string;
     else if (provenance === undefined) {
       notes.push("Codex's base instructions are not used; the model's own are");
