@@ -226,7 +226,8 @@ describe("EndpointStore", () => {
         endpoints: [
           { id: a, events: ["turn.completed"] },
           { id: b, events: ["turn.failed", "hook.failed"] },
-        ].sort((x, y) => String(x.id).localeCompare(String(y.id))),
+          // By id in code-unit order, as SQLite's binary collation sorts (not the locale's).
+        ].sort((x, y) => (String(x.id) < String(y.id) ? -1 : 1)),
       },
       afterDisable: { endpoints: [{ id: b, events: ["turn.failed", "hook.failed"] }] },
       afterPatch: { endpoints: [{ id: b, events: ["thread.deleted"] }] },
