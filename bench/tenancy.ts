@@ -8,7 +8,10 @@
  *    its tenant's object, then from the isolate's cache), interleaved, p50 side by side.
  * 2. Warm turns on tenants with and without quotas, against a warm turn on a tenant of the static
  *    keys (no quota: the turn asks its tenant's object nothing; index and ledger pushes run in
- *    every one, off the response path), interleaved.
+ *    every one, off the response path), interleaved. With a turn quota, a thread's admission is
+ *    a 30 s lease, so its warm turns ask nothing; the last row is the contended case: two threads
+ *    take turns on one slot (`max_running_turns: 1`), so every turn asks its tenant, which asks
+ *    the other thread for the slot first.
  * 3. Listing: a tenant with BENCH_LIST_THREADS threads, read in pages of 100, newest first, and
  *    the same with a metadata filter that one thread in ten matches.
  *
@@ -97,7 +100,7 @@ async function main(): Promise<void> {
     // 2. Warm turns: one thread per kind of tenant, their turns interleaved.
     log("warm turns…");
     const HIGH = 1_000_000_000_000;
-    const kinds: { label: string; key: string }[] = [
+    const kinds: { label: string; key: string; threads?: number }[] = [
       { label: "static key, no quota", key: STATIC_KEY },
       { label: "managed, no quota", key: await newTenant(`bench_noquota_${suffix}`) },
       {
@@ -105,15 +108,15 @@ async function main(): Promise<void> {
         key: await newTenant(`bench_bytes_${suffix}`, { max_thread_bytes: HIGH }),
       },
       {
-        label: "managed, tokens_per_day (one call)",
+        label: "managed, tokens_per_day (leased)",
         key: await newTenant(`bench_tokens_${suffix}`, { tokens_per_day: HIGH }),
       },
       {
-        label: "managed, max_running_turns (one call, a release after)",
+        label: "managed, max_running_turns (leased)",
         key: await newTenant(`bench_running_${suffix}`, { max_running_turns: 1_000 }),
       },
       {
-        label: "managed, every quota set",
+        label: "managed, every quota set (leased)",
         key: await newTenant(`bench_quota_${suffix}`, {
           max_threads: 1_000_000,
           max_running_turns: 1_000,
@@ -121,15 +124,25 @@ async function main(): Promise<void> {
           max_thread_bytes: HIGH,
         }),
       },
+      {
+        label:
+          "contended: 2 threads alternate on max_running_turns 1 (each turn asks; slot handed back)",
+        key: await newTenant(`bench_contended_${suffix}`, { max_running_turns: 1 }),
+        threads: 2,
+      },
     ];
+    const threadOf = (k: number, i: number) =>
+      `bench_turns_${suffix}_${k}_${i % (kinds[k]?.threads ?? 1)}`;
     const turnSamples = kinds.map(() => [] as number[]);
     for (const [k, kind] of kinds.entries()) {
-      await request(kind.key, "POST", "/v1/threads", { id: `bench_turns_${suffix}_${k}` }, 201);
+      for (let t = 0; t < (kind.threads ?? 1); t++) {
+        await request(kind.key, "POST", "/v1/threads", { id: threadOf(k, t) }, 201);
+      }
     }
     for (let i = 0; i < 10 + TURN_SAMPLES; i++) {
       const input = { input: `Benchmark question number ${i}, please answer.` };
       for (const [k, kind] of kinds.entries()) {
-        const path = `/v1/threads/bench_turns_${suffix}_${k}/turns`;
+        const path = `/v1/threads/${threadOf(k, i)}/turns`;
         const took = (await request(kind.key, "POST", path, input)).ms;
         if (i >= 10) turnSamples[k]?.push(took);
       }

@@ -1,5 +1,7 @@
 import type { RpcResult } from "../shared/api/index.ts";
-import { failQuota } from "./results.ts";
+import type { Clock } from "../shared/ports/index.ts";
+import { AdmissionLease, type AdmissionLeaseDeps } from "./admission-lease.ts";
+import { failQuota, ok } from "./results.ts";
 import type { Sql } from "./sql.ts";
 import type { TenantSync } from "./tenant-sync.ts";
 
@@ -10,17 +12,29 @@ import type { TenantSync } from "./tenant-sync.ts";
  *   takes no new input (turns, queued or steered ones, injects); outputs still finish a paused
  *   turn;
  * - `tokens_per_day` and `max_running_turns`, checked by the tenant's object when a task starts
- *   (a turn, a queued turn, a resumed one, a compaction): one call, made only when one of them is
- *   set, so a tenant without them costs its turns nothing here.
+ *   (a turn, a queued turn, a resumed one, a compaction) and the thread holds no lease that
+ *   covers it (`admission-lease.ts`): one call per lease, made only when one of them is set, so a
+ *   tenant without them costs its turns nothing here.
  * `max_threads` is checked by the tenant's object when a thread is created (`TenantSync.reserve`).
  */
 export class QuotaGate {
   readonly #sync: TenantSync;
   readonly #sql: Sql;
+  readonly #clock: Clock;
+  readonly #lease: AdmissionLease;
 
-  constructor(sync: TenantSync, sql: Sql) {
+  constructor(
+    sync: TenantSync,
+    sql: Sql,
+    lease: Omit<AdmissionLeaseDeps, "release" | "clock"> & { clock: Clock },
+  ) {
     this.#sync = sync;
     this.#sql = sql;
+    this.#clock = lease.clock;
+    this.#lease = new AdmissionLease({
+      ...lease,
+      release: (grant) => sync.releaseAdmission(grant),
+    });
   }
 
   /** `quota_exceeded` (`max_thread_bytes`) when the thread may take no more input. */
@@ -37,17 +51,37 @@ export class QuotaGate {
 
   /**
    * The tenant's answer on starting a task, or undefined (synchronously, without a call) when the
-   * tenant sets neither quota a task start needs.
+   * tenant sets neither quota a task start needs, or the thread's lease covers the task.
    */
   taskAdmission(turnId: string): Promise<RpcResult<void>> | undefined {
     const quotas = this.#sync.quotas;
     if (quotas.tokens_per_day === null && quotas.max_running_turns === null) return undefined;
-    return this.#sync.admitTask(turnId, quotas);
+    if (this.#lease.covers(quotas)) return undefined;
+    const held = this.#lease.held;
+    const askedAt = this.#clock.nowMs();
+    return this.#sync.admitTask(turnId, quotas, held).then((answer) => {
+      if (!answer.ok) {
+        this.#lease.refused(held);
+        return answer;
+      }
+      if (answer.value) this.#lease.granted(answer.value, quotas, askedAt);
+      return ok(undefined);
+    });
   }
 
-  /** A task ended: a tenant that counts running turns hears of it at once. */
-  taskEnded(turnId: string): void {
-    if (this.#sync.quotas.max_running_turns !== null) this.#sync.taskEnded(turnId);
+  /** A task ended: its slot waits for the next task while the lease lasts. */
+  taskEnded(): void {
+    this.#lease.taskEnded();
+  }
+
+  /** The thread is deleted: its lease goes with it, unreleased (its tombstone ends the hold). */
+  reset(): void {
+    this.#lease.reset();
+  }
+
+  /** The tenant wants the admission back (`ThreadRpc.yieldAdmission`). */
+  yieldAdmission(grant: number): boolean {
+    return this.#lease.yield(grant);
   }
 }
 

@@ -20,6 +20,8 @@
  *   secret and when it stops signing.
  * - tenant_webhook_deliveries: each event to each endpoint (`webhook-id`), its status and
  *   attempts; kept 7 days.
+ * - tenant_admissions: the admission each thread holds under `max_running_turns` and
+ *   `tokens_per_day` (`tenant-admissions.ts`): its grant, its share of the day's tokens, when.
  */
 export const TENANT_MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS tenant_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -65,6 +67,9 @@ export const TENANT_MIGRATIONS: readonly string[] = [
      status TEXT NOT NULL, body TEXT NOT NULL);
    CREATE INDEX IF NOT EXISTS tenant_webhook_deliveries_endpoint
      ON tenant_webhook_deliveries (endpoint_id, created_at, id);`,
+  `CREATE TABLE IF NOT EXISTS tenant_admissions (
+     thread_id TEXT PRIMARY KEY, grant_id INTEGER NOT NULL, share INTEGER,
+     granted_at INTEGER NOT NULL);`,
 ];
 
 /** The directory object's tables: every managed tenant's record, by id. */

@@ -2,6 +2,7 @@ import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import type { Env } from "../env.ts";
 import {
+  type AdmissionGrant,
   type DeliveryEntry,
   NO_QUOTAS,
   type Quotas,
@@ -268,35 +269,41 @@ export class TenantSync {
 
   /**
    * Asks the tenant's object to admit task `turnId` under `quotas` (`tokens_per_day`,
-   * `max_running_turns`), with the thread's ledger entries not acknowledged yet, so its own
-   * newest usage counts (they stay the pushes' to deliver). A small request: the index entry is
-   * left to the pushes too.
+   * `max_running_turns`), holding grant `held`, with the thread's ledger entries not acknowledged
+   * yet, so its own newest usage counts (they stay the pushes' to deliver). A small request: the
+   * index entry is left to the pushes too. Undefined for an object that has no tenant.
    */
-  async admitTask(turnId: string, quotas: Quotas): Promise<RpcResult<void>> {
+  async admitTask(
+    turnId: string,
+    quotas: Quotas,
+    held: number,
+  ): Promise<RpcResult<AdmissionGrant | undefined>> {
     const tenant = this.tenant();
     const name = this.#deps.name;
     if (!tenant || !name) return ok(undefined);
-    const admitted = await tenant.admitTask({
+    return tenant.admitTask({
       threadId: name.threadId,
       turnId,
-      version: this.#values.get<number>("version") ?? 0,
+      held,
       usage: pendingEntries(this.#deps.sql, SYNC_BATCH_ENTRIES),
       quotas,
     });
-    return admitted.ok ? ok(undefined) : admitted;
   }
 
   /**
-   * Tells the tenant's object that task `turnId` ended, off the response path. If it never
-   * arrives, the next push (which says the thread is idle) ends it there.
+   * Tells the tenant's object that the thread no longer holds `grant`, off the response path.
+   * If it never arrives, the tenant finds out when it asks for the grant back.
    */
-  taskEnded(turnId: string): void {
+  releaseAdmission(grant: number): void {
     const tenant = this.tenant();
     const name = this.#deps.name;
     if (!tenant || !name) return;
     this.#deps.waitUntil(
-      tenant.taskEnded({ threadId: name.threadId, turnId }).catch((err: unknown) => {
-        console.warn("[tenant-sync] taskEnded failed; the next push ends the task", err);
+      tenant.releaseAdmission({ threadId: name.threadId, grant }).catch((err: unknown) => {
+        console.warn(
+          "[tenant-sync] releaseAdmission failed; the tenant asks for it when it needs it",
+          err,
+        );
       }),
     );
   }

@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
 import type {
+  AdmissionGrant,
   AdmitTaskRequest,
   ApiKeyResource,
   CreatedApiKey,
@@ -17,10 +18,10 @@ import type {
   LogDeliveryRequest,
   PatchEndpointBody,
   RecordedAttempt,
+  ReleaseAdmissionRequest,
   ReserveThreadRequest,
   RpcResult,
   SyncAck,
-  TaskEndedRequest,
   TenantResource,
   TenantRpc,
   ThreadResource,
@@ -37,15 +38,16 @@ import type {
 import { badCursor } from "./cursor.ts";
 import { systemClock } from "./live-thread.ts";
 import { directoryStub, threadStubIn } from "./placement.ts";
-import { fail, failQuota, ok } from "./results.ts";
+import { fail, ok } from "./results.ts";
 import { migrate } from "./schema.ts";
 import { type Sql, sqlOf } from "./sql.ts";
+import { TenantAdmissions, type YieldAnswer } from "./tenant-admissions.ts";
 import { EndpointStore } from "./tenant-endpoints.ts";
 import { HookStore } from "./tenant-hooks.ts";
 import { KeyStore } from "./tenant-keys.ts";
 import { TENANT_MIGRATIONS } from "./tenant-schema.ts";
 import { ThreadIndex } from "./thread-index.ts";
-import { secondsToNextUtcDay, UsageRollup, utcDay } from "./usage-rollup.ts";
+import { UsageRollup, utcDay } from "./usage-rollup.ts";
 
 /** Threads deleted per alarm run while a tenant is being deleted, at most this many at once. */
 export const DELETION_BATCH = 20;
@@ -62,7 +64,8 @@ const NO_ENDPOINT = fail("not_found", "No such webhook endpoint.");
  * One tenant (design §11): its record, API keys, thread index, usage ledger and quota counters,
  * in one SQLite-backed object named by the tenant id, in the tenant's jurisdiction. The hot paths
  * reach it rarely: a key is verified once per isolate per 30 s, and a Thread pushes its changes
- * coalesced, off its responses; only a tenant with quotas is asked before its turns start.
+ * coalesced, off its responses; a thread of a tenant with turn quotas asks once per admission
+ * lease (`tenant-admissions.ts`), not once per turn.
  * Its inbound hooks and outbound endpoints (design §12) live here too: a delivery's verification
  * reads its hook once per isolate per 30 s, and every push is answered with the endpoint
  * subscriptions, so threads know what to record without asking.
@@ -74,6 +77,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
   readonly #sql: Sql;
   readonly #keys: KeyStore;
   readonly #index: ThreadIndex;
+  readonly #admissions: TenantAdmissions;
   readonly #usage: UsageRollup;
   readonly #hooks: HookStore;
   readonly #endpoints: EndpointStore;
@@ -84,6 +88,11 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     this.#sql = sqlOf(ctx.storage.sql);
     this.#keys = new KeyStore(this.#sql, systemClock);
     this.#index = new ThreadIndex(ctx.storage.sql, this.#sql, systemClock);
+    this.#admissions = new TenantAdmissions({
+      sql: this.#sql,
+      clock: systemClock,
+      yieldOf: (threadId, grant) => this.#yieldOf(threadId, grant),
+    });
     this.#usage = new UsageRollup(ctx.storage.sql, this.#sql);
     this.#hooks = new HookStore(this.#sql, systemClock);
     this.#endpoints = new EndpointStore(this.#sql, systemClock);
@@ -152,7 +161,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
           try {
             const stub = threadStubIn(this.env, record.jurisdiction, record.id, threadId);
             const deleted = await stub.deleteThread();
-            if (deleted.ok || deleted.error.code === "not_found") this.#index.remove(threadId);
+            if (deleted.ok || deleted.error.code === "not_found") this.#removeThread(threadId);
             else failed = true;
           } catch (err) {
             console.warn(`[tenant] deleting thread ${threadId} failed`, err);
@@ -209,6 +218,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     }
     const usageThrough = this.#usage.apply(req.threadId, req.usage);
     this.#index.apply(req);
+    if (req.thread === null) this.#admissions.forget(req.threadId);
     if (req.deliveries) this.#hooks.log(req.deliveries);
     return {
       usageThrough,
@@ -217,37 +227,39 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     };
   }
 
-  async admitTask(req: AdmitTaskRequest): Promise<RpcResult<null>> {
+  async admitTask(req: AdmitTaskRequest): Promise<RpcResult<AdmissionGrant>> {
     if (this.#gone()) return UNAUTHORIZED;
-    const { tokens_per_day, max_running_turns } = req.quotas;
-    const now = systemClock.nowMs();
-    if (tokens_per_day !== null) {
-      const today = utcDay(now);
-      const used =
-        this.#usage.tokensOn(today) + this.#usage.pendingTokensOn(req.threadId, req.usage, today);
-      if (used >= tokens_per_day) {
-        return failQuota(
-          "tokens_per_day",
-          `The tenant used ${used} of its ${tokens_per_day} tokens today (UTC).`,
-          secondsToNextUtcDay(now),
-        );
-      }
-    }
-    if (max_running_turns !== null) {
-      const admitted = this.#index.admitRunning(
-        req.threadId,
-        req.turnId,
-        req.version,
-        max_running_turns,
+    return this.#admissions.admit(req, () => {
+      const today = utcDay(systemClock.nowMs());
+      return (
+        this.#usage.tokensOn(today) + this.#usage.pendingTokensOn(req.threadId, req.usage, today)
       );
-      if (!admitted.ok) return admitted;
-    }
+    });
+  }
+
+  async releaseAdmission(req: ReleaseAdmissionRequest): Promise<RpcResult<null>> {
+    this.#admissions.release(req);
     return ok(null);
   }
 
-  async taskEnded(req: TaskEndedRequest): Promise<RpcResult<null>> {
-    this.#index.taskEnded(req.threadId, req.turnId);
-    return ok(null);
+  /** A holder's answer when asked to give its admission back. */
+  async #yieldOf(threadId: string, grant: number): Promise<YieldAnswer> {
+    const record = this.#record();
+    if (!record) return "unknown";
+    try {
+      const stub = threadStubIn(this.env, record.jurisdiction, record.id, threadId);
+      const answer = await stub.yieldAdmission(grant);
+      if (!answer.ok) return answer.error.code === "not_found" ? "released" : "unknown";
+      return answer.value.released ? "released" : "kept";
+    } catch (err) {
+      console.warn(`[tenant] asking thread ${threadId} for its admission failed`, err);
+      return "unknown";
+    }
+  }
+
+  #removeThread(threadId: string): void {
+    this.#index.remove(threadId);
+    this.#admissions.forget(threadId);
   }
 
   async usage(req: UsageQuery): Promise<RpcResult<ListResource<UsageBucket>>> {

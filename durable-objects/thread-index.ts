@@ -27,14 +27,13 @@ const ListCursorSchema = z.object({
 /**
  * The tenant's thread index (design §11 listing), in the `Tenant` object: one row per thread, the
  * thread's own resource as of its newest push (see `tenant-sync.ts`), plus its metadata as rows
- * for the filters, and which threads run a task now (`max_running_turns`, in memory). Pages are keyset
- * pages on (`updated_at`, thread id), so a page costs the same however deep it is.
+ * for the filters. Pages are keyset pages on (`updated_at`, thread id), so a page costs the same
+ * however deep it is.
  */
 export class ThreadIndex {
   readonly #sql: Sql;
   readonly #storage: SqlStorage;
   readonly #clock: Clock;
-  #runningNow: Map<string, { turnId: string; version: number }> | undefined;
 
   constructor(storage: SqlStorage, sql: Sql, clock: Clock) {
     this.#storage = storage;
@@ -43,8 +42,7 @@ export class ThreadIndex {
   }
 
   /**
-   * Applies a push's index entry, unless a newer push was applied already. A thread that no
-   * longer runs a task leaves the running set; one that runs joins it.
+   * Applies a push's index entry, unless a newer push was applied already.
    */
   apply(sync: ThreadSync): void {
     const applied = this.#sql<{ version: number }>`
@@ -67,20 +65,12 @@ export class ThreadIndex {
       this.#sql`INSERT INTO tenant_thread_metadata (thread_id, key, value)
         VALUES (${thread.id}, ${key}, ${value})`;
     }
-    const running = this.#running();
-    if (thread.status === "running") {
-      if (!running.has(thread.id)) running.set(thread.id, { turnId: "", version: sync.version });
-    } else if ((running.get(thread.id)?.version ?? Number.POSITIVE_INFINITY) < sync.version) {
-      // A push from before a task's admission (arriving after it) does not end that task.
-      running.delete(thread.id);
-    }
   }
 
   /** Drops a thread from the index (its sync row stays: a late push must not bring it back). */
   remove(threadId: string): void {
     this.#sql`DELETE FROM tenant_threads WHERE thread_id = ${threadId}`;
     this.#sql`DELETE FROM tenant_thread_metadata WHERE thread_id = ${threadId}`;
-    this.#running().delete(threadId);
   }
 
   /** A page of threads; `invalid_request` for a cursor of another order or not this index's. */
@@ -144,47 +134,6 @@ export class ThreadIndex {
       .#sql`INSERT INTO tenant_threads (thread_id, reserved_until) VALUES (${threadId}, ${now + RESERVATION_MS})
       ON CONFLICT (thread_id) DO UPDATE SET reserved_until = excluded.reserved_until`;
     return ok(null);
-  }
-
-  /**
-   * Counts `threadId` as running `turnId`, unless `max` other threads run already. `version` is
-   * the thread's newest push when it asked.
-   */
-  admitRunning(threadId: string, turnId: string, version: number, max: number): RpcResult<null> {
-    const running = this.#running();
-    const count = running.size - (running.has(threadId) ? 1 : 0);
-    if (count >= max) {
-      return failQuota(
-        "max_running_turns",
-        `${count} turns of the tenant are running, its max_running_turns.`,
-      );
-    }
-    running.set(threadId, { turnId, version });
-    return ok(null);
-  }
-
-  /** `turnId` of `threadId` ended: the thread no longer counts (unless it runs another now). */
-  taskEnded(threadId: string, turnId: string): void {
-    const running = this.#running();
-    const task = running.get(threadId)?.turnId;
-    if (task === turnId || task === "") running.delete(threadId);
-  }
-
-  /**
-   * The threads running a task, with the task and the thread's push version when it was admitted.
-   * Kept in memory, so that an admission writes nothing; a new instance starts from the threads
-   * the index says are running (a task pushes that it runs as it starts).
-   */
-  #running(): Map<string, { turnId: string; version: number }> {
-    if (this.#runningNow === undefined) {
-      this.#runningNow = new Map(
-        this.#sql<{ thread_id: string }>`
-          SELECT thread_id FROM tenant_threads WHERE status = 'running'`
-          .toArray()
-          .map((row) => [row.thread_id, { turnId: "", version: 0 }]),
-      );
-    }
-    return this.#runningNow;
   }
 
   /** Up to `limit` thread ids of the index (reservations included), for the tenant's deletion. */

@@ -99,7 +99,18 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     });
     this.#parts = storagePartsOf(ctx, env, requireBucketIn(env, this.#sync.policy.jurisdiction));
     const { meta, sql, storage } = this.#parts;
-    this.#quotas = new QuotaGate(this.#sync, sql);
+    this.#quotas = new QuotaGate(this.#sync, sql, {
+      clock: systemClock,
+      spent: () => {
+        const totals = this.#live?.ledger.totals();
+        return totals ? totals.input_tokens + totals.output_tokens : 0;
+      },
+      running: () => this.#tasks.running !== undefined,
+      later: (ms, fn) => {
+        const timer = setTimeout(fn, ms);
+        return () => clearTimeout(timer);
+      },
+    });
     this.#outbox = WebhookOutbox.ofObject(ctx, env, this.#alarms, this.#sync);
     this.#events = new EventLog(sql, systemClock);
     this.#queue = new TurnQueue(sql);
@@ -117,8 +128,8 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       queue: this.#queue,
       afterTask: () => this.#upkeep.scheduleFlush(),
       admit: (turnId) => this.#quotas.taskAdmission(turnId),
-      taskChanged: (turnId, ended) => {
-        if (ended) this.#quotas.taskEnded(turnId);
+      taskChanged: (_turnId, ended) => {
+        if (ended) this.#quotas.taskEnded();
         this.#sync.kick();
       },
     });
@@ -270,6 +281,8 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
           this.#queue.reset();
           this.#intake.reset();
           this.#outbox.reset();
+          // The tombstone's push ends the tenant's hold.
+          this.#quotas.reset();
           this.#live = undefined;
           this.#outbox.record("thread.deleted");
         });
@@ -280,6 +293,10 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       this.#sync.kick(true);
       return ok(null);
     });
+  }
+
+  async yieldAdmission(grant: number): Promise<RpcResult<{ released: boolean }>> {
+    return ok({ released: this.#quotas.yieldAdmission(grant) });
   }
 
   // --- Turns ------------------------------------------------------------------------------------

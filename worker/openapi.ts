@@ -364,7 +364,10 @@ function successResponse(response: ResponseSpec): Record<string, unknown> {
 const PROBLEM_HEADERS: Partial<Record<ProblemCode, [string, string]>> = {
   unauthorized: ["WWW-Authenticate", "The Bearer challenge (RFC 6750 §3)."],
   unsupported_media_type: ["Accept-Post", "The media types the body may have."],
-  quota_exceeded: ["Retry-After", "For `tokens_per_day`: seconds until the next UTC day."],
+  quota_exceeded: [
+    "Retry-After",
+    "For `tokens_per_day`: seconds until the next UTC day, or (when the day's tokens left are reserved by other threads' admissions) until the oldest of those reservations lapses.",
+  ],
 };
 
 /** A problem response whose `code` is one of `codes` (all of the same status). */

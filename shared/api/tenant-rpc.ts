@@ -119,20 +119,35 @@ export interface AdmitTaskRequest {
   threadId: string;
   /** The task about to start. */
   turnId: string;
-  /** The thread's newest push version: a push from before this (arriving late) keeps the task. */
-  version: number;
+  /** The grant the thread holds now (0: none): a refusal drops that hold, never a newer one. */
+  held: number;
   /**
    * The thread's ledger entries not acknowledged yet: counted for `tokens_per_day` (its own
-   * newest usage counts), not taken (its next push brings them), so a check writes nothing.
+   * newest usage counts), not taken (its next push brings them).
    */
   usage: LedgerEntry[];
   quotas: Quotas;
 }
 
-/** `taskEnded`: a task admitted under `max_running_turns` ended. */
-export interface TaskEndedRequest {
+/**
+ * An admission, leased: for `leaseMs` after it arrives, the thread starts its tasks without
+ * asking again, while it has used fewer than `tokens` tokens since (null: no `tokens_per_day`),
+ * on the same UTC day and under the same quotas. The tenant counts the thread as holding a
+ * running slot until the thread releases the grant or gives it back when asked
+ * (`ThreadRpc.yieldAdmission`).
+ */
+export interface AdmissionGrant {
+  /** Grows with every admission of the tenant: names this hold in a release or a yield. */
+  grant: number;
+  leaseMs: number;
+  /** The share of the day's tokens reserved for the thread. */
+  tokens: number | null;
+}
+
+/** `releaseAdmission`: the thread's lease ended (or was refused) with no task running. */
+export interface ReleaseAdmissionRequest {
   threadId: string;
-  turnId: string;
+  grant: number;
 }
 
 /** `reserveThread`: room for one more thread under `max_threads`, before it is created. */
@@ -167,13 +182,14 @@ export interface TenantRpc extends TenantWebhookRpc {
   reserveThread(req: ReserveThreadRequest): Promise<RpcResult<null>>;
   sync(req: ThreadSync): Promise<RpcResult<SyncAck>>;
   /**
-   * Checks `tokens_per_day` (with the request's entries; `Retry-After` until the next UTC day)
-   * and `max_running_turns` (other threads running now), and counts the thread as running when
-   * both pass. It stops counting when `taskEnded` says so, or when a push newer
-   * than the admission says the thread no longer runs (a repair for a `taskEnded` never sent).
+   * Checks `tokens_per_day` (the day's tokens with the request's entries, and the shares other
+   * threads hold; `Retry-After` until the next UTC day) and `max_running_turns` (the slots other
+   * threads hold), asking holders to give back what they do not use before refusing, and grants
+   * a lease when both pass.
    */
-  admitTask(req: AdmitTaskRequest): Promise<RpcResult<null>>;
-  taskEnded(req: TaskEndedRequest): Promise<RpcResult<null>>;
+  admitTask(req: AdmitTaskRequest): Promise<RpcResult<AdmissionGrant>>;
+  /** The thread no longer holds `grant` (nor anything older). */
+  releaseAdmission(req: ReleaseAdmissionRequest): Promise<RpcResult<null>>;
   usage(req: UsageQuery): Promise<RpcResult<ListResource<UsageBucket>>>;
 }
 

@@ -230,6 +230,12 @@ export interface ThreadRpc {
   /** Deletes DO state and the thread's R2 objects. */
   deleteThread(): Promise<RpcResult<null>>;
   /**
+   * The tenant's object wants back what admission `grant` (or an older one) holds: the thread
+   * drops its lease, and its running slot too unless a task runs (`released: false`; the slot
+   * is released when that task ends).
+   */
+  yieldAdmission(grant: number): Promise<RpcResult<{ released: boolean }>>;
+  /**
    * Resolves when the turn ends or pauses (`requires_action`), or at once when queued. With an
    * `idempotency` key already used by the same request: nothing new is done, and the answer is
    * the turn that request started (or joined, or queued), awaited if it is still running. The

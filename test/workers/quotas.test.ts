@@ -160,6 +160,34 @@ describe("max_running_turns", () => {
   });
 });
 
+describe("max_running_turns, leased", () => {
+  it("a slot an idle thread holds is given back when another thread needs it: no refusal", async () => {
+    const { key } = await tenantWithKey({ quotas: { max_running_turns: 1 } });
+    const [a, b] = [await newThread(key), await newThread(key)];
+    expect((await turn(key, a, { input: "a holds the slot after this" })).status).toBe(200);
+    const threadCalls = watchCalls(env.THREAD);
+    // At once, on the first try: the tenant asks a, which runs nothing, for its slot.
+    expect((await turn(key, b, { input: "b needs it" })).status).toBe(200);
+    expect(threadCalls.filter((method) => method === "yieldAdmission")).toEqual(["yieldAdmission"]);
+    // And back: a's lease is gone, so it asks, and b gives the slot back.
+    expect((await turn(key, a, { input: "a again" })).status).toBe(200);
+    expect(threadCalls.filter((method) => method === "yieldAdmission")).toHaveLength(2);
+  });
+
+  it("a thread running a task keeps its slot when asked, and releases it when the task ends", async () => {
+    const { key } = await tenantWithKey({ quotas: { max_running_turns: 1 } });
+    const [a, b] = [await newThread(key), await newThread(key)];
+    const calls = watchTenantCalls();
+    const slow = turn(key, a, { input: "/slow 300 hold the slot" });
+    await untilRunning(key, a);
+    await expectQuota(await turn(key, b, { input: "refused" }), "max_running_turns", "none");
+    expect((await json<Turn>(await slow)).status).toBe("completed");
+    // Asked while running, a lost its lease: its task's end released the slot.
+    await vi.waitFor(() => expect(calls).toContain("releaseAdmission"), { timeout: 5_000 });
+    expect((await turn(key, b, { input: "admitted" })).status).toBe(200);
+  });
+});
+
 describe("tokens_per_day", () => {
   it("lets the turn that spends the day's tokens finish, then refuses the next before the provider is called", async () => {
     const { tenant, key } = await tenantWithKey({ quotas: { tokens_per_day: 20 } });
@@ -299,10 +327,13 @@ describe("max_thread_bytes", () => {
 });
 
 /** Records which methods of tenant objects are called (through the shared binding). */
-function watchTenantCalls(): string[] {
+/** The methods called on the stubs `namespace` hands out from now on, in order. */
+function watchCalls<T extends Rpc.DurableObjectBranded | undefined>(
+  namespace: DurableObjectNamespace<T>,
+): string[] {
   const calls: string[] = [];
-  const real = env.TENANT.getByName.bind(env.TENANT);
-  vi.spyOn(env.TENANT, "getByName").mockImplementation((name: string) => {
+  const real = namespace.getByName.bind(namespace);
+  vi.spyOn(namespace, "getByName").mockImplementation((name: string) => {
     const stub = real(name);
     return new Proxy(stub, {
       get(target, prop, receiver) {
@@ -318,6 +349,8 @@ function watchTenantCalls(): string[] {
   return calls;
 }
 
+const watchTenantCalls = () => watchCalls(env.TENANT);
+
 describe("what quotas cost a turn", () => {
   it("a tenant without quotas: the turn asks its tenant's object nothing (pushes follow it)", async () => {
     const { key } = await tenantWithKey();
@@ -327,11 +360,31 @@ describe("what quotas cost a turn", () => {
     expect(calls.filter((method) => method !== "sync")).toEqual([]);
   });
 
-  it("a tenant with a turn quota: one call admits the turn", async () => {
-    const { key } = await tenantWithKey({ quotas: { tokens_per_day: 1_000_000 } });
+  it("a tenant with turn quotas: one call admits the turn, and the thread's next turns within the lease ask nothing", async () => {
+    const { key } = await tenantWithKey({
+      quotas: { tokens_per_day: 1_000_000, max_running_turns: 5 },
+    });
     const id = await newThread(key);
     const calls = watchTenantCalls();
-    expect((await turn(key, id, { input: "hi" })).status).toBe(200);
+    for (let i = 0; i < 4; i++)
+      expect((await turn(key, id, { input: `hi ${i}` })).status).toBe(200);
     expect(calls.filter((method) => method !== "sync")).toEqual(["admitTask"]);
+  });
+
+  it("a quota change ends the lease: the next turn asks again", async () => {
+    const { tenant, key } = await tenantWithKey({ quotas: { max_running_turns: 5 } });
+    const id = await newThread(key);
+    const calls = watchTenantCalls();
+    expect((await turn(key, id, { input: "first" })).status).toBe(200);
+    await json(
+      await api(
+        "PATCH",
+        `/v1/admin/tenants/${tenant.id}`,
+        { quotas: { max_running_turns: 4 } },
+        ADMIN_KEY,
+      ),
+    );
+    expect((await turn(key, id, { input: "second" })).status).toBe(200);
+    expect(calls.filter((method) => method === "admitTask")).toHaveLength(2);
   });
 });

@@ -9,12 +9,22 @@ import { describe, expect, it } from "vitest";
 import { keyDigest } from "../../durable-objects/digests.ts";
 import { migrate } from "../../durable-objects/schema.ts";
 import { sqlOf } from "../../durable-objects/sql.ts";
+import {
+  ADMISSION_LEASE_MS,
+  SHARE_SKEW_MS,
+  TenantAdmissions,
+  type YieldAnswer,
+} from "../../durable-objects/tenant-admissions.ts";
 import { KeyStore } from "../../durable-objects/tenant-keys.ts";
 import { TENANT_MIGRATIONS } from "../../durable-objects/tenant-schema.ts";
 import { RESERVATION_MS, ThreadIndex } from "../../durable-objects/thread-index.ts";
 import { UsageRollup } from "../../durable-objects/usage-rollup.ts";
 import type {
+  AdmissionGrant,
+  AdmitTaskRequest,
   LedgerEntry,
+  Quotas,
+  RpcResult,
   TenantResource,
   ThreadResource,
   ThreadSync,
@@ -219,53 +229,188 @@ describe("ThreadIndex", () => {
       listed: ["t1"],
     });
   });
+});
 
-  it("counts running threads: an admission, a release, and no late push undoing an admission", async () => {
-    const result = await withTenantStorage(({ sql, storage, clock }) => {
-      const index = new ThreadIndex(storage, sql, clock);
-      const admit = (thread: string, turn: string, version: number) => {
-        const r = index.admitRunning(thread, turn, version, 2);
-        return r.ok ? "ok" : r.error.quota;
-      };
-      const steps = [admit("a", "turn_1", 5), admit("b", "turn_1", 1), admit("c", "turn_1", 1)];
-      // a's own next task replaces its entry; it never counts against itself.
-      steps.push(admit("a", "turn_2", 6));
-      // A push a made before its admission (version 5) arrives late: the task still counts.
-      index.apply(sync("a", 5, threadAt("a", "2026-12-01T10:00:00.000Z")));
-      steps.push(admit("c", "turn_1", 1));
-      // The release of an older task leaves the newer one.
-      index.taskEnded("a", "turn_1");
-      steps.push(admit("c", "turn_1", 1));
-      index.taskEnded("a", "turn_2");
-      steps.push(admit("c", "turn_1", 1));
-      // A push newer than the admission that says b is idle ends b's task.
-      index.apply(sync("b", 2, threadAt("b", "2026-12-01T10:00:00.000Z")));
-      steps.push(admit("d", "turn_1", 1));
-      return steps;
+describe("TenantAdmissions", () => {
+  const quotas = (q: Partial<Quotas>): Quotas => ({ ...NO_QUOTAS, ...q });
+  const ask = (threadId: string, q: Partial<Quotas>, held = 0): AdmitTaskRequest => ({
+    threadId,
+    turnId: "turn_1",
+    held,
+    usage: [],
+    quotas: quotas(q),
+  });
+  /** Admissions over the object's SQLite, holders answering as `answers` says (else "released"). */
+  const admissionsOver = (
+    sql: ReturnType<typeof sqlOf>,
+    clock: { nowMs: () => number },
+    answers: Record<string, YieldAnswer> = {},
+  ) => {
+    const asked: string[] = [];
+    const admissions = new TenantAdmissions({
+      sql,
+      clock,
+      yieldOf: async (threadId) => {
+        asked.push(threadId);
+        return answers[threadId] ?? "released";
+      },
     });
-    expect(result).toEqual([
-      "ok",
-      "ok",
-      "max_running_turns",
-      "ok",
-      "max_running_turns",
-      "max_running_turns",
-      "ok",
-      "ok",
-    ]);
+    return { admissions, asked };
+  };
+  const outcome = (r: RpcResult<AdmissionGrant>) => (r.ok ? "ok" : r.error.quota);
+
+  it("a slot per holder: at the limit it asks the others, oldest first, and admits when one gives its slot back", async () => {
+    const result = await withTenantStorage(async ({ sql, clock }) => {
+      const { admissions, asked } = admissionsOver(sql, clock, { a: "kept", c: "kept" });
+      const max = { max_running_turns: 2 };
+      const steps = [
+        outcome(await admissions.admit(ask("a", max), () => 0)),
+        outcome(await admissions.admit(ask("b", max), () => 0)),
+      ];
+      // The holder's own next admission never counts against it, and asks nobody.
+      steps.push(outcome(await admissions.admit(ask("a", max), () => 0)));
+      const askedBefore = [...asked];
+      // c at the limit: a runs a task (keeps its slot), b is idle and releases.
+      steps.push(outcome(await admissions.admit(ask("c", max), () => 0)));
+      const askedForC = asked.splice(0);
+      // d: both holders (a, c) run.
+      steps.push(outcome(await admissions.admit(ask("d", max), () => 0)));
+      return { steps, askedBefore, askedForC, askedForD: asked, holders: admissions.holders() };
+    });
+    expect(result).toEqual({
+      steps: ["ok", "ok", "ok", "ok", "max_running_turns"],
+      askedBefore: [],
+      askedForC: ["b", "a"],
+      askedForD: ["a", "c"],
+      holders: ["a", "c"],
+    });
   });
 
-  it("a new instance counts the threads its index says are running", async () => {
-    const result = await withTenantStorage(({ sql, storage, clock }) => {
-      const before = new ThreadIndex(storage, sql, clock);
-      before.apply(sync("a", 1, threadAt("a", "2026-12-01T10:00:00.000Z", { status: "running" })));
-      const after = new ThreadIndex(storage, sql, clock);
-      const refused = after.admitRunning("b", "turn_1", 1, 1);
-      after.apply(sync("a", 2, threadAt("a", "2026-12-01T10:00:01.000Z")));
-      const admitted = after.admitRunning("b", "turn_1", 1, 1);
-      return [refused.ok, admitted.ok];
+  it("a release ends the hold it names, never a newer one; a refusal drops the hold the asker held, never a newer one", async () => {
+    const result = await withTenantStorage(async ({ sql, clock }) => {
+      const { admissions } = admissionsOver(sql, clock, { b: "kept" });
+      const two = { max_running_turns: 2 };
+      const grantOf = async (req: AdmitTaskRequest) => {
+        clock.at += 1;
+        const r = await admissions.admit(req, () => 0);
+        if (!r.ok) throw new Error(`not admitted: ${r.error.detail}`);
+        return r.value.grant;
+      };
+      const first = await grantOf(ask("a", two));
+      const second = await grantOf(ask("a", two));
+      admissions.release({ threadId: "a", grant: first });
+      const afterOld = admissions.holders();
+      admissions.release({ threadId: "a", grant: second });
+      const afterNew = admissions.holders();
+      const held = await grantOf(ask("a", two));
+      await grantOf(ask("b", two));
+      // The quota is down to one: a, asking with its grant, is refused (b runs), and its hold goes.
+      const refused = outcome(
+        await admissions.admit(ask("a", { max_running_turns: 1 }, held), () => 0),
+      );
+      const afterRefusal = admissions.holders();
+      // A request that asked with an older grant than the one now held leaves the newer one.
+      await grantOf(ask("a", two));
+      const stale = outcome(
+        await admissions.admit(ask("a", { max_running_turns: 1 }, held), () => 0),
+      );
+      return {
+        grew: second > first,
+        afterOld,
+        afterNew,
+        refused,
+        afterRefusal,
+        stale,
+        holders: admissions.holders(),
+      };
     });
-    expect(result).toEqual([false, true]);
+    expect(result).toEqual({
+      grew: true,
+      afterOld: ["a"],
+      afterNew: [],
+      refused: "max_running_turns",
+      afterRefusal: ["b"],
+      stale: "max_running_turns",
+      holders: ["b", "a"],
+    });
+  });
+
+  it("shares: a quarter of the tokens neither used nor reserved; reserved ones are asked back before a refusal", async () => {
+    const result = await withTenantStorage(async ({ sql, clock }) => {
+      const { admissions, asked } = admissionsOver(sql, clock, {
+        a: "kept",
+        c: "unknown",
+        d: "unknown",
+      });
+      const day = { tokens_per_day: 100 };
+      let used = 0;
+      const share = async (threadId: string) => {
+        const r = await admissions.admit(ask(threadId, day), () => used);
+        return r.ok ? r.value.tokens : r.error.quota;
+      };
+      const shares = [await share("a"), await share("b"), await share("c")];
+      const askedEarly = asked.splice(0);
+      // 60 used and 25 + 18 + 14 reserved: a gives its share back (it runs on), b releases,
+      // c cannot be reached and keeps its share.
+      used = 60;
+      const d = await share("d");
+      const askedForD = asked.splice(0);
+      // With c and d unreachable, e finds the rest reserved: refused until the oldest share
+      // lapses, well before tomorrow.
+      used = 85;
+      const e = await admissions.admit(ask("e", day), () => used);
+      // Once those shares lapse, they reserve nothing.
+      clock.at += ADMISSION_LEASE_MS + SHARE_SKEW_MS;
+      const f = await share("f");
+      used = 100;
+      const spent = await admissions.admit(ask("g", day), () => used);
+      return {
+        shares,
+        askedEarly,
+        d,
+        askedForD,
+        e: e.ok ? "ok" : { quota: e.error.quota, retry: e.error.retryAfterSeconds },
+        f,
+        spent: spent.ok
+          ? "ok"
+          : { quota: spent.error.quota, tomorrow: (spent.error.retryAfterSeconds ?? 0) > 3600 },
+      };
+    });
+    expect(result).toEqual({
+      shares: [25, 18, 14],
+      askedEarly: [],
+      d: Math.floor((100 - 60 - 14) / 4),
+      askedForD: ["a", "b", "c"],
+      e: { quota: "tokens_per_day", retry: Math.ceil((ADMISSION_LEASE_MS + SHARE_SKEW_MS) / 1000) },
+      f: Math.floor((100 - 85) / 4),
+      spent: { quota: "tokens_per_day", tomorrow: true },
+    });
+  });
+
+  it("a new instance knows every hold still out", async () => {
+    const result = await withTenantStorage(async ({ sql, clock }) => {
+      const before = admissionsOver(sql, clock).admissions;
+      const granted = await before.admit(
+        ask("a", { max_running_turns: 1, tokens_per_day: 80 }),
+        () => 0,
+      );
+      const { admissions: after, asked } = admissionsOver(sql, clock, { a: "kept" });
+      const refused = await after.admit(ask("b", { max_running_turns: 1 }), () => 0);
+      clock.at += 1;
+      const later = await after.admit(ask("a", { max_running_turns: 1 }), () => 0);
+      return {
+        holders: after.holders(),
+        refused: outcome(refused),
+        asked,
+        grew: granted.ok && later.ok && later.value.grant > granted.value.grant,
+      };
+    });
+    expect(result).toEqual({
+      holders: ["a"],
+      refused: "max_running_turns",
+      asked: ["a"],
+      grew: true,
+    });
   });
 });
 

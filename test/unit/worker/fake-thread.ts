@@ -98,6 +98,8 @@ export class FakeThreads {
           this.threads.delete(name);
           return { ok: true, value: null };
         }),
+      yieldAdmission: (grant: number) =>
+        call("yieldAdmission", [grant], () => ({ ok: true, value: { released: true } })),
       startTurn: (req: StartTurnRequest) =>
         call("startTurn", [req], () => {
           const found = existing();
