@@ -79,14 +79,22 @@ export class TenantAdmissions {
       if (tokens !== "reserved") {
         if (tokens) return this.#refuse(req, tokens);
       } else {
-        await this.#reclaim(req.threadId, (hold) => this.#fresh(hold), Number.POSITIVE_INFINITY);
+        await this.#reclaim(
+          req.threadId,
+          (hold) => this.#fresh(hold),
+          () => used() + this.#reserved(req.threadId) < limit,
+        );
         const again = this.#tokensRefusal(req, limit, used());
         if (again)
           return this.#refuse(req, again === "reserved" ? this.#sharesRefusal(req) : again);
       }
     }
     if (max !== null && this.#othersHolding(req.threadId) >= max) {
-      await this.#reclaim(req.threadId, () => true, this.#othersHolding(req.threadId) - max + 1);
+      await this.#reclaim(
+        req.threadId,
+        () => true,
+        () => this.#othersHolding(req.threadId) < max,
+      );
       const count = this.#othersHolding(req.threadId);
       if (count >= max) {
         return this.#refuse(
@@ -196,14 +204,17 @@ export class TenantAdmissions {
 
   /**
    * Asks holders other than `threadId` that `wanted` selects, oldest grant first, a batch at a
-   * time, to give back what they hold, until `slots` of them released their slots.
+   * time, to give back what they hold, until `enough` says there is room.
    */
-  async #reclaim(threadId: string, wanted: (hold: Hold) => boolean, slots: number): Promise<void> {
+  async #reclaim(
+    threadId: string,
+    wanted: (hold: Hold) => boolean,
+    enough: () => boolean,
+  ): Promise<void> {
     const asked = [...this.#load()]
       .filter(([holder, hold]) => holder !== threadId && wanted(hold))
       .sort(([, a], [, b]) => a.grant - b.grant);
-    let released = 0;
-    for (let i = 0; i < asked.length && released < slots; i += RECLAIM_PARALLEL) {
+    for (let i = 0; i < asked.length && !enough(); i += RECLAIM_PARALLEL) {
       const answers = await Promise.all(
         asked.slice(i, i + RECLAIM_PARALLEL).map(async ([holder, hold]) => {
           const answer = await this.#deps.yieldOf(holder, hold.grant);
@@ -216,7 +227,6 @@ export class TenantAdmissions {
         if (now === undefined || now.grant > grant || answer === "unknown") continue;
         if (answer === "released") {
           this.forget(holder);
-          released++;
         } else if (now.share !== null) {
           now.share = null;
           this.#deps.sql`UPDATE tenant_admissions SET share = NULL WHERE thread_id = ${holder}`;

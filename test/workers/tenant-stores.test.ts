@@ -11,6 +11,7 @@ import { migrate } from "../../durable-objects/schema.ts";
 import { sqlOf } from "../../durable-objects/sql.ts";
 import {
   ADMISSION_LEASE_MS,
+  RECLAIM_PARALLEL,
   SHARE_SKEW_MS,
   TenantAdmissions,
   type YieldAnswer,
@@ -283,6 +284,25 @@ describe("TenantAdmissions", () => {
       askedForC: ["b", "a"],
       askedForD: ["a", "c"],
       holders: ["a", "c"],
+    });
+  });
+
+  it("asks a batch of holders at a time, and stops once there is room", async () => {
+    const result = await withTenantStorage(async ({ sql, clock }) => {
+      const { admissions, asked } = admissionsOver(sql, clock);
+      const max = { max_running_turns: RECLAIM_PARALLEL + 4 };
+      for (let i = 0; i < RECLAIM_PARALLEL + 4; i++) {
+        clock.at += 1;
+        await admissions.admit(ask(`h${i}`, max), () => 0);
+      }
+      const admitted = await admissions.admit(ask("late", max), () => 0);
+      return { admitted: admitted.ok, asked, holders: admissions.holders().length };
+    });
+    expect(result).toEqual({
+      admitted: true,
+      asked: Array.from({ length: RECLAIM_PARALLEL }, (_, i) => `h${i}`),
+      // The whole first batch released (every holder here is idle); the rest were not asked.
+      holders: 4 + 1,
     });
   });
 
