@@ -124,4 +124,41 @@ describe("admin → tenant → key → thread → listing → usage, over a loop
     expect(usageAfter.data.map((b) => b.requests)).toEqual([1]);
     expect((await call(base(), "GET", "/v1/threads", undefined, second.key)).status).toBe(401);
   });
+
+  it("turn quotas: two threads share one running slot by leases, before and after a restart", async () => {
+    const tenant = `e2e_${crypto.randomUUID().slice(0, 8)}`;
+    await as(
+      ADMIN_KEY,
+      "POST",
+      "/v1/admin/tenants",
+      { id: tenant, quotas: { max_running_turns: 1, tokens_per_day: 1_000_000 } },
+      201,
+    );
+    const { key } = await as<{ key: string }>(
+      ADMIN_KEY,
+      "POST",
+      `/v1/admin/tenants/${tenant}/keys`,
+      {},
+      201,
+    );
+    const threads = [
+      await as<{ id: string }>(key, "POST", "/v1/threads", {}, 201),
+      await as<{ id: string }>(key, "POST", "/v1/threads", {}, 201),
+    ];
+    // Each turn finds the slot held by the other thread's lease, which hands it back at once.
+    const alternate = async (round: string) => {
+      for (let i = 0; i < 2; i++) {
+        for (const thread of threads) {
+          const turn = await as<{ status: string }>(key, "POST", `/v1/threads/${thread.id}/turns`, {
+            input: `${round} ${i}`,
+          });
+          expect(turn.status).toBe("completed");
+        }
+      }
+    };
+    await alternate("before");
+    // The tenant's object reads the hold still out; the thread that held it has forgotten it.
+    await restart();
+    await alternate("after");
+  });
 });
