@@ -41,6 +41,14 @@ export class AdmissionLease {
   #grant: number | undefined;
   #lease: Lease | undefined;
   #cancelRelease: (() => void) | undefined;
+  /** Admission requests sent and not answered yet. */
+  #asking = 0;
+  /**
+   * The newest grant the tenant asked back while a request was out: a grant up to it may be that
+   * request's answer, still on its way, so it was kept (the tenant counts its slot) but gives no
+   * lease.
+   */
+  #askedBack = 0;
 
   constructor(deps: AdmissionLeaseDeps) {
     this.#deps = deps;
@@ -64,10 +72,20 @@ export class AdmissionLease {
     );
   }
 
+  /** An admission request goes out; `granted` or `refused` follows. */
+  asking(): void {
+    this.#asking++;
+  }
+
   /** The tenant admitted a task asked for at `askedAt` (its lease counts from then). */
   granted(grant: AdmissionGrant, quotas: Quotas, askedAt: number): void {
+    this.#asking--;
     this.#cancelTimer();
     this.#grant = grant.grant;
+    if (grant.grant <= this.#askedBack) {
+      this.#lease = undefined;
+      return;
+    }
     this.#lease = {
       until: askedAt + grant.leaseMs,
       day: utcDay(askedAt),
@@ -79,6 +97,7 @@ export class AdmissionLease {
 
   /** The tenant refused a request made holding `held`: that hold is gone there. */
   refused(held: number): void {
+    this.#asking--;
     this.#lease = undefined;
     if (this.#grant === held) {
       this.#cancelTimer();
@@ -106,12 +125,17 @@ export class AdmissionLease {
 
   /**
    * The tenant wants back `grant` (or an older one): the lease goes, and the slot too unless a
-   * task runs (then its end releases it). True when the thread holds nothing any more.
+   * task runs (then its end releases it) or a request is out (its answer may be that grant).
+   * True when the thread holds nothing any more.
    */
   yield(grant: number): boolean {
     if (this.#grant !== undefined && this.#grant > grant) return false;
     this.#lease = undefined;
     if (this.#deps.running()) return false;
+    if (this.#asking > 0) {
+      this.#askedBack = Math.max(this.#askedBack, grant);
+      return false;
+    }
     this.#cancelTimer();
     this.#grant = undefined;
     return true;

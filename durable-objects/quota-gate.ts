@@ -59,14 +59,22 @@ export class QuotaGate {
     if (this.#lease.covers(quotas)) return undefined;
     const held = this.#lease.held;
     const askedAt = this.#clock.nowMs();
-    return this.#sync.admitTask(turnId, quotas, held).then((answer) => {
-      if (!answer.ok) {
+    this.#lease.asking();
+    return this.#sync.admitTask(turnId, quotas, held).then(
+      (answer) => {
+        if (!answer.ok) {
+          this.#lease.refused(held);
+          return answer;
+        }
+        if (answer.value) this.#lease.granted(answer.value, quotas, askedAt);
+        else this.#lease.refused(held);
+        return ok(undefined);
+      },
+      (err: unknown) => {
         this.#lease.refused(held);
-        return answer;
-      }
-      if (answer.value) this.#lease.granted(answer.value, quotas, askedAt);
-      return ok(undefined);
-    });
+        throw err;
+      },
+    );
   }
 
   /** A task ended: its slot waits for the next task while the lease lasts. */

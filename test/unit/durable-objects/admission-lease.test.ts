@@ -41,6 +41,7 @@ describe("AdmissionLease", () => {
   it("covers tasks until the lease ends, counted from the request", () => {
     const { lease, advance } = harness();
     expect(lease.covers(QUOTAS)).toBe(false);
+    lease.asking();
     lease.granted({ grant: 7, leaseMs: 30_000, tokens: null }, QUOTAS, NOON - 1_000);
     expect(lease.held).toBe(7);
     expect(lease.covers(QUOTAS)).toBe(true);
@@ -53,6 +54,7 @@ describe("AdmissionLease", () => {
   it("covers no task under other quotas, on another UTC day, or once its share is spent", () => {
     const { lease, state } = harness();
     state.spent = 500;
+    lease.asking();
     lease.granted({ grant: 1, leaseMs: 30_000, tokens: 100 }, QUOTAS, NOON);
     expect(lease.covers({ ...QUOTAS, max_running_turns: 3 })).toBe(false);
     expect(lease.covers({ ...QUOTAS, tokens_per_day: 2_000 })).toBe(false);
@@ -65,6 +67,7 @@ describe("AdmissionLease", () => {
 
     const late = harness();
     late.state.now = Date.UTC(2026, 11, 1, 23, 59, 50);
+    late.lease.asking();
     late.lease.granted({ grant: 1, leaseMs: 30_000, tokens: null }, QUOTAS, late.state.now);
     expect(late.lease.covers(QUOTAS)).toBe(true);
     late.advance(10_000);
@@ -73,6 +76,7 @@ describe("AdmissionLease", () => {
 
   it("keeps the slot after a task while the lease lasts, and releases it when it ends with nothing running", () => {
     const { lease, state, released, advance, pending } = harness();
+    lease.asking();
     lease.granted({ grant: 3, leaseMs: 30_000, tokens: null }, QUOTAS, NOON);
     advance(5_000);
     lease.taskEnded();
@@ -90,6 +94,7 @@ describe("AdmissionLease", () => {
     expect(lease.covers(QUOTAS)).toBe(false);
 
     const idle = harness();
+    idle.lease.asking();
     idle.lease.granted({ grant: 4, leaseMs: 30_000, tokens: null }, QUOTAS, NOON);
     idle.lease.taskEnded();
     idle.advance(30_000);
@@ -99,6 +104,7 @@ describe("AdmissionLease", () => {
 
   it("gives the admission back when asked: all of it when idle, the lease only while a task runs", () => {
     const idle = harness();
+    idle.lease.asking();
     idle.lease.granted({ grant: 5, leaseMs: 30_000, tokens: null }, QUOTAS, NOON);
     idle.lease.taskEnded();
     expect(idle.lease.yield(5)).toBe(true);
@@ -109,6 +115,7 @@ describe("AdmissionLease", () => {
     expect(idle.released).toEqual([]);
 
     const busy = harness();
+    busy.lease.asking();
     busy.lease.granted({ grant: 6, leaseMs: 30_000, tokens: null }, QUOTAS, NOON);
     busy.state.running = true;
     expect(busy.lease.yield(6)).toBe(false);
@@ -121,19 +128,39 @@ describe("AdmissionLease", () => {
 
   it("keeps a newer grant than the one asked back, and forgets only the refused request's hold", () => {
     const { lease } = harness();
+    lease.asking();
     lease.granted({ grant: 9, leaseMs: 30_000, tokens: null }, QUOTAS, NOON);
     expect(lease.yield(8)).toBe(false);
     expect(lease.covers(QUOTAS)).toBe(true);
     // A refusal of a request made holding 8 leaves grant 9 held (not usable: it was refused).
+    lease.asking();
     lease.refused(8);
     expect(lease.held).toBe(9);
     expect(lease.covers(QUOTAS)).toBe(false);
+    lease.asking();
     lease.refused(9);
     expect(lease.held).toBe(0);
   });
 
+  it("a grant asked back while a request was out holds the slot but gives no lease", () => {
+    const { lease, released } = harness();
+    lease.asking();
+    // The tenant granted 4 and, before the answer arrived, asked for it back.
+    expect(lease.yield(4)).toBe(false);
+    lease.granted({ grant: 4, leaseMs: 30_000, tokens: null }, QUOTAS, NOON);
+    expect(lease.held).toBe(4);
+    expect(lease.covers(QUOTAS)).toBe(false);
+    lease.taskEnded();
+    expect(released).toEqual([4]);
+    // A grant made after that question is a lease as usual.
+    lease.asking();
+    lease.granted({ grant: 5, leaseMs: 30_000, tokens: null }, QUOTAS, NOON);
+    expect(lease.covers(QUOTAS)).toBe(true);
+  });
+
   it("a reset forgets the grant without releasing it", () => {
     const { lease, released, advance, pending } = harness();
+    lease.asking();
     lease.granted({ grant: 2, leaseMs: 30_000, tokens: null }, QUOTAS, NOON);
     lease.taskEnded();
     lease.reset();
