@@ -105,7 +105,7 @@ export class UsageRollup {
 
   /**
    * The input + output tokens of `day` in the thread's entries not taken yet: counted for a quota
-   * without being taken (the thread's next push brings them), so a check writes nothing.
+   * without being taken (the thread's next push brings them), so an admission takes none.
    */
   pendingTokensOn(threadId: string, entries: readonly LedgerEntry[], day: string): number {
     return this.#notTaken(this.#taken(threadId), entries)
