@@ -23,11 +23,7 @@ export class QuotaGate {
   readonly #clock: Clock;
   readonly #lease: AdmissionLease;
 
-  constructor(
-    sync: TenantSync,
-    sql: Sql,
-    lease: Omit<AdmissionLeaseDeps, "release" | "clock"> & { clock: Clock },
-  ) {
+  constructor(sync: TenantSync, sql: Sql, lease: Omit<AdmissionLeaseDeps, "release">) {
     this.#sync = sync;
     this.#sql = sql;
     this.#clock = lease.clock;
@@ -53,21 +49,22 @@ export class QuotaGate {
    * The tenant's answer on starting a task, or undefined (synchronously, without a call) when the
    * tenant sets neither quota a task start needs, or the thread's lease covers the task.
    */
-  taskAdmission(turnId: string): Promise<RpcResult<void>> | undefined {
+  taskAdmission(): Promise<RpcResult<void>> | undefined {
     const quotas = this.#sync.quotas;
     if (quotas.tokens_per_day === null && quotas.max_running_turns === null) return undefined;
     if (this.#lease.covers(quotas)) return undefined;
     const held = this.#lease.held;
     const askedAt = this.#clock.nowMs();
+    const asked = this.#sync.admitTask(quotas, held);
+    if (asked === undefined) return undefined;
     this.#lease.asking();
-    return this.#sync.admitTask(turnId, quotas, held).then(
+    return asked.then(
       (answer) => {
         if (!answer.ok) {
           this.#lease.refused(held);
           return answer;
         }
-        if (answer.value) this.#lease.granted(answer.value, quotas, askedAt);
-        else this.#lease.refused(held);
+        this.#lease.granted(answer.value, quotas, askedAt);
         return ok(undefined);
       },
       (err: unknown) => {

@@ -33,7 +33,7 @@ export interface TaskControlDeps {
    * The tenant's answer on starting a task under its quotas, or undefined (no call, no wait)
    * when it sets none that a task start needs (`quota-gate.ts`).
    */
-  admit: (turnId: string) => Promise<RpcResult<void>> | undefined;
+  admit: () => Promise<RpcResult<void>> | undefined;
   /** Task `turnId` started or `ended`: the tenant's index (and running count) shows it. */
   taskChanged: (turnId: string, ended: boolean) => void;
 }
@@ -119,8 +119,8 @@ export class TaskControl {
    * checks again that nothing started meanwhile. Undefined: it may. Without such quotas this
    * answers at once, so the caller's checks and its start stay one synchronous step.
    */
-  admitted(turnId: string): Promise<RpcResult<never> | undefined> | undefined {
-    return this.#deps.admit(turnId)?.then((answer) => (answer.ok ? this.busy() : answer));
+  admitted(): Promise<RpcResult<never> | undefined> | undefined {
+    return this.#deps.admit()?.then((answer) => (answer.ok ? this.busy() : answer));
   }
 
   /**
@@ -179,7 +179,7 @@ export class TaskControl {
           break;
       }
     }
-    const admitting = this.admitted(turnId);
+    const admitting = this.admitted();
     if (admitting) {
       const refused = await admitting;
       if (refused) return refused;
@@ -203,7 +203,7 @@ export class TaskControl {
     admitted: () => void,
   ): Promise<RpcResult<RunningTask>> {
     let checked = this.#resumable(live, turnId, items);
-    const admitting = checked.ok ? this.admitted(turnId) : undefined;
+    const admitting = checked.ok ? this.admitted() : undefined;
     if (admitting) {
       const refused = await admitting;
       if (refused) return refused;
@@ -361,7 +361,7 @@ export class TaskControl {
     if (!head) return;
     // The turn leaves the queue only once it starts or is refused: an instance lost while the
     // tenant answers leaves it queued.
-    const admitting = this.admitted(head.turnId);
+    const admitting = this.admitted();
     if (admitting) {
       const refused = await admitting;
       if (refused && !refused.ok && refused.error.code === "quota_exceeded") {

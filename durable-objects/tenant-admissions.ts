@@ -135,11 +135,6 @@ export class TenantAdmissions {
     this.#deps.sql`DELETE FROM tenant_admissions WHERE thread_id = ${threadId}`;
   }
 
-  /** The threads holding a slot now. */
-  holders(): string[] {
-    return [...this.#load().keys()];
-  }
-
   /**
    * Whether the day's tokens refuse `req`: a refusal when they are used, "reserved" when the
    * rest is reserved by other threads' shares, undefined when there is room.
@@ -236,7 +231,6 @@ export class TenantAdmissions {
   }
 
   #nextGrant(): number {
-    this.#load();
     this.#lastGrant = Math.max(this.#lastGrant + 1, this.#deps.clock.nowMs());
     return this.#lastGrant;
   }

@@ -268,22 +268,17 @@ export class TenantSync {
   }
 
   /**
-   * Asks the tenant's object to admit task `turnId` under `quotas` (`tokens_per_day`,
+   * Asks the tenant's object to admit a task under `quotas` (`tokens_per_day`,
    * `max_running_turns`), holding grant `held`, with the thread's ledger entries not acknowledged
    * yet, so its own newest usage counts (they stay the pushes' to deliver). A small request: the
    * index entry is left to the pushes too. Undefined for an object that has no tenant.
    */
-  async admitTask(
-    turnId: string,
-    quotas: Quotas,
-    held: number,
-  ): Promise<RpcResult<AdmissionGrant | undefined>> {
+  admitTask(quotas: Quotas, held: number): Promise<RpcResult<AdmissionGrant>> | undefined {
     const tenant = this.tenant();
     const name = this.#deps.name;
-    if (!tenant || !name) return ok(undefined);
+    if (!tenant || !name) return undefined;
     return tenant.admitTask({
       threadId: name.threadId,
-      turnId,
       held,
       usage: pendingEntries(this.#deps.sql, SYNC_BATCH_ENTRIES),
       quotas,

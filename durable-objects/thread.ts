@@ -127,7 +127,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       ...common,
       queue: this.#queue,
       afterTask: () => this.#upkeep.scheduleFlush(),
-      admit: (turnId) => this.#quotas.taskAdmission(turnId),
+      admit: () => this.#quotas.taskAdmission(),
       taskChanged: (_turnId, ended) => {
         if (ended) this.#quotas.taskEnded();
         this.#sync.kick();
@@ -442,7 +442,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       const busy = this.#tasks.busy();
       if (busy) return busy;
       const turnId = newTurnId();
-      const admitting = this.#tasks.admitted(turnId);
+      const admitting = this.#tasks.admitted();
       const refused = admitting && (await admitting);
       if (refused) return refused;
       const admitted = await this.#admission.keyed(req.idempotency, turnId, () =>

@@ -117,8 +117,6 @@ export interface SyncAck {
 /** `admitTask`: the quota checks before a task calls the provider (design §15 invariant 13). */
 export interface AdmitTaskRequest {
   threadId: string;
-  /** The task about to start. */
-  turnId: string;
   /** The grant the thread holds now (0: none): a refusal drops that hold, never a newer one. */
   held: number;
   /**

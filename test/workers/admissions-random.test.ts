@@ -134,7 +134,7 @@ async function run(sql: ReturnType<typeof sqlOf>, { max, limit, steps }: Scenari
     const othersRunning = runningCount();
     lease.asking();
     const answer = await sim.tenant.admit(
-      { threadId: THREADS[i] ?? "", turnId: "turn", held, usage: [], quotas },
+      { threadId: THREADS[i] ?? "", held, usage: [], quotas },
       () => sim.used,
     );
     if (!answer.ok) {
