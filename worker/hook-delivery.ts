@@ -52,14 +52,11 @@ async function hookOf(
   const answer = await tenantStubIn(c.env, place.jurisdiction, place.tenant).hookTarget(
     place.hookId,
   );
-  if (!answer.ok) {
-    if (answer.error.code === "not_found") {
-      cache.forget(place.key);
-      return undefined;
-    }
-    unwrap(answer);
+  if (!answer.ok && answer.error.code === "not_found") {
+    cache.forget(place.key);
+    return undefined;
   }
-  return answer.ok ? cache.set(place.key, answer.value, askedAt) : undefined;
+  return cache.set(place.key, unwrap(answer), askedAt);
 }
 
 /** Runs `work` after the answer (a log entry), never failing the request. */
@@ -135,9 +132,7 @@ async function accept(
     background(c, tenant.logDelivery({ delivery }));
   const reject = (failure: RpcFailure, at: DeliveryResource = entry): never => {
     log({ ...at, status: "rejected", error: { code: failure.code, message: failure.detail } });
-    throw new ApiError(failure.code, failure.detail, {
-      ...(failure.errors ? { errors: failure.errors } : {}),
-    });
+    return unwrap({ ok: false, error: failure });
   };
   let read: ReadDelivery;
   try {

@@ -9,6 +9,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, json, post, threadStub } from "./helpers/api.ts";
+import { tenantWithKey } from "./helpers/tenancy.ts";
 import {
   bodyOf,
   createHook,
@@ -287,6 +288,15 @@ describe("reading, filtering and mapping deliveries", () => {
     expect(((await res.json()) as { code: string }).code).toBe("unknown_model");
     const log = await logOf(hook.id, (entries) => entries.length === 1);
     expect(log.map((e) => [e.status, e.error?.code])).toEqual([["rejected", "unknown_model"]]);
+  });
+
+  it("a delivery a quota refuses is the same 429 problem as the API's, naming the quota", async () => {
+    const { key } = await tenantWithKey({ quotas: { max_threads: 1 } });
+    await json(await api("POST", "/v1/threads", {}, key), 201);
+    const hook = await createHook("github", {}, key);
+    const res = await signedDelivery(hook, { thread: tag() });
+    expect(res.status).toBe(429);
+    expect(await res.json()).toMatchObject({ code: "quota_exceeded", quota: "max_threads" });
   });
 });
 
