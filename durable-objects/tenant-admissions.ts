@@ -17,9 +17,15 @@ export const ADMISSION_LEASE_MS = 30_000;
  */
 export const SHARE_SKEW_MS = 2_000;
 /** A share is this part of the day's tokens neither used nor reserved by other threads' shares. */
-export const TOKEN_SHARE_PARTS = 4;
+const TOKEN_SHARE_PARTS = 4;
 /** Holders asked at once when the tenant wants slots or shares back. */
 export const RECLAIM_PARALLEL = 16;
+
+/** Why an admission is refused now, and whether asking holders could change that. */
+interface Blocked {
+  reclaim?: "shares" | "slots";
+  refusal: () => RpcResult<never>;
+}
 
 /** What a thread holds: a running slot (counted under `max_running_turns`) and maybe a share. */
 interface Hold {
@@ -69,58 +75,81 @@ export class TenantAdmissions {
 
   /**
    * Admits `req` when its quotas allow (`used` counts the day's tokens, the request's pending
-   * entries included; asked again after any call, since pushes land meanwhile).
+   * entries included). A quota blocked only by what other threads hold is asked back from them,
+   * once per kind; after every call both quotas are checked again, since pushes and other
+   * admissions land meanwhile, and the last check and the grant are one synchronous step.
    */
   async admit(req: AdmitTaskRequest, used: () => number): Promise<RpcResult<AdmissionGrant>> {
-    const { tokens_per_day: limit, max_running_turns: max } = req.quotas;
-    const holds = this.#load();
-    if (limit !== null) {
-      const tokens = this.#tokensRefusal(req, limit, used());
-      if (tokens !== "reserved") {
-        if (tokens) return this.#refuse(req, tokens);
-      } else {
-        await this.#reclaim(
-          req.threadId,
-          (hold) => this.#fresh(hold),
-          () => used() + this.#reserved(req.threadId) < limit,
-        );
-        const again = this.#tokensRefusal(req, limit, used());
-        if (again)
-          return this.#refuse(req, again === "reserved" ? this.#sharesRefusal(req) : again);
-      }
-    }
-    if (max !== null && this.#othersHolding(req.threadId) >= max) {
+    const asked = new Set<Blocked["reclaim"]>();
+    for (;;) {
+      const tokens = used();
+      const blocked = this.#blocked(req, tokens);
+      if (blocked === undefined) return ok(this.#grant(req, tokens));
+      const kind = blocked.reclaim;
+      if (kind === undefined || asked.has(kind)) return this.#refuse(req, blocked.refusal());
+      asked.add(kind);
       await this.#reclaim(
         req.threadId,
-        () => true,
-        () => this.#othersHolding(req.threadId) < max,
+        kind === "shares" ? (hold) => this.#fresh(hold) : () => true,
+        () => this.#blocked(req, used())?.reclaim !== kind,
       );
-      const count = this.#othersHolding(req.threadId);
-      if (count >= max) {
-        return this.#refuse(
-          req,
+    }
+  }
+
+  /**
+   * What refuses `req` now, if anything: the day's tokens used (final), or the rest of them
+   * reserved by other threads' shares, or every slot held by other threads (both of which the
+   * holders may give back).
+   */
+  #blocked(req: AdmitTaskRequest, used: number): Blocked | undefined {
+    const { tokens_per_day: limit, max_running_turns: max } = req.quotas;
+    if (limit !== null) {
+      if (used >= limit) {
+        const now = this.#deps.clock.nowMs();
+        return {
+          refusal: () =>
+            failQuota(
+              "tokens_per_day",
+              `The tenant used ${used} of its ${limit} tokens today (UTC).`,
+              secondsToNextUtcDay(now),
+            ),
+        };
+      }
+      if (used + this.#reserved(req.threadId) >= limit) {
+        return { reclaim: "shares", refusal: () => this.#sharesRefusal(req) };
+      }
+    }
+    const count = this.#othersHolding(req.threadId);
+    if (max !== null && count >= max) {
+      return {
+        reclaim: "slots",
+        refusal: () =>
           failQuota(
             "max_running_turns",
             `${count} turns of the tenant are running, its max_running_turns.`,
           ),
-        );
-      }
+      };
     }
-    // Checked again above after every call, so from here to the grant is one synchronous step.
+    return undefined;
+  }
+
+  /** The hold `req` gets, its share sized from the tokens `used`. */
+  #grant(req: AdmitTaskRequest, used: number): AdmissionGrant {
+    const limit = req.quotas.tokens_per_day;
     const share =
       limit === null
         ? null
         : Math.max(
             0,
-            Math.floor((limit - used() - this.#reserved(req.threadId)) / TOKEN_SHARE_PARTS),
+            Math.floor((limit - used - this.#reserved(req.threadId)) / TOKEN_SHARE_PARTS),
           );
     const hold: Hold = { grant: this.#nextGrant(), share, grantedAt: this.#deps.clock.nowMs() };
-    holds.set(req.threadId, hold);
+    this.#load().set(req.threadId, hold);
     this.#deps.sql`INSERT INTO tenant_admissions (thread_id, grant_id, share, granted_at)
       VALUES (${req.threadId}, ${hold.grant}, ${share}, ${hold.grantedAt})
       ON CONFLICT (thread_id) DO UPDATE SET grant_id = excluded.grant_id, share = excluded.share,
         granted_at = excluded.granted_at`;
-    return ok({ grant: hold.grant, leaseMs: ADMISSION_LEASE_MS, tokens: share });
+    return { grant: hold.grant, leaseMs: ADMISSION_LEASE_MS, tokens: share };
   }
 
   /** `threadId` no longer holds `grant` nor anything older. */
@@ -133,26 +162,6 @@ export class TenantAdmissions {
   forget(threadId: string): void {
     this.#load().delete(threadId);
     this.#deps.sql`DELETE FROM tenant_admissions WHERE thread_id = ${threadId}`;
-  }
-
-  /**
-   * Whether the day's tokens refuse `req`: a refusal when they are used, "reserved" when the
-   * rest is reserved by other threads' shares, undefined when there is room.
-   */
-  #tokensRefusal(
-    req: AdmitTaskRequest,
-    limit: number,
-    used: number,
-  ): RpcResult<never> | "reserved" | undefined {
-    const now = this.#deps.clock.nowMs();
-    if (used >= limit) {
-      return failQuota(
-        "tokens_per_day",
-        `The tenant used ${used} of its ${limit} tokens today (UTC).`,
-        secondsToNextUtcDay(now),
-      );
-    }
-    return used + this.#reserved(req.threadId) >= limit ? "reserved" : undefined;
   }
 
   /** Shares still out after asking for them: retry once the oldest of them lapses. */

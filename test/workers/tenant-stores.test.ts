@@ -411,6 +411,26 @@ describe("TenantAdmissions", () => {
     });
   });
 
+  it("checks the day's tokens again after asking for a slot: pushes land meanwhile", async () => {
+    const result = await withTenantStorage(async ({ sql, clock }) => {
+      let used = 0;
+      const admissions = new TenantAdmissions({
+        sql,
+        clock,
+        yieldOf: async () => {
+          // While the holder is asked, a push brings the tokens the day had left.
+          used = 100;
+          return "released";
+        },
+      });
+      const both = { max_running_turns: 1, tokens_per_day: 100 };
+      const first = await admissions.admit(ask("a", both), () => used);
+      const second = await admissions.admit(ask("b", both), () => used);
+      return { first: outcome(first), second: outcome(second), held: heldIn(sql) };
+    });
+    expect(result).toEqual({ first: "ok", second: "tokens_per_day", held: [] });
+  });
+
   it("a new instance knows every hold still out", async () => {
     const result = await withTenantStorage(async ({ sql, clock }) => {
       const before = admissionsOver(sql, clock).admissions;
