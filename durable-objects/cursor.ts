@@ -7,7 +7,7 @@ import type { Sql, SqlValue } from "./sql.ts";
  * Opaque page cursors of the tenancy lists: a small JSON value, base64url. Only the object that
  * made one reads it back; one it cannot read is an `invalid_request` for the caller.
  */
-export function encodeCursor(value: unknown): string {
+function encodeCursor(value: unknown): string {
   return btoa(JSON.stringify(value)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
 }
 
@@ -80,7 +80,7 @@ function keysetPage<R, T>(
  * first, or newest first, optionally of the rows whose `scope` column holds a value. Names are
  * this module's constants (table and column names cannot be bound parameters).
  */
-export type PagedList =
+type PagedList =
   | { table: "tenant_keys" | "tenant_hooks" | "tenant_endpoints"; time: "created_at" }
   | {
       table: "tenant_hook_deliveries";

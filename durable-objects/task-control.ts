@@ -34,8 +34,8 @@ export interface TaskControlDeps {
    * when it sets none that a task start needs (`quota-gate.ts`).
    */
   admit: () => Promise<RpcResult<void>> | undefined;
-  /** Task `turnId` started or `ended`: the tenant's index (and running count) shows it. */
-  taskChanged: (turnId: string, ended: boolean) => void;
+  /** A task started or `ended`: the tenant's index shows it, and the admission lease hears of an end. */
+  taskChanged: (ended: boolean) => void;
 }
 
 /** What admitting a turn request did: started or joined a task, or queued the turn. */
@@ -103,10 +103,10 @@ export class TaskControl {
     );
     this.#running = task;
     this.#deps.waitUntil(this.#deps.alarms.within(RUNNING_TASK_ALARM_MS));
-    this.#deps.taskChanged(turnId, false);
+    this.#deps.taskChanged(false);
     const settle = () => {
       if (this.#running === task) this.#running = undefined;
-      this.#deps.taskChanged(turnId, true);
+      this.#deps.taskChanged(true);
       this.#deps.events.prune();
       this.#deps.waitUntil(this.#deps.afterTask().then(() => this.drainQueue()));
     };

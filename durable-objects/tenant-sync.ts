@@ -54,6 +54,9 @@ export function syncRetryDelayMs(attempts: number): number {
   return Math.min(SYNC_INTERVAL_MS * 2 ** attempts, SYNC_RETRY_MAX_MS);
 }
 
+/** The values a delete keeps (see `survivingDelete`). */
+const SURVIVING_KEYS = ["version", "placement", ...OUTBOX_SYNC_KEYS];
+
 /** What a push acknowledged: its version and the hash of the thread it carried. */
 interface Pushed {
   version: number;
@@ -211,7 +214,7 @@ export class TenantSync {
     this.#lastPushAt = this.#deps.clock.nowMs();
     try {
       const tenant = this.tenant();
-      const sync = await this.#payload(false);
+      const sync = await this.#payload();
       if (!tenant || !sync) return false;
       const askedAt = this.#deps.clock.nowMs();
       const ack = await tenant.sync(sync.request);
@@ -237,8 +240,8 @@ export class TenantSync {
     }
   }
 
-  /** The next push (its version taken), or undefined when nothing is stale and not `force`. */
-  async #payload(force: boolean): Promise<{ request: ThreadSync; hash: string } | undefined> {
+  /** The next push (its version taken), or undefined when nothing is stale. */
+  async #payload(): Promise<{ request: ThreadSync; hash: string } | undefined> {
     const name = this.#deps.name;
     if (!name) return undefined;
     const current = await this.#deps.snapshot();
@@ -248,7 +251,7 @@ export class TenantSync {
     const usage = pendingEntries(this.#deps.sql, SYNC_BATCH_ENTRIES);
     const deliveries = this.#deps.deliveries.pending();
     const pushed = this.#values.get<Pushed>("pushed");
-    if (!force && pushed?.hash === hash && usage.length === 0 && deliveries.length === 0) {
+    if (pushed?.hash === hash && usage.length === 0 && deliveries.length === 0) {
       return undefined;
     }
     const version = (this.#values.get<number>("version") ?? 0) + 1;
@@ -318,6 +321,6 @@ export class TenantSync {
   static survivingDelete(sql: Sql): { key: string; value: string }[] {
     return sql<{ key: string; value: string }>`
       SELECT key, value FROM spindle_sync
-      WHERE key IN ('version', 'placement', ${OUTBOX_SYNC_KEYS[0]}, ${OUTBOX_SYNC_KEYS[1]})`.toArray();
+      WHERE key IN (SELECT value FROM json_each(${JSON.stringify(SURVIVING_KEYS)}))`.toArray();
   }
 }

@@ -81,6 +81,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
   readonly #usage: UsageRollup;
   readonly #hooks: HookStore;
   readonly #endpoints: EndpointStore;
+  readonly #metaRead = new Map<string, unknown>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -98,16 +99,29 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     this.#endpoints = new EndpointStore(this.#sql, systemClock);
   }
 
+  /**
+   * A `tenant_meta` value, read once per instance: the record and the deleted mark are read by
+   * nearly every call (each push, key check and admission), and only this object writes them.
+   */
   #meta<T>(key: string): T | undefined {
-    const row = this.#sql<{
-      value: string;
-    }>`SELECT value FROM tenant_meta WHERE key = ${key}`.toArray()[0];
-    return row === undefined ? undefined : (JSON.parse(row.value) as T);
+    if (!this.#metaRead.has(key)) {
+      const row = this.#sql<{
+        value: string;
+      }>`SELECT value FROM tenant_meta WHERE key = ${key}`.toArray()[0];
+      this.#metaRead.set(key, row === undefined ? undefined : JSON.parse(row.value));
+    }
+    return this.#metaRead.get(key) as T | undefined;
   }
 
   #putMeta(key: string, value: unknown): void {
     this.#sql`INSERT INTO tenant_meta (key, value) VALUES (${key}, ${JSON.stringify(value)})
       ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
+    this.#metaRead.set(key, value);
+  }
+
+  #deleteMeta(key: string): void {
+    this.#sql`DELETE FROM tenant_meta WHERE key = ${key}`;
+    this.#metaRead.set(key, undefined);
   }
 
   #record(): TenantResource | undefined {
@@ -128,7 +142,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
 
   async putRecord(record: TenantResource): Promise<RpcResult<TenantResource>> {
     this.#putMeta("record", record);
-    this.#sql`DELETE FROM tenant_meta WHERE key = 'deleted'`;
+    this.#deleteMeta("deleted");
     return ok(record);
   }
 
@@ -148,6 +162,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     if (batch.length === 0) {
       await directoryStub(this.env).forget(record.id);
       await this.ctx.storage.deleteAll();
+      this.#metaRead.clear();
       migrate(this.ctx.storage.sql, TENANT_MIGRATIONS);
       // A thread that pushes now (created with a key cached before the delete) learns that its
       // tenant is gone and deletes itself.
@@ -217,8 +232,8 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
       return { usageThrough, tenantGone: true };
     }
     const usageThrough = this.#usage.apply(req.threadId, req.usage);
-    this.#index.apply(req);
-    if (req.thread === null) this.#admissions.forget(req.threadId);
+    // A delete's tombstone ends the thread's admission too; a late one (ignored) ends nothing.
+    if (this.#index.apply(req)) this.#admissions.forget(req.threadId);
     if (req.deliveries) this.#hooks.log(req.deliveries);
     return {
       usageThrough,

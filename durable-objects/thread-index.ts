@@ -42,19 +42,20 @@ export class ThreadIndex {
   }
 
   /**
-   * Applies a push's index entry, unless a newer push was applied already.
+   * Applies a push's index entry, unless a newer push was applied already. True when it
+   * removed the thread (its push says it was deleted).
    */
-  apply(sync: ThreadSync): void {
+  apply(sync: ThreadSync): boolean {
     const applied = this.#sql<{ version: number }>`
       SELECT version FROM tenant_thread_sync WHERE thread_id = ${sync.threadId}`.toArray()[0];
-    if (applied && applied.version >= sync.version) return;
+    if (applied && applied.version >= sync.version) return false;
     this
       .#sql`INSERT INTO tenant_thread_sync (thread_id, version) VALUES (${sync.threadId}, ${sync.version})
       ON CONFLICT (thread_id) DO UPDATE SET version = excluded.version`;
     const thread = sync.thread;
     if (thread === null) {
       this.remove(sync.threadId);
-      return;
+      return true;
     }
     this.#sql`INSERT INTO tenant_threads (thread_id, status, updated_at, body, reserved_until)
       VALUES (${thread.id}, ${thread.status}, ${thread.updated_at}, ${JSON.stringify(thread)}, NULL)
@@ -65,6 +66,7 @@ export class ThreadIndex {
       this.#sql`INSERT INTO tenant_thread_metadata (thread_id, key, value)
         VALUES (${thread.id}, ${key}, ${value})`;
     }
+    return false;
   }
 
   /** Drops a thread from the index (its sync row stays: a late push must not bring it back). */

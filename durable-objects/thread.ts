@@ -128,7 +128,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       queue: this.#queue,
       afterTask: () => this.#upkeep.scheduleFlush(),
       admit: () => this.#quotas.taskAdmission(),
-      taskChanged: (_turnId, ended) => {
+      taskChanged: (ended) => {
         if (ended) this.#quotas.taskEnded();
         this.#sync.kick();
       },
