@@ -1,5 +1,13 @@
 import type { Clock } from "../shared/ports/index.ts";
 
+/** The longest wait between two attempts of a failing duty (a flush, a push, a hand-off). */
+export const RETRY_MAX_MS = 5 * 60_000;
+
+/** The wait before the next attempt after `attempts` failures in a row: 2 s, 4 s, … 5 min. */
+export function retryDelayMs(attempts: number): number {
+  return Math.min(1_000 * 2 ** attempts, RETRY_MAX_MS);
+}
+
 /**
  * The object's one alarm, shared by every duty that needs a wake-up (a flush, a running task's
  * watch, a queued turn, event expiry, a flush retry). The alarm handler does every duty each

@@ -149,20 +149,31 @@ export class EndpointStore {
   /** For each delivery: where it goes and with which secrets, and whether it was delivered. */
   targets(deliveries: readonly WebhookTargetRequest[]): WebhookTargetState[] {
     const now = this.#clock.nowMs();
+    // A batch's messages are mostly for a few endpoints: each is read once.
+    const targets = new Map<string, WebhookTargetState["endpoint"]>();
+    const targetOf = (endpointId: string): WebhookTargetState["endpoint"] => {
+      if (!targets.has(endpointId)) {
+        const row = this.#row(endpointId);
+        const endpoint = row && (JSON.parse(row.body) as EndpointResource);
+        targets.set(
+          endpointId,
+          row && endpoint
+            ? {
+                url: endpoint.url,
+                secrets: liveSecrets(row, now).secrets,
+                disabled: endpoint.disabled,
+              }
+            : null,
+        );
+      }
+      return targets.get(endpointId) ?? null;
+    };
     return deliveries.map(({ webhookId, endpointId }) => {
-      const row = this.#row(endpointId);
-      const status = this.#delivery(webhookId)?.status;
-      if (!row) return { webhookId, endpoint: null, delivered: status === "delivered" };
-      const endpoint = JSON.parse(row.body) as EndpointResource;
-      return {
-        webhookId,
-        endpoint: {
-          url: endpoint.url,
-          secrets: liveSecrets(row, now).secrets,
-          disabled: endpoint.disabled,
-        },
-        delivered: status === "delivered",
-      };
+      const delivered =
+        this.#sql<{ status: string }>`
+          SELECT status FROM tenant_webhook_deliveries WHERE id = ${webhookId}`.toArray()[0]
+          ?.status === "delivered";
+      return { webhookId, endpoint: targetOf(endpointId), delivered };
     });
   }
 
@@ -181,8 +192,12 @@ export class EndpointStore {
     const now = this.#clock.nowMs();
     const cutoff = new Date(now - WEBHOOK_DELIVERY_RETENTION_MS).toISOString();
     const pruned = new Set<string>();
+    const endpoints = new Map<string, EndpointResource | undefined>();
     for (const { message, attempt, status, gone } of attempts) {
-      const endpoint = this.get(message.endpointId);
+      if (!endpoints.has(message.endpointId)) {
+        endpoints.set(message.endpointId, this.get(message.endpointId));
+      }
+      const endpoint = endpoints.get(message.endpointId);
       if (!endpoint) continue;
       const before = this.#delivery(message.webhookId);
       const delivery: WebhookDelivery = {
@@ -203,7 +218,9 @@ export class EndpointStore {
           ${JSON.stringify(delivery)})
         ON CONFLICT (id) DO UPDATE SET status = excluded.status, body = excluded.body`;
       if (gone && !endpoint.disabled) {
-        this.#put({ ...endpoint, disabled: true, disabled_reason: "gone" });
+        const disabled: EndpointResource = { ...endpoint, disabled: true, disabled_reason: "gone" };
+        this.#put(disabled);
+        endpoints.set(endpoint.id, disabled);
       }
       if (pruned.has(endpoint.id)) continue;
       pruned.add(endpoint.id);

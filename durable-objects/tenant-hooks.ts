@@ -123,8 +123,15 @@ export class HookStore {
   log(entries: readonly DeliveryEntry[]): void {
     const cutoff = new Date(this.#clock.nowMs() - DELIVERY_LOG_RETENTION_MS).toISOString();
     const pruned = new Set<string>();
+    // A push's entries are mostly of a few hooks: each is looked up once.
+    const exists = new Map<string, boolean>();
     for (const { delivery, rev } of entries) {
-      if (!this.#row(delivery.hook_id)) continue;
+      let known = exists.get(delivery.hook_id);
+      if (known === undefined) {
+        known = this.#row(delivery.hook_id) !== undefined;
+        exists.set(delivery.hook_id, known);
+      }
+      if (!known) continue;
       this.#sql`INSERT INTO tenant_hook_deliveries (id, hook_id, received_at, rev, body)
         VALUES (${delivery.id}, ${delivery.hook_id}, ${delivery.received_at}, ${rev},
           ${JSON.stringify(delivery)})

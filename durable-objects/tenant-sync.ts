@@ -15,7 +15,7 @@ import {
   type WebhookSubscriptions,
 } from "../shared/api/index.ts";
 import type { Clock } from "../shared/ports/index.ts";
-import type { AlarmSchedule } from "./alarms.ts";
+import { type AlarmSchedule, retryDelayMs } from "./alarms.ts";
 import { DELIVERY_PUSH_BATCH } from "./hook-intake.ts";
 import { dropEntries, pendingEntries } from "./ledger.ts";
 import { tenantStubIn, threadNameOf } from "./placement.ts";
@@ -28,8 +28,6 @@ import { OUTBOX_SYNC_KEYS } from "./webhook-outbox.ts";
 export const SYNC_INTERVAL_MS = 1_000;
 /** Ledger entries per push; more go in the pushes that follow at once. */
 export const SYNC_BATCH_ENTRIES = 500;
-/** The longest wait between two attempts of a failing push. */
-export const SYNC_RETRY_MAX_MS = 5 * 60_000;
 
 /**
  * The largest index entry a push carries, in characters of JSON (a row of the tenant's object
@@ -48,10 +46,6 @@ export function indexEntryOf(thread: ThreadResource): ThreadResource {
     ...config
   } = thread.config;
   return { ...thread, config: { ...config, context_sections: {}, tools: [] } };
-}
-
-export function syncRetryDelayMs(attempts: number): number {
-  return Math.min(SYNC_INTERVAL_MS * 2 ** attempts, SYNC_RETRY_MAX_MS);
 }
 
 /** The values a delete keeps (see `survivingDelete`). */
@@ -233,7 +227,7 @@ export class TenantSync {
     } catch (err) {
       const attempts = (this.#values.get<number>("push_attempts") ?? 0) + 1;
       this.#values.put("push_attempts", attempts);
-      const delay = syncRetryDelayMs(attempts);
+      const delay = retryDelayMs(attempts);
       console.warn(`[tenant-sync] push failed (attempt ${attempts}), retrying in ${delay} ms`, err);
       await this.#deps.alarms.within(delay);
       return false;

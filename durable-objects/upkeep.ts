@@ -1,5 +1,5 @@
 import type { Clock } from "../shared/ports/index.ts";
-import type { AlarmSchedule } from "./alarms.ts";
+import { type AlarmSchedule, retryDelayMs } from "./alarms.ts";
 import type { EventLog } from "./event-log.ts";
 import type { IdempotencyKeys } from "./idempotency.ts";
 import { type LiveThread, readWholeRollout } from "./live-thread.ts";
@@ -15,13 +15,6 @@ export const FLUSH_TAIL_MAX_LINES = 5_000;
  * request.
  */
 export const RUNNING_TASK_ALARM_MS = 30_000;
-/** The longest wait between two attempts of a failing flush. */
-export const FLUSH_RETRY_MAX_MS = 5 * 60_000;
-
-/** The wait before the next attempt after `attempts` failed flushes in a row. */
-export function flushRetryDelayMs(attempts: number): number {
-  return Math.min(FLUSH_DELAY_MS * 2 ** attempts, FLUSH_RETRY_MAX_MS);
-}
 
 export interface UpkeepDeps {
   alarms: AlarmSchedule;
@@ -92,7 +85,7 @@ export class Upkeep {
     } catch (err) {
       const attempts = (meta.get<number>("flush_attempts") ?? 0) + 1;
       meta.put("flush_attempts", attempts);
-      const delay = flushRetryDelayMs(attempts);
+      const delay = retryDelayMs(attempts);
       console.warn(
         `[rollout] flush or checkpoint failed (attempt ${attempts}), retrying in ${delay} ms`,
         err,

@@ -13,7 +13,7 @@ import {
   type WebhookEventData,
   type WebhookEventType,
 } from "../shared/webhooks/index.ts";
-import type { AlarmSchedule } from "./alarms.ts";
+import { type AlarmSchedule, retryDelayMs } from "./alarms.ts";
 import { systemClock } from "./live-thread.ts";
 import type { TurnRow } from "./meta-store.ts";
 import { threadNameOf } from "./placement.ts";
@@ -31,12 +31,6 @@ import type { TenantSync } from "./tenant-sync.ts";
 export const SUBSCRIPTIONS_TTL_MS = 10_000;
 /** Rows per hand-off (the queue takes at most 100 messages per batch). */
 export const HANDOFF_BATCH = 100;
-/** The longest wait between two attempts of a failing hand-off. */
-export const HANDOFF_RETRY_MAX_MS = 5 * 60_000;
-
-export function handOffRetryDelayMs(attempts: number): number {
-  return Math.min(1_000 * 2 ** attempts, HANDOFF_RETRY_MAX_MS);
-}
 
 /** The `spindle_sync` keys of the outbox, which outlive a delete of the thread. */
 export const OUTBOX_SYNC_KEYS = ["webhooks", "webhook_sequence"] as const;
@@ -257,7 +251,7 @@ export class WebhookOutbox {
     } catch (err) {
       const attempts = (this.#values.get<number>("outbox_attempts") ?? 0) + 1;
       this.#values.put("outbox_attempts", attempts);
-      const delay = handOffRetryDelayMs(attempts);
+      const delay = retryDelayMs(attempts);
       console.warn(
         `[webhooks] hand-off failed (attempt ${attempts}), retrying in ${delay} ms`,
         err,

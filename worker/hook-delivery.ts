@@ -11,6 +11,7 @@ import { tenantStubIn, threadStubIn } from "../durable-objects/placement.ts";
 import {
   type AcceptDeliveryRequest,
   type DeliveryResource,
+  HookIdSchema,
   type Jurisdiction,
   parseHookUrlTenant,
   type RpcFailure,
@@ -77,7 +78,7 @@ export async function deliverHook(
   cache: HookCache,
 ): Promise<Response> {
   const owner = parseHookUrlTenant(param.tenant);
-  if (!owner || !/^[A-Za-z0-9_-]{1,64}$/.test(param.hook)) throw UNKNOWN_HOOK();
+  if (!owner || !HookIdSchema.safeParse(param.hook).success) throw UNKNOWN_HOOK();
   const place: Place = {
     ...owner,
     hookId: param.hook,

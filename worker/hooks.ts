@@ -4,14 +4,12 @@
  * `hooks`); the public delivery route is `hook-delivery.ts`'s.
  */
 import type { Context } from "hono";
-import { tenantStubIn } from "../durable-objects/placement.ts";
 import { newWebhookId } from "../durable-objects/webhook-outbox.ts";
 import {
   type CreatedHook,
   type HookRecord,
   type HookResource,
   hookUrlTenant,
-  type TenantRpc,
   type WebhookDelivery,
   type WebhookMessage,
 } from "../shared/api/index.ts";
@@ -28,7 +26,8 @@ import type { AppEnv } from "./app-env.ts";
 import { ApiError, unwrap } from "./errors.ts";
 import { type HookCache, hookCacheKey } from "./hook-cache.ts";
 import { deliverHook } from "./hook-delivery.ts";
-import { jurisdictionOf } from "./tenancy.ts";
+import { jurisdictionOf, ownTenant } from "./tenancy.ts";
+import { recordOf } from "./webhook-consumer.ts";
 
 type HookOperation =
   | "createHook"
@@ -46,10 +45,6 @@ type HookOperation =
   | "rotateEndpointSecret"
   | "testEndpoint"
   | "listEndpointDeliveries";
-
-function ownTenant(c: Context<AppEnv>): TenantRpc {
-  return tenantStubIn(c.env, jurisdictionOf(c), c.var.tenant);
-}
 
 /** The hook with its URL: `POST /hooks/{tenant}/{hook}` on the host this request reached. */
 function withUrl(c: Context<AppEnv>, hook: HookRecord): HookResource {
@@ -197,13 +192,8 @@ export function hookHandlers(cache: HookCache): Pick<Handlers, HookOperation> {
         }),
       };
       await c.env.WEBHOOKS.send(message);
-      const { tenant: _t, jurisdiction: _j, payload: _p, ...recorded } = message;
       // Listed at once, before its first attempt (one already delivered stays delivered).
-      unwrap(
-        await tenant.recordWebhookAttempts([
-          { message: recorded, attempt: null, status: "pending" },
-        ]),
-      );
+      unwrap(await tenant.recordWebhookAttempts([recordOf(message, "pending", null)]));
       const delivery: WebhookDelivery = {
         object: "webhook_delivery",
         id: message.webhookId,

@@ -48,7 +48,7 @@ export function policyOf(c: Context<AppEnv>): { policy?: TenantPolicy } {
 }
 
 /** The caller's own tenant object. */
-function ownTenant(c: Context<AppEnv>): TenantRpc {
+export function ownTenant(c: Context<AppEnv>): TenantRpc {
   return tenantStubIn(c.env, jurisdictionOf(c), c.var.tenant);
 }
 

@@ -79,7 +79,8 @@ async function consumeTenant(
   });
 }
 
-function recordOf(
+/** A message as its delivery record keeps it: without its tenant, jurisdiction and payload. */
+export function recordOf(
   body: WebhookMessage,
   status: RecordedAttempt["status"],
   attemptOf: RecordedAttempt["attempt"],

@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { ThreadConfigSchema, ThreadMetadataSchema } from "../protocol/index.ts";
+import { ThreadConfigSchema, ThreadMetadataSchema, TokenUsageSchema } from "../protocol/index.ts";
 import {
   HOOK_SCHEMES,
   parseTemplate,
@@ -7,8 +7,7 @@ import {
   WEBHOOK_EVENT_TYPES,
 } from "../webhooks/index.ts";
 import { EndpointIdSchema, HookIdSchema, ThreadIdSchema, TurnIdSchema } from "./ids.ts";
-import { PROBLEM_CODES } from "./problems.ts";
-import { TurnStatusSchema } from "./resources.ts";
+import { TurnErrorSchema, TurnStatusSchema } from "./resources.ts";
 import type { Jurisdiction } from "./tenancy.ts";
 
 /**
@@ -142,7 +141,7 @@ export const DeliveryResourceSchema = z.object({
   turn_id: TurnIdSchema.nullable(),
   turn_status: TurnStatusSchema.nullable(),
   /** Why it was rejected, or how its turn failed. */
-  error: z.object({ code: z.enum(PROBLEM_CODES), message: z.string() }).nullable(),
+  error: TurnErrorSchema.nullable(),
 });
 export type DeliveryResource = z.output<typeof DeliveryResourceSchema>;
 
@@ -236,16 +235,7 @@ export const WebhookEventSchema = z.object({
     thread_id: ThreadIdSchema.optional(),
     turn_id: TurnIdSchema.nullable().optional(),
     status: z.string().nullable().optional(),
-    usage: z
-      .object({
-        input_tokens: z.number(),
-        cached_input_tokens: z.number(),
-        output_tokens: z.number(),
-        reasoning_output_tokens: z.number(),
-        total_tokens: z.number(),
-      })
-      .nullable()
-      .optional(),
+    usage: TokenUsageSchema.nullable().optional(),
     pending_calls: z.array(z.object({ call_id: z.string(), name: z.string() })).optional(),
     pending_calls_truncated: z.boolean().optional(),
     error: z.object({ code: z.string(), message: z.string() }).optional(),

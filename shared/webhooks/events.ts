@@ -1,3 +1,6 @@
+import { utf8ByteLength } from "../context-manager/index.ts";
+import type { TokenUsage } from "../protocol/index.ts";
+
 /**
  * Outbound lifecycle events (design §12): their types, their thin Standard Webhooks payloads, and
  * the retry schedule of their delivery.
@@ -42,21 +45,12 @@ export interface PendingCallRef {
   name: string;
 }
 
-/** Token usage as the Turn resource reports it. */
-export interface EventUsage {
-  input_tokens: number;
-  cached_input_tokens: number;
-  output_tokens: number;
-  reasoning_output_tokens: number;
-  total_tokens: number;
-}
-
 /** The `data` of an event: the thread, and for a turn's events the turn as it ended or paused. */
 export interface WebhookEventData {
   thread_id: string;
   turn_id: string | null;
   status: string | null;
-  usage: EventUsage | null;
+  usage: TokenUsage | null;
   pending_calls?: PendingCallRef[];
   error?: { code: string; message: string };
   /** `hook.failed`: the hook and the delivery whose turn failed. */
@@ -79,7 +73,7 @@ export function eventPayload(type: string, timestamp: string, data: WebhookEvent
   const fitted = { ...data, ...(error ? { error } : {}) };
   let body = JSON.stringify({ type, timestamp, data: fitted });
   const calls = fitted.pending_calls;
-  if (calls === undefined || utf8Length(body) <= WEBHOOK_PAYLOAD_MAX_BYTES) return body;
+  if (calls === undefined || utf8ByteLength(body) <= WEBHOOK_PAYLOAD_MAX_BYTES) return body;
   let kept = calls.length;
   while (kept > 0) {
     kept = Math.floor(kept / 2);
@@ -89,13 +83,9 @@ export function eventPayload(type: string, timestamp: string, data: WebhookEvent
       pending_calls_truncated: true,
     };
     body = JSON.stringify({ type, timestamp, data: trimmed });
-    if (utf8Length(body) <= WEBHOOK_PAYLOAD_MAX_BYTES) return body;
+    if (utf8ByteLength(body) <= WEBHOOK_PAYLOAD_MAX_BYTES) return body;
   }
   return body;
-}
-
-function utf8Length(text: string): number {
-  return new TextEncoder().encode(text).length;
 }
 
 /**

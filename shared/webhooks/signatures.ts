@@ -1,3 +1,4 @@
+import { bytesToHex, concatBytes, hexToBytes } from "@noble/hashes/utils.js";
 import { Webhook } from "standardwebhooks";
 
 /**
@@ -61,12 +62,16 @@ async function verifyOne(
       const timestamp = header("x-slack-request-timestamp") ?? "";
       const signature = /^v0=([0-9a-fA-F]{64})$/.exec(header("x-slack-signature") ?? "");
       if (!fresh(timestamp, nowMs) || signature?.[1] === undefined) return false;
-      return hmacVerify(secret, signature[1], concat(encoder.encode(`v0:${timestamp}:`), body));
+      return hmacVerify(
+        secret,
+        signature[1],
+        concatBytes(encoder.encode(`v0:${timestamp}:`), body),
+      );
     }
     case "stripe": {
       const { timestamp, signatures } = parseStripeHeader(header("stripe-signature") ?? "");
       if (timestamp === undefined || !fresh(timestamp, nowMs)) return false;
-      const signed = concat(encoder.encode(`${timestamp}.`), body);
+      const signed = concatBytes(encoder.encode(`${timestamp}.`), body);
       for (const signature of signatures) {
         if (await hmacVerify(secret, signature, signed)) return true;
       }
@@ -123,28 +128,14 @@ async function hmacKey(secret: string, usage: "sign" | "verify"): Promise<Crypto
 /** HMAC-SHA256 of `data` under the UTF-8 bytes of `secret` equals the hex `signature`. */
 async function hmacVerify(secret: string, signature: string, data: Uint8Array): Promise<boolean> {
   const key = await hmacKey(secret, "verify");
-  return crypto.subtle.verify("HMAC", key, hexBytes(signature), data);
+  return crypto.subtle.verify("HMAC", key, hexToBytes(signature), data);
 }
 
 /** Lowercase hex HMAC-SHA256 of `data` under the UTF-8 bytes of `secret` (to sign by hand). */
 export async function hmacSha256Hex(secret: string, data: Uint8Array | string): Promise<string> {
   const bytes = typeof data === "string" ? encoder.encode(data) : data;
   const mac = await crypto.subtle.sign("HMAC", await hmacKey(secret, "sign"), bytes);
-  return [...new Uint8Array(mac)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-function hexBytes(hex: string): Uint8Array {
-  const bytes = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < bytes.length; i++)
-    bytes[i] = Number.parseInt(hex.slice(2 * i, 2 * i + 2), 16);
-  return bytes;
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a, 0);
-  out.set(b, a.length);
-  return out;
+  return bytesToHex(new Uint8Array(mac));
 }
 
 /**
@@ -171,9 +162,7 @@ export function newHookSecret(scheme: HookScheme): string | undefined {
     case "standard":
       return newStandardSecret();
     case "github":
-      return [...crypto.getRandomValues(new Uint8Array(32))]
-        .map((b) => b.toString(16).padStart(2, "0"))
-        .join("");
+      return bytesToHex(crypto.getRandomValues(new Uint8Array(32)));
     // Slack and Stripe issue the signing secret; the hook is given theirs.
     case "slack":
     case "stripe":

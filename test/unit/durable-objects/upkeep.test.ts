@@ -1,14 +1,12 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { AlarmSchedule } from "../../../durable-objects/alarms.ts";
+import { AlarmSchedule, RETRY_MAX_MS, retryDelayMs } from "../../../durable-objects/alarms.ts";
 import type { EventLog } from "../../../durable-objects/event-log.ts";
 import type { IdempotencyKeys } from "../../../durable-objects/idempotency.ts";
 import type { LiveThread } from "../../../durable-objects/live-thread.ts";
 import type { MetaStore } from "../../../durable-objects/meta-store.ts";
 import {
   FLUSH_DELAY_MS,
-  FLUSH_RETRY_MAX_MS,
   FLUSH_TAIL_MAX_LINES,
-  flushRetryDelayMs,
   RUNNING_TASK_ALARM_MS,
   Upkeep,
   type UpkeepDeps,
@@ -20,14 +18,14 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-describe("flushRetryDelayMs", () => {
-  it("doubles from the flush delay with each failed attempt, up to the longest wait", () => {
-    expect([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 30].map(flushRetryDelayMs)).toEqual([
+describe("retryDelayMs", () => {
+  it("doubles from a second with each failed attempt, up to the longest wait", () => {
+    expect([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 30].map(retryDelayMs)).toEqual([
       1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 64_000, 128_000, 256_000, 300_000, 300_000,
       300_000,
     ]);
     expect(FLUSH_DELAY_MS).toBe(1_000);
-    expect(FLUSH_RETRY_MAX_MS).toBe(300_000);
+    expect(RETRY_MAX_MS).toBe(300_000);
   });
 });
 
@@ -147,20 +145,20 @@ describe("Upkeep: a run flushes, checkpoints, prunes, keeps the alarm and drains
     const h = harness({ flushes: [failing, failing] });
     await h.upkeep.run();
     expect(Object.fromEntries(h.meta.values)).toEqual({ flush_attempts: 1 });
-    expect(h.storage.stored).toBe(NOW + flushRetryDelayMs(1));
+    expect(h.storage.stored).toBe(NOW + retryDelayMs(1));
     h.clock.now += 10_000;
     await h.upkeep.run();
     expect(Object.fromEntries(h.meta.values)).toEqual({ flush_attempts: 2 });
-    expect(h.storage.stored).toBe(NOW + 10_000 + flushRetryDelayMs(2));
+    expect(h.storage.stored).toBe(NOW + 10_000 + retryDelayMs(2));
     // No checkpoint after a failed flush; the rest of the upkeep still runs.
     expect(h.log).toEqual([
       "load",
       "flush",
-      `alarm ${flushRetryDelayMs(1)}`,
+      `alarm ${retryDelayMs(1)}`,
       ...AFTER_FLUSH,
       "load",
       "flush",
-      `alarm ${flushRetryDelayMs(2)}`,
+      `alarm ${retryDelayMs(2)}`,
       ...AFTER_FLUSH,
     ]);
   });
@@ -171,7 +169,7 @@ describe("Upkeep: a run flushes, checkpoints, prunes, keeps the alarm and drains
     h.meta.put("flush_attempts", 4);
     await h.upkeep.run();
     expect(h.meta.values.get("flush_attempts")).toBe(5);
-    expect(h.storage.stored).toBe(NOW + flushRetryDelayMs(5));
+    expect(h.storage.stored).toBe(NOW + retryDelayMs(5));
   });
 
   it("a flush that succeeds after failures resets the attempts to zero", async () => {
@@ -212,7 +210,7 @@ describe("Upkeep: a run flushes, checkpoints, prunes, keeps the alarm and drains
     h.state.taskRunning = true;
     await h.upkeep.run();
     expect(h.log.filter((l) => l.startsWith("alarm"))).toEqual([
-      `alarm ${FLUSH_RETRY_MAX_MS}`,
+      `alarm ${RETRY_MAX_MS}`,
       `alarm ${RUNNING_TASK_ALARM_MS}`,
     ]);
     expect(h.storage.stored).toBe(NOW + RUNNING_TASK_ALARM_MS);
@@ -230,7 +228,7 @@ describe("Upkeep: a run flushes, checkpoints, prunes, keeps the alarm and drains
     const h = harness({ nextExpiryMs: NOW + 900_000, flushes: [failing] });
     h.alarms.fired();
     await h.upkeep.run();
-    expect(h.storage.stored).toBe(NOW + flushRetryDelayMs(1));
+    expect(h.storage.stored).toBe(NOW + retryDelayMs(1));
   });
 });
 
