@@ -9,7 +9,6 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, json, post, threadStub } from "./helpers/api.ts";
-import { tenantWithKey } from "./helpers/tenancy.ts";
 import {
   bodyOf,
   createHook,
@@ -18,6 +17,7 @@ import {
   signedDelivery,
   signedHeaders,
 } from "./helpers/hooks.ts";
+import { tenantWithKey } from "./helpers/tenancy.ts";
 
 afterEach(() => {
   vi.restoreAllMocks();
