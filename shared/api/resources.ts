@@ -6,6 +6,7 @@ import {
   FunctionCallItemSchema,
   FunctionCallOutputItemSchema,
   ImportedFromSchema,
+  ImportWarningSchema,
   type KnownResponseItem,
   LocalShellCallItemSchema,
   MessageItemSchema,
@@ -72,7 +73,7 @@ export const ThreadStatusSchema = z.enum(["idle", "running", "requires_action"])
  * one, this build cannot read), `rollout_setting_unsupported` (an imported setting replaced by
  * the default or by the nearest Spindle setting).
  */
-export const WarningSchema = z.object({ code: z.string(), message: z.string() });
+export const WarningSchema = ImportWarningSchema;
 
 /** Timestamps are RFC 3339 UTC strings, like the rollout's. */
 const timestamp = z.iso.datetime();

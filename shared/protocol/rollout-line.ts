@@ -17,7 +17,10 @@ export const ImportedFromSchema = z.object({
   originator: z.string().nullable(),
 });
 
-/** A note about an imported rollout, kept in Spindle's `session_meta` (`import_warnings`). */
+/**
+ * A note about an imported rollout, kept in Spindle's `session_meta` (`import_warnings`); the
+ * Thread resource's `warnings` have the same shape.
+ */
 export const ImportWarningSchema = z.object({ code: z.string(), message: z.string() });
 
 /**
@@ -177,7 +180,6 @@ export const RolloutLineSchema = z.union([
 
 export type SessionMeta = z.infer<typeof SessionMetaSchema>;
 export type ImportedFrom = z.infer<typeof ImportedFromSchema>;
-export type ImportWarning = z.infer<typeof ImportWarningSchema>;
 export type HistoryBase = z.infer<typeof HistoryBaseSchema>;
 export type WorldStateItem = z.infer<typeof WorldStateItemSchema>;
 export type CompactedItem = z.output<typeof CompactedItemSchema>;

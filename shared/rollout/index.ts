@@ -28,9 +28,8 @@ export {
   isHistoryRewrite,
   type OlderScanSummary,
   opensUntrackedTurn,
-  replacementItems,
   type ScanEntry,
   type WorldStateRecord,
   type WorldStateReplay,
 } from "./scan.ts";
-export { unreadLineWarnings, unreadPart } from "./unread.ts";
+export { unreadLineWarnings } from "./unread.ts";

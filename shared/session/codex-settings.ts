@@ -121,8 +121,8 @@ function entriesAccess(entries: unknown, cwd: string, notes: string[]): FileSyst
       continue;
     }
     if (kind === "root") return { sandbox: "danger-full-access", writableRoots: [] };
-    if (kind === "project_roots" || kind === "current_working_directory") workspaceWrite = true;
-    else if (kind === "tmpdir" || kind === "slash_tmp") workspaceWrite = true;
+    const workspace = ["project_roots", "current_working_directory", "tmpdir", "slash_tmp"];
+    if (workspace.includes(String(kind))) workspaceWrite = true;
     else if (path.type === "path" && typeof path.path === "string") {
       workspaceWrite = true;
       if (pathOf(path.path) !== cwd) writable.push(pathOf(path.path));
@@ -135,6 +135,23 @@ function entriesAccess(entries: unknown, cwd: string, notes: string[]): FileSyst
   return workspaceWrite
     ? { sandbox: "workspace-write", writableRoots: writable }
     : { sandbox: "read-only", writableRoots: [] };
+}
+
+/** A sandbox with its writable roots and whether the network is open. */
+type Access = FileSystemAccess & { network: boolean };
+
+/** No sandbox: the whole file system, and (as Codex has it) the network. */
+const FULL_ACCESS: Access = Object.freeze({
+  sandbox: "danger-full-access",
+  writableRoots: [],
+  network: true,
+});
+
+/** An external sandbox, read as no sandbox here; `networkOpen`: its network was open anyway. */
+function externalSandbox(networkOpen: boolean, notes: string[]): Access {
+  notes.push("an external sandbox is read as danger-full-access (no sandbox here)");
+  if (!networkOpen) notes.push("the external sandbox's network restriction is not kept");
+  return FULL_ACCESS;
 }
 
 /** `network` of a permission profile: `"enabled"`/`"restricted"` (0.125+) or `{enabled}` (0.124). */
@@ -150,28 +167,20 @@ function networkEnabled(network: unknown): boolean | undefined {
  * tagged form `{type: "managed" | "disabled" | "external", …}` (0.125+) or the 0.124 struct
  * `{network, file_system}`. Undefined when the shape is not one of those.
  */
-function profileAccess(
-  profile: unknown,
-  cwd: string,
-  notes: string[],
-): (FileSystemAccess & { network: boolean }) | undefined {
+function profileAccess(profile: unknown, cwd: string, notes: string[]): Access | undefined {
   if (!isPlainObject(profile)) return undefined;
   const network = networkEnabled(profile.network);
   if (profile.type === "disabled") {
-    return { sandbox: "danger-full-access", writableRoots: [], network: true };
+    return FULL_ACCESS;
   }
-  if (profile.type === "external") {
-    notes.push("an external sandbox is read as danger-full-access (no sandbox here)");
-    if (network === false) notes.push("the external sandbox's network restriction is not kept");
-    return { sandbox: "danger-full-access", writableRoots: [], network: true };
-  }
+  if (profile.type === "external") return externalSandbox(network !== false, notes);
   const fileSystem = profile.file_system;
   if (profile.type === "managed" && isPlainObject(fileSystem)) {
     if (fileSystem.type === "unrestricted") {
       if (network === false) {
         notes.push("the network restriction of an unrestricted file system is not kept");
       }
-      return { sandbox: "danger-full-access", writableRoots: [], network: true };
+      return FULL_ACCESS;
     }
     return { ...entriesAccess(fileSystem.entries, cwd, notes), network: network ?? false };
   }
@@ -193,10 +202,7 @@ function profileAccess(
 }
 
 /** Sandbox, writable roots and network from the legacy `sandbox_policy`. */
-function policyAccess(
-  item: TurnContextItem,
-  notes: string[],
-): (FileSystemAccess & { network: boolean }) | undefined {
+function policyAccess(item: TurnContextItem, notes: string[]): Access | undefined {
   const policy = item.sandbox_policy;
   if (!policy) return undefined;
   const mode = sandboxModeOf(policy);
@@ -209,7 +215,7 @@ function policyAccess(
   }
   switch (mode) {
     case "danger-full-access":
-      return { sandbox: mode, writableRoots: [], network: true };
+      return FULL_ACCESS;
     case "read-only":
     case "workspace-write":
       return {
@@ -218,11 +224,7 @@ function policyAccess(
         network: policy.network_access === true,
       };
     case "external-sandbox":
-      notes.push("an external sandbox is read as danger-full-access (no sandbox here)");
-      if (policy.network_access !== "enabled") {
-        notes.push("the external sandbox's network restriction is not kept");
-      }
-      return { sandbox: "danger-full-access", writableRoots: [], network: true };
+      return externalSandbox(policy.network_access === "enabled", notes);
     default:
       notes.push(`sandbox "${mode}" is unknown here`);
       return undefined;
@@ -269,12 +271,12 @@ function fileSystemPolicyAccess(
   item: TurnContextItem,
   cwd: string,
   notes: string[],
-): (FileSystemAccess & { network: boolean }) | undefined {
+): Access | undefined {
   const policy = item.file_system_sandbox_policy;
   if (!isPlainObject(policy)) return undefined;
   const network = item.sandbox_policy?.network_access === true;
   if (policy.kind === "unrestricted") {
-    return { sandbox: "danger-full-access", writableRoots: [], network: true };
+    return FULL_ACCESS;
   }
   if (policy.kind !== "restricted") return undefined;
   return { ...entriesAccess(policy.entries, cwd, notes), network };

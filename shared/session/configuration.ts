@@ -1,4 +1,5 @@
 import { turnBodyMaxBytes } from "../api/index.ts";
+import { utf8ByteLength } from "../context-manager/index.ts";
 import type { ModelCatalog, ModelInfo } from "../models/index.ts";
 import type {
   EnvironmentConfig,
@@ -83,7 +84,7 @@ export function resolveSessionConfiguration(
  * past the size of the largest request body.
  */
 function checkConfigurationSize(config: SessionConfiguration): void {
-  const bytes = new TextEncoder().encode(JSON.stringify(config)).byteLength;
+  const bytes = utf8ByteLength(JSON.stringify(config));
   if (bytes > MAX_CONFIGURATION_BYTES) {
     throw new InvalidConfigurationError(
       "",
