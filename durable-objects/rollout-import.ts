@@ -1,5 +1,5 @@
 import { sha256 } from "@noble/hashes/sha2.js";
-import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
+import { bytesToHex, concatBytes, utf8ToBytes } from "@noble/hashes/utils.js";
 import { rolloutLineMaxBytes } from "../shared/api/index.ts";
 import type { RolloutLine } from "../shared/protocol/index.ts";
 import { decodeRolloutLine, RolloutDecodeError } from "../shared/rollout/index.ts";
@@ -52,7 +52,7 @@ export async function readRolloutStream(
   /** Decodes the line that ends with `last`; a failure when it does not decode. */
   const take = (last: Uint8Array): ImportResult | undefined => {
     lineNumber += 1;
-    let text = decoder.decode(pending.length === 0 ? last : joined([...pending, last]));
+    let text = decoder.decode(pending.length === 0 ? last : concatBytes(...pending, last));
     pending = [];
     pendingBytes = 0;
     if (text.endsWith("\r")) text = text.slice(0, -1);
@@ -102,16 +102,6 @@ export async function readRolloutStream(
   }
   const failure = pending.length > 0 ? take(new Uint8Array()) : undefined;
   return failure ?? { ok: true, lines };
-}
-
-function joined(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.byteLength, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.byteLength;
-  }
-  return out;
 }
 
 /** The lines as a JSONL byte stream (each line followed by `\n`). */

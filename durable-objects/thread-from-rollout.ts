@@ -123,8 +123,13 @@ export async function importThread(
   inTransaction: () => void,
 ): Promise<RpcResult<LiveThread>> {
   const source = await sourceLines(req, read);
-  if (!source.ok) return source;
-  const { meta: sourceMeta, lines: rest, forkedFrom, lost } = source.value;
+  if (!source.ok) {
+    // A parent already read (or never sent) cancels harmlessly.
+    await cancelParent(req);
+    return source;
+  }
+  const { meta: sourceMeta, lines: rest, lost } = source.value;
+  const forkedFrom = req.forkedFrom ?? req.parent?.threadId;
   const now = creationTime(parts.sql, systemClock.nowMs());
   const numbered = (lines: readonly RolloutLine[]) =>
     lines.map((line, i) => ({ seq: i + 1, line }));
@@ -172,15 +177,14 @@ export async function importThread(
   parts.storage.transactionSync(() => {
     for (const line of stored) log.appendText(line.text);
     parts.meta.put("config", config);
-    parts.meta.put("thread", meta);
     for (const t of turns) parts.meta.putTurn(t);
     parts.meta.packTurns();
     if (req.metadata !== undefined) {
       meta.metadata = req.metadata;
       log.append({ type: "spindle_metadata", payload: { metadata: req.metadata } });
       meta.updated_at = log.lastWrittenAt ?? meta.updated_at;
-      parts.meta.put("thread", meta);
     }
+    parts.meta.put("thread", meta);
     inTransaction();
   });
   return ok(new LiveThread(parts, meta, config, log, undefined, state));
@@ -217,11 +221,8 @@ const lineOne = (detail: string, message: string) =>
 async function sourceLines(
   req: ImportRequest,
   read: ImportResult,
-): Promise<
-  RpcResult<{ meta: SessionMeta; lines: ImportedLine[]; forkedFrom?: string; lost: string[] }>
-> {
+): Promise<RpcResult<{ meta: SessionMeta; lines: ImportedLine[]; lost: string[] }>> {
   if (!read.ok) {
-    await cancelParent(req);
     return fail(read.code, `Line ${read.lineNumber}: ${read.reason}`, [
       { path: `/line/${read.lineNumber}`, message: read.reason },
     ]);
@@ -229,11 +230,9 @@ async function sourceLines(
   const [first, ...rest] = read.lines;
   const lost = [...(req.warnings ?? [])];
   if (!first) {
-    await cancelParent(req);
     return lineOne("The rollout is empty.", "no line");
   }
   if (first.line.type !== "session_meta") {
-    await cancelParent(req);
     return lineOne(
       "The first line must be session_meta.",
       `expected session_meta, got ${first.line.type}`,
@@ -243,7 +242,7 @@ async function sourceLines(
   // A fork copies a thread's lines, whole whatever rollout the thread came from.
   const base = req.forkedFrom ? undefined : (meta.history_base ?? undefined);
   if (req.parent === undefined) {
-    if (base === undefined) return ok({ meta, lines: rest, ...fork(req), lost });
+    if (base === undefined) return ok({ meta, lines: rest, lost });
     return fail(
       "parent_rollout_required",
       `This rollout is a paginated fork: its history starts in its parent session ${base.thread_id}, ` +
@@ -253,27 +252,17 @@ async function sourceLines(
     );
   }
   if (base === undefined) {
-    await cancelParent(req);
     return fail("invalid_request", "The rollout is not a paginated fork: it takes no parent.", [
       { path: "parent", message: "the rollout's session_meta has no history_base" },
     ]);
   }
   const prefix = parentPrefix(req.parent.threadId, await readRolloutStream(req.parent.lines), base);
   if (!prefix.ok) return prefix;
-  return ok({
-    meta,
-    lines: [...prefix.value, ...rest],
-    forkedFrom: req.parent.threadId,
-    lost: [...lost, ...req.parent.warnings],
-  });
+  return ok({ meta, lines: [...prefix.value, ...rest], lost: [...lost, ...req.parent.warnings] });
 }
 
 async function cancelParent(req: ImportRequest): Promise<void> {
   await req.parent?.lines.cancel().catch(() => undefined);
-}
-
-function fork(req: ImportRequest): { forkedFrom?: string } {
-  return req.forkedFrom ? { forkedFrom: req.forkedFrom } : {};
 }
 
 /**
