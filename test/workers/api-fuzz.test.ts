@@ -454,24 +454,27 @@ function decodeSafely(value: string): string {
   }
 }
 
-/** Reads an SSE answer until its turn's terminal event (or its end), then lets go. */
-async function drainEvents(res: Response, untilTerminal: boolean): Promise<void> {
+/** Reads an SSE answer until its turn's terminal event (or its end), then lets go: what it read. */
+async function drainEvents(res: Response, untilTerminal: boolean): Promise<string> {
   const reader = res.body?.pipeThrough(new TextDecoderStream()).getReader();
   if (!reader || !untilTerminal) {
     await reader?.cancel();
-    return;
+    return "";
   }
   let text = "";
   for (;;) {
     const { done, value } = await reader.read();
-    if (done) return;
+    if (done) return text;
     text += value;
     if (/event: (turn\.(completed|requires_action|interrupted|failed)|error)\n/.test(text)) {
       await reader.cancel();
-      return;
+      return text;
     }
   }
 }
+
+/** No answer, streamed or not, carries an `internal` failure: a turn's or an `error` event's. */
+const INTERNAL = /"code":"internal"/;
 
 /** Whether the request names, in its path, a thread only the other tenant has. */
 function isForeign(req: FuzzRequest): boolean {
@@ -491,7 +494,8 @@ async function check(req: FuzzRequest, res: Response): Promise<void> {
     expect(res.status, `${where}: another tenant's thread`).toBeGreaterThanOrEqual(400);
   if (type.startsWith("text/event-stream")) {
     expect(res.status, where).toBe(200);
-    await drainEvents(res, !req.url.includes("/events"));
+    const streamed = await drainEvents(res, !req.url.includes("/events"));
+    expect(streamed, where).not.toMatch(INTERNAL);
     return;
   }
   const text = new TextDecoder().decode(await res.arrayBuffer());
@@ -513,6 +517,7 @@ async function check(req: FuzzRequest, res: Response): Promise<void> {
     }
     return;
   }
+  expect(text, where).not.toMatch(INTERNAL);
   learn(req, res, text);
 }
 

@@ -49,7 +49,6 @@ interface Model {
   /** The paused turn waiting for a tool output. */
   pending: { turn: string; call: string } | undefined;
   r2Down: boolean;
-  /** The newest turn started with an Idempotency-Key (a delete forgets it; a restore keeps it). */
   /** The last keyed request (a turn or a compaction) and the turn it answered with. */
   keyed: { key: string; path: "turns" | "compact"; body: unknown; turn: string } | undefined;
 }
@@ -433,9 +432,11 @@ class CodexImportCommand implements fc.AsyncCommand<Model, Real> {
       imported_from: expected.importedFrom,
       warnings: expected.warnings,
     });
-    await new TurnCommand("carry on", undefined).run(m, copy);
-    await new EvictCommand().run(m, copy);
-    await new RestoreCommand(true).run(m, copy);
+    // The model describes the main thread: the copy's commands run against a model of its own.
+    const own: Model = { ...m, pending: undefined };
+    await new TurnCommand("carry on", undefined).run(own, copy);
+    await new EvictCommand().run(own, copy);
+    await new RestoreCommand(true).run(own, copy);
     await checkInvariants(r);
   }
   toString = () => `import Codex ${this.fixture.versions}`;
