@@ -272,8 +272,10 @@ describe("outbound events and an inbound hook, over loopback sockets", () => {
         "GET",
         `/v1/threads/${accepted.thread_id}/turns/${accepted.turn_id}`,
       );
-      return t.status === "completed" ? t : undefined;
-    }, "the delivery's turn");
+      return ["completed", "requires_action", "interrupted", "failed"].includes(t.status)
+        ? t
+        : undefined;
+    }, "the delivery's turn to end");
     expect(turn.status).toBe("completed");
     expect(
       (await as<{ turn_count: number }>("GET", `/v1/threads/${accepted.thread_id}`)).turn_count,

@@ -80,6 +80,9 @@ interface Sim {
   tenant: TenantAdmissions;
 }
 
+/** How many refusals of a start alone the runs checked, per quota. */
+const checked = { slots: 0, tokens: 0 };
+
 async function run(sql: ReturnType<typeof sqlOf>, { max, limit, steps }: Scenario): Promise<void> {
   const quotas: Quotas = {
     ...NO_QUOTAS,
@@ -139,10 +142,13 @@ async function run(sql: ReturnType<typeof sqlOf>, { max, limit, steps }: Scenari
     );
     if (!answer.ok) {
       lease.refused(held);
-      if (alone && answer.error.quota === "max_running_turns") {
+      const quota = answer.error.quota;
+      expect(["max_running_turns", "tokens_per_day"]).toContain(quota);
+      if (!alone) return;
+      checked[quota === "max_running_turns" ? "slots" : "tokens"]++;
+      if (quota === "max_running_turns") {
         expect(othersRunning).toBeGreaterThanOrEqual(quotas.max_running_turns ?? 0);
-      }
-      if (alone && answer.error.quota === "tokens_per_day") {
+      } else {
         expect(sim.used).toBeGreaterThanOrEqual(limit ?? 0);
       }
       return;
@@ -207,5 +213,8 @@ describe("leased admission, random operations", () => {
       }),
       { numRuns: 300 },
     );
+    // The refusal checks ran, for both quotas.
+    expect(checked.slots).toBeGreaterThan(0);
+    expect(checked.tokens).toBeGreaterThan(0);
   }, 60_000);
 });

@@ -8,6 +8,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { DEDUP_WINDOW_MS } from "../../durable-objects/hook-intake.ts";
 import { api, json, post, threadStub } from "./helpers/api.ts";
 import {
   bodyOf,
@@ -20,6 +21,7 @@ import {
 import { tenantWithKey } from "./helpers/tenancy.ts";
 
 afterEach(() => {
+  vi.useRealTimers();
   vi.restoreAllMocks();
 });
 
@@ -144,6 +146,27 @@ describe.each(SCHEMES)("a signed %s delivery", (scheme) => {
   });
 });
 
+describe("the dedup window", () => {
+  it("a delivery id is recognized for 72 hours: a redelivery just inside starts nothing, one after starts a turn", async () => {
+    const hook = await createHook("github");
+    const name = tag();
+    const id = `d-${tag()}`;
+    const start = Date.now();
+    const first = await json<Delivery>(await signedDelivery(hook, { thread: name }, id), 202);
+    await endedTurn(first.thread_id ?? "", first.turn_id ?? "");
+    vi.useFakeTimers({ toFake: ["Date"], now: start + DEDUP_WINDOW_MS - 60_000 });
+    const inside = await json<Delivery>(await signedDelivery(hook, { thread: name }, id), 200);
+    expect(inside.id).toBe(first.id);
+    vi.setSystemTime(start + DEDUP_WINDOW_MS + 60_000);
+    const after = await json<Delivery>(await signedDelivery(hook, { thread: name }, id), 202);
+    expect(after.id).not.toBe(first.id);
+    expect(after.turn_id).not.toBe(first.turn_id);
+    vi.useRealTimers();
+    await endedTurn(after.thread_id ?? "", after.turn_id ?? "");
+    expect((await thread(first.thread_id ?? "")).turn_count).toBe(2);
+  });
+});
+
 describe("what a hook refuses, recording nothing", () => {
   it.each(SCHEMES)(
     "%s: a wrong, missing or stale signature is 401 invalid_signature",
@@ -205,8 +228,8 @@ describe("what a hook refuses, recording nothing", () => {
     const base = new URL(hook.url).origin;
     for (const path of [
       "/hooks/local/hook_nope",
-      "/hooks/nobody/" + hook.id,
-      "/hooks/xx.local/" + hook.id,
+      `/hooks/nobody/${hook.id}`,
+      `/hooks/xx.local/${hook.id}`,
       "/hooks/local/bad%20id",
     ]) {
       const res = await deliver(`${base}${path}`, body, headers);
@@ -223,6 +246,11 @@ describe("reading, filtering and mapping deliveries", () => {
     expect(await json(res)).toEqual({ challenge: "ch-1" });
     const unsigned = await deliver(hook.url, body, { "content-type": "application/json" });
     expect(unsigned.status).toBe(401);
+    // The challenge left nothing: the hook's log shows only the event delivered after it.
+    const event = await signedDelivery(hook, { thread: tag() });
+    const accepted = await json<Delivery>(event, 202);
+    const log = await logOf(hook.id, (entries) => entries.length > 0);
+    expect(log.map((e) => e.id)).toEqual([accepted.id]);
   });
 
   it("a delivery the events filter leaves out, and GitHub's ping, are 202 ignored", async () => {

@@ -364,11 +364,14 @@ describe("what quotas cost a turn", () => {
     const { key } = await tenantWithKey({
       quotas: { tokens_per_day: 1_000_000, max_running_turns: 5 },
     });
+    const directory = watchCalls(env.TENANT_DIRECTORY);
     const id = await newThread(key);
     const calls = watchTenantCalls();
     for (let i = 0; i < 4; i++)
       expect((await turn(key, id, { input: `hi ${i}` })).status).toBe(200);
     expect(calls.filter((method) => method !== "sync")).toEqual(["admitTask"]);
+    // Invariant 14: the key's first use, the create and the turns reach no global object.
+    expect(directory).toEqual([]);
   });
 
   it("a quota change ends the lease: the next turn asks again", async () => {

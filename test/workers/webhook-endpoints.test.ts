@@ -349,7 +349,7 @@ describe("retries", () => {
   });
 
   it("a receiver that answers 410 Gone disables the endpoint: no more attempts, the delivery failed", async () => {
-    const { key } = await freshTenant();
+    const { key, tenant } = await freshTenant();
     const endpoint = await createEndpoint(key, { events: ["turn.completed"] });
     const received = receiver(() => 410);
     const id = newThreadId();
@@ -362,8 +362,21 @@ describe("retries", () => {
     expect(
       await json(await api("GET", `/v1/webhook-endpoints/${endpoint.id}`, undefined, key)),
     ).toMatchObject({ disabled: true, disabled_reason: "gone" });
+    // The next event: whatever the thread hands off for it is refused as disabled, unsent.
+    const sent = vi.spyOn(env.WEBHOOKS, "sendBatch");
     await turn(key)(id, "again");
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await vi.waitUntil(async () => (await outboxOf(tenant.id, id)).rows === 0, { timeout: 5_000 });
+    const handedOff = sent.mock.calls.flatMap(([messages]) =>
+      [...messages].map((m) => (m.body as WebhookMessage).webhookId),
+    );
+    const after = await until(key, endpoint.id, (d) =>
+      handedOff.every((webhookId) => d.some((x) => x.id === webhookId && x.status === "failed")),
+    );
+    for (const webhookId of handedOff) {
+      expect(after.find((x) => x.id === webhookId)?.attempts.map((a) => a.error)).toEqual([
+        "disabled",
+      ]);
+    }
     expect(received).toHaveLength(1);
   });
 
@@ -379,6 +392,41 @@ describe("retries", () => {
       true,
     ]);
     expect(new Set(received.map((r) => r.id))).toEqual(new Set([delivery?.id]));
+  });
+
+  it("waits as the schedule says after each failed attempt: 5 s after the first, 5 min after the second", async () => {
+    const { key, tenant } = await tenantWithKey();
+    const endpoint = await createEndpoint(key);
+    receiver(() => 500);
+    const message = (webhookId: string): WebhookMessage => ({
+      tenant: tenant.id,
+      jurisdiction: null,
+      endpointId: endpoint.id,
+      webhookId,
+      type: "turn.completed",
+      threadId: "t1",
+      turnId: "turn_1",
+      createdAt: new Date().toISOString(),
+      payload: "{}",
+    });
+    const batch = createMessageBatch<WebhookMessage>("spindle-webhooks", [
+      { id: "m1", timestamp: new Date(), attempts: 1, body: message("msg_first") },
+      { id: "m2", timestamp: new Date(), attempts: 2, body: message("msg_second") },
+    ]);
+    const ctx = createExecutionContext();
+    // The schedule as deployed, not the compressed one the other tests run with.
+    await consumeWebhooks(batch, { ...env, SPINDLE_WEBHOOK_RETRY_SCALE: "1" } as unknown as Env);
+    const result = await getQueueResult(batch, ctx);
+    // Both are retried (the test queue records which, not the delay: the records show it).
+    expect(result.retryMessages).toEqual([{ msgId: "m1" }, { msgId: "m2" }]);
+    const waits = Object.fromEntries(
+      (await deliveriesOf(key, endpoint.id)).map((d) => {
+        const last = d.attempts.at(-1);
+        const wait = last?.next_retry_at ? Date.parse(last.next_retry_at) - Date.parse(last.at) : 0;
+        return [d.id, Math.round(wait / 1000)];
+      }),
+    );
+    expect(waits).toEqual({ msg_first: 5, msg_second: 300 });
   });
 
   it("a message the dead-letter queue receives is recorded as failed, unless it was delivered", async () => {
@@ -506,7 +554,6 @@ describe("the outbox", () => {
     const received = receiver();
     const id = newThreadId();
     await thread(key)(id);
-    await until(key, endpoint.id, () => true);
     const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
     vi.spyOn(env.WEBHOOKS, "sendBatch").mockRejectedValue(new Error("the queue is down"));
     const done = await turn(key)(id, "hello");
