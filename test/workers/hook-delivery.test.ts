@@ -9,7 +9,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { DEDUP_WINDOW_MS } from "../../durable-objects/hook-intake.ts";
-import { api, json, post, threadStub } from "./helpers/api.ts";
+import { api, json, post, threadStub, untilRunning } from "./helpers/api.ts";
 import {
   bodyOf,
   createHook,
@@ -332,10 +332,7 @@ describe("reading, filtering and mapping deliveries", () => {
 async function busyThread(threadId: string): Promise<{ slow: Promise<Response> }> {
   await json(await post("/v1/threads", { id: threadId }), 201);
   const slow = post(`/v1/threads/${threadId}/turns`, { input: "/slow 150 take your time" });
-  await vi.waitUntil(
-    async () => (await thread(threadId).then((t) => t as { status?: string })).status === "running",
-    { timeout: 5_000, interval: 10 },
-  );
+  await untilRunning(threadId);
   return { slow };
 }
 

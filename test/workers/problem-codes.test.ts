@@ -7,7 +7,15 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { PROBLEM_CODES, type ProblemCode, problemStatus } from "../../shared/api/index.ts";
-import { api, DEV_KEY, importRollout, json, newThreadId, post } from "./helpers/api.ts";
+import {
+  api,
+  DEV_KEY,
+  importRollout,
+  json,
+  newThreadId,
+  post,
+  untilRunning,
+} from "./helpers/api.ts";
 import { createHook, deliver, signedHeaders } from "./helpers/hooks.ts";
 import { ADMIN_KEY, createKey, createTenant, tenantWithKey } from "./helpers/tenancy.ts";
 
@@ -51,14 +59,6 @@ async function pausedThread(): Promise<{ id: string; turn: Turn }> {
 }
 
 /** Resolves once the thread reports a running task. */
-async function untilRunning(id: string): Promise<void> {
-  await vi.waitUntil(
-    async () =>
-      (await json<{ status: string }>(await api("GET", `/v1/threads/${id}`))).status === "running",
-    { timeout: 5_000, interval: 10 },
-  );
-}
-
 afterEach(() => {
   vi.restoreAllMocks();
 });

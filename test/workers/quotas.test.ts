@@ -6,7 +6,7 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, type MockInstance, vi } from "vitest";
-import { api, importRollout, json, newThreadId } from "./helpers/api.ts";
+import { api, importRollout, json, newThreadId, untilRunning } from "./helpers/api.ts";
 import { answerEvents, responsesStream } from "./helpers/openai.ts";
 import { ADMIN_KEY, tenantWithKey } from "./helpers/tenancy.ts";
 
@@ -50,19 +50,6 @@ async function expectQuota(res: Response, quota: string, retryAfter: "none" | "u
 
 const turn = (key: string, id: string, body: Record<string, unknown>) =>
   api("POST", `/v1/threads/${id}/turns`, body, key);
-
-/** Resolves once the thread reports a running task. */
-async function untilRunning(key: string, id: string): Promise<void> {
-  await vi.waitFor(
-    async () => {
-      const thread = await json<{ status: string }>(
-        await api("GET", `/v1/threads/${id}`, undefined, key),
-      );
-      expect(thread.status).toBe("running");
-    },
-    { timeout: 5_000, interval: 10 },
-  );
-}
 
 async function newThread(key: string, body: Record<string, unknown> = {}): Promise<string> {
   const id = newThreadId();
@@ -126,7 +113,7 @@ describe("max_running_turns", () => {
     const { key } = await tenantWithKey({ quotas: { max_running_turns: 1 } });
     const [a, b] = [await newThread(key), await newThread(key)];
     const slow = turn(key, a, { input: "/slow 300 hold the slot" });
-    await untilRunning(key, a);
+    await untilRunning(a, key);
     await expectQuota(await turn(key, b, { input: "me too" }), "max_running_turns", "none");
     await expectQuota(
       await api("POST", `/v1/threads/${b}/compact`, undefined, key),
@@ -179,7 +166,7 @@ describe("max_running_turns, leased", () => {
     const [a, b] = [await newThread(key), await newThread(key)];
     const calls = watchTenantCalls();
     const slow = turn(key, a, { input: "/slow 300 hold the slot" });
-    await untilRunning(key, a);
+    await untilRunning(a, key);
     await expectQuota(await turn(key, b, { input: "refused" }), "max_running_turns", "none");
     expect((await json<Turn>(await slow)).status).toBe("completed");
     // Asked while running, a lost its lease: its task's end released the slot.
@@ -269,7 +256,7 @@ describe("tokens_per_day", () => {
     const { key } = await tenantWithKey({ quotas: { tokens_per_day: 10 } });
     const id = await newThread(key);
     const slow = turn(key, id, { input: "/slow 200 spend the budget meanwhile" });
-    await untilRunning(key, id);
+    await untilRunning(id, key);
     const queued = await json<Turn>(await turn(key, id, { input: "later", on_busy: "queue" }), 202);
     expect((await json<Turn>(await slow)).status).toBe("completed");
     const ended = await vi.waitFor(
@@ -326,7 +313,6 @@ describe("max_thread_bytes", () => {
   });
 });
 
-/** Records which methods of tenant objects are called (through the shared binding). */
 /** The methods called on the stubs `namespace` hands out from now on, in order. */
 function watchCalls<T extends Rpc.DurableObjectBranded | undefined>(
   namespace: DurableObjectNamespace<T>,

@@ -12,6 +12,7 @@ import {
   readSse,
   type SseFrame,
   threadStub,
+  untilRunning,
 } from "./helpers/api.ts";
 import { answerEvents, requestJson, responsesStream } from "./helpers/openai.ts";
 import { checkThreadRollout, sqlRows } from "./helpers/rollout.ts";
@@ -66,12 +67,6 @@ const waitFor = async (check: () => Promise<boolean>) => {
   }
   throw new Error("condition not reached");
 };
-/** Until the thread runs a turn (a `/slow` one, started without awaiting it). */
-const untilRunning = (id: string) =>
-  waitFor(
-    async () =>
-      (await json<{ status: string }>(await api("GET", `/v1/threads/${id}`))).status === "running",
-  );
 const untilTurnStatus = (id: string, turnId: string, status: string) =>
   waitFor(
     async () =>

@@ -22,7 +22,7 @@ import type { Env } from "../../env.ts";
 import type { WebhookMessage } from "../../shared/api/index.ts";
 import { WEBHOOK_EVENT_TYPES } from "../../shared/webhooks/index.ts";
 import { consumeWebhooks } from "../../worker/webhook-consumer.ts";
-import { api, json, newThreadId, post, threadStub } from "./helpers/api.ts";
+import { api, json, newThreadId, post, threadStub, untilRunning } from "./helpers/api.ts";
 import { RECEIVER_URL, type Received, receiver } from "./helpers/receiver.ts";
 import { tenantWithKey } from "./helpers/tenancy.ts";
 
@@ -66,11 +66,6 @@ interface Event {
   type: string;
   timestamp: string;
   data: Record<string, unknown>;
-}
-
-/** Every managed tenant starts without endpoints, whatever other tests did to `local`. */
-async function freshTenant() {
-  return tenantWithKey();
 }
 
 async function createEndpoint(key: string, body: Record<string, unknown> = {}) {
@@ -127,7 +122,7 @@ const turn = (key: string) => async (id: string, input: string) =>
 
 describe("the endpoint routes", () => {
   it("create shows the whsec_ secret once; get and list never; patch and delete change them", async () => {
-    const { key } = await freshTenant();
+    const { key } = await tenantWithKey();
     const created = await createEndpoint(key, { description: "ci", events: ["turn.completed"] });
     expect(created).toEqual({
       object: "webhook_endpoint",
@@ -171,7 +166,7 @@ describe("the endpoint routes", () => {
   });
 
   it("refuses URLs that are not https (but loopback in development), and unknown events", async () => {
-    const { key } = await freshTenant();
+    const { key } = await tenantWithKey();
     const refused = await api(
       "POST",
       "/v1/webhook-endpoints",
@@ -200,7 +195,7 @@ describe("the endpoint routes", () => {
   });
 
   it("need the hooks scope", async () => {
-    const { tenant } = await freshTenant();
+    const { tenant } = await tenantWithKey();
     const limited = await json<{ key: string }>(
       await api(
         "POST",
@@ -217,7 +212,7 @@ describe("the endpoint routes", () => {
 
 describe("invariant 12: every terminal turn yields one event per endpoint, delivered, signed", () => {
   it("each lifecycle event arrives once, verified by the standardwebhooks package", async () => {
-    const { key } = await freshTenant();
+    const { key } = await tenantWithKey();
     const endpoint = await createEndpoint(key);
     const received = receiver(
       () => 200,
@@ -237,12 +232,7 @@ describe("invariant 12: every terminal turn yields one event per endpoint, deliv
       ),
     );
     const slow = post(`/v1/threads/${id}/turns`, { input: "/slow 200 wait" }, key);
-    await vi.waitUntil(
-      async () =>
-        (await json<{ status: string }>(await api("GET", `/v1/threads/${id}`, undefined, key)))
-          .status === "running",
-      { timeout: 5_000, interval: 10 },
-    );
+    await untilRunning(id, key);
     const instead = await json<{ id: string }>(
       await api("POST", `/v1/threads/${id}/turns`, { input: "now", on_busy: "interrupt" }, key),
     );
@@ -325,7 +315,7 @@ describe("invariant 12: every terminal turn yields one event per endpoint, deliv
 
 describe("retries", () => {
   it("a receiver that fails, times out or redirects is tried again, with the same webhook-id, until it answers 2xx", async () => {
-    const { key } = await freshTenant();
+    const { key } = await tenantWithKey();
     const endpoint = await createEndpoint(key, { events: ["turn.completed"] });
     const answers: (number | "hang")[] = [500, "hang", 302, 204];
     const received = receiver((_, n) => answers[n] ?? 200);
@@ -349,7 +339,7 @@ describe("retries", () => {
   });
 
   it("a receiver that answers 410 Gone disables the endpoint: no more attempts, the delivery failed", async () => {
-    const { key, tenant } = await freshTenant();
+    const { key, tenant } = await tenantWithKey();
     const endpoint = await createEndpoint(key, { events: ["turn.completed"] });
     const received = receiver(() => 410);
     const id = newThreadId();
@@ -381,7 +371,7 @@ describe("retries", () => {
   });
 
   it("a receiver that always fails gets eight attempts, then the delivery is failed", async () => {
-    const { key } = await freshTenant();
+    const { key } = await tenantWithKey();
     const endpoint = await createEndpoint(key, { events: ["thread.created"] });
     const received = receiver(() => 503);
     await thread(key)(newThreadId());
@@ -430,7 +420,7 @@ describe("retries", () => {
   });
 
   it("a message the dead-letter queue receives is recorded as failed, unless it was delivered", async () => {
-    const { key, tenant } = await freshTenant();
+    const { key, tenant } = await tenantWithKey();
     const endpoint = await createEndpoint(key);
     const message = (webhookId: string): WebhookMessage => ({
       tenant: tenant.id,
@@ -460,7 +450,7 @@ describe("retries", () => {
 
 describe("the endpoint's secret, state and test event", () => {
   it("a rotated secret signs beside the new one for a day: a receiver with either verifies", async () => {
-    const { key } = await freshTenant();
+    const { key } = await tenantWithKey();
     const endpoint = await createEndpoint(key, { events: ["thread.created"] });
     const rotated = await json<Endpoint & { secret: string }>(
       await api("POST", `/v1/webhook-endpoints/${endpoint.id}/rotate-secret`, {}, key),
@@ -478,7 +468,7 @@ describe("the endpoint's secret, state and test event", () => {
   });
 
   it("POST …/test sends webhook.test, listed at once as pending and then delivered", async () => {
-    const { key } = await freshTenant();
+    const { key } = await tenantWithKey();
     const endpoint = await createEndpoint(key, { events: ["turn.failed"] });
     const received = receiver();
     const queued = await json<Delivery>(
@@ -506,7 +496,7 @@ describe("the endpoint's secret, state and test event", () => {
   });
 
   it("a disabled endpoint receives nothing, an enabled one what it subscribes to only", async () => {
-    const { key } = await freshTenant();
+    const { key } = await tenantWithKey();
     const off = await createEndpoint(key);
     await api("PATCH", `/v1/webhook-endpoints/${off.id}`, { disabled: true }, key);
     const on = await createEndpoint(key, { events: ["turn.completed"] });
@@ -537,7 +527,7 @@ async function outboxOf(tenant: string, id: string) {
 
 describe("the outbox", () => {
   it("invariant 14: a tenant without endpoints costs its turns nothing: no row, no hand-off", async () => {
-    const { key, tenant } = await freshTenant();
+    const { key, tenant } = await tenantWithKey();
     const sends = vi.spyOn(env.WEBHOOKS, "sendBatch");
     const id = newThreadId();
     await thread(key)(id);
@@ -549,7 +539,7 @@ describe("the outbox", () => {
   });
 
   it("rows whose hand-off failed stay through the instance's end, and the alarm hands them off", async () => {
-    const { key, tenant } = await freshTenant();
+    const { key, tenant } = await tenantWithKey();
     const endpoint = await createEndpoint(key, { events: ["turn.completed"] });
     const received = receiver();
     const id = newThreadId();
@@ -573,7 +563,7 @@ describe("the outbox", () => {
   });
 
   it("an endpoint created after a thread learned there were none gets its events from the thread's next push on", async () => {
-    const { key, tenant } = await freshTenant();
+    const { key, tenant } = await tenantWithKey();
     const id = newThreadId();
     await thread(key)(id);
     await turn(key)(id, "before");

@@ -1,4 +1,5 @@
 import { env, exports } from "cloudflare:workers";
+import { vi } from "vitest";
 
 export const BASE = "http://spindle.test";
 export const DEV_KEY = "sk-local-dev";
@@ -132,4 +133,14 @@ export async function importRollout(
     },
     body,
   });
+}
+
+/** Resolves once the thread reports a running task (a `/slow` turn started without awaiting it). */
+export async function untilRunning(threadId: string, key: string = DEV_KEY): Promise<void> {
+  await vi.waitUntil(
+    async () =>
+      (await json<{ status: string }>(await api("GET", `/v1/threads/${threadId}`, undefined, key)))
+        .status === "running",
+    { timeout: 5_000, interval: 10 },
+  );
 }
