@@ -9,6 +9,7 @@ import {
 import type { ResponseItem } from "../shared/protocol/index.ts";
 import { type Checkpoint, restoreCheckpoint } from "../shared/rollout/index.ts";
 import { gunzip, gzip, sha256HexSync } from "./gzip.ts";
+import { CHECKPOINT_TABLES } from "./schema.ts";
 import type { Sql } from "./sql.ts";
 
 /** Headroom below the 2 MB per-value limit of Durable Object SQLite (see `text-parts.ts`). */
@@ -22,13 +23,6 @@ export interface ItemGroupLimits {
 }
 
 export const DEFAULT_ITEM_GROUP_LIMITS: ItemGroupLimits = { maxItems: 250, maxBytes: 1_000_000 };
-
-/** The checkpoint's tables, created together on its first save. */
-const CHECKPOINT_TABLES = [
-  "spindle_checkpoint",
-  "spindle_checkpoint_items",
-  "spindle_checkpoint_runs",
-] as const;
 
 /** Splits bytes into chunks of at most `max` bytes. */
 export function chunkBytes(bytes: Uint8Array, max = CHECKPOINT_CHUNK_MAX_BYTES): Uint8Array[] {
@@ -261,11 +255,7 @@ export class CheckpointStore {
   }
 
   clear(): void {
-    for (const table of CHECKPOINT_TABLES) {
-      this.#sql.tables.ifExists(table, undefined, () =>
-        this.#storage.sql.exec(`DELETE FROM ${table}`),
-      );
-    }
+    this.#sql.tables.clear(...CHECKPOINT_TABLES);
     this.#stored = undefined;
   }
 

@@ -81,6 +81,13 @@ export type LazyTable = keyof typeof LAZY_TABLES;
 const missingTable = (err: unknown, table: string) =>
   err instanceof Error && err.message.startsWith(`no such table: ${table}:`);
 
+/** The checkpoint's tables, created together on its first save. */
+export const CHECKPOINT_TABLES = [
+  "spindle_checkpoint",
+  "spindle_checkpoint_items",
+  "spindle_checkpoint_runs",
+] as const satisfies readonly LazyTable[];
+
 /**
  * Which of the lazily created tables exist, read from `sqlite_master` once (per object: every
  * `Sql` of one storage shares it, see `tablesOf`), then kept up to date by the creations made
@@ -145,6 +152,13 @@ export class Tables {
     }
   }
 
+  /** Empties those of `tables` that exist. */
+  clear(...tables: readonly LazyTable[]): void {
+    for (const table of tables) {
+      this.ifExists(table, undefined, () => this.#storage.exec(`DELETE FROM ${table}`));
+    }
+  }
+
   /** Forgets what it read (the storage was wiped). */
   reset(): void {
     this.#existing = undefined;
@@ -173,14 +187,7 @@ export function clearRolloutState(storage: SqlStorage): void {
   storage.exec(`DELETE FROM spindle_meta; DELETE FROM spindle_rollout;
     DELETE FROM spindle_segments; DELETE FROM spindle_turns;`);
   const tables = tablesOf(storage);
-  for (const table of [
-    "spindle_checkpoint",
-    "spindle_checkpoint_items",
-    "spindle_checkpoint_runs",
-    "spindle_turn_groups",
-  ] as const) {
-    tables.ifExists(table, undefined, () => storage.exec(`DELETE FROM ${table}`));
-  }
+  tables.clear(...CHECKPOINT_TABLES, "spindle_turn_groups");
   tables.ifExists("spindle_parts", undefined, () =>
     storage.exec("DELETE FROM spindle_parts WHERE kind IN ('meta', 'turn')"),
   );

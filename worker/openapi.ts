@@ -214,19 +214,17 @@ export function buildOpenApiDocument(
  * thin JSON body; a 2xx within 15 s is a delivery.
  */
 function outboundEvents(): OpenApiDocument["webhooks"] {
-  const headers = Object.fromEntries(
-    [
-      ["webhook-id", "One per event and endpoint, the same on every attempt: dedup on it."],
-      ["webhook-timestamp", "The attempt's time, unix seconds."],
-      [
-        "webhook-signature",
-        "`v1,<base64 HMAC-SHA256>` per secret (two for a day after a rotation).",
-      ],
-    ].map(([name, description]) => [
-      name,
-      { in: "header", name, required: true, description, schema: { type: "string" } },
-    ]),
-  );
+  const headers = [
+    ["webhook-id", "One per event and endpoint, the same on every attempt: dedup on it."],
+    ["webhook-timestamp", "The attempt's time, unix seconds."],
+    ["webhook-signature", "`v1,<base64 HMAC-SHA256>` per secret (two for a day after a rotation)."],
+  ].map(([name, description]) => ({
+    in: "header",
+    name,
+    required: true,
+    description,
+    schema: { type: "string" },
+  }));
   return Object.fromEntries(
     WEBHOOK_EVENT_TYPES.map((type) => [
       type,
@@ -234,7 +232,7 @@ function outboundEvents(): OpenApiDocument["webhooks"] {
         post: {
           operationId: `event:${type}`,
           summary: `The \`${type}\` event`,
-          parameters: Object.values(headers),
+          parameters: headers,
           requestBody: {
             required: true,
             content: {
