@@ -120,10 +120,7 @@ export function tablePage<R extends Record<string, SqlStorageValue>, T>(
       const filter = where.length === 0 ? "" : ` WHERE ${where.join(" AND ")}`;
       const text = `SELECT * FROM ${list.table}${filter}
         ORDER BY ${list.time} ${order}, id ${order} LIMIT ?`;
-      // The `Sql` tag binds each value where the text had a `?`.
-      const parts = text.split("?");
-      const strings = Object.assign(parts, { raw: parts }) as unknown as TemplateStringsArray;
-      return sql<R>(strings, ...values, limit).toArray();
+      return sql.exec<R>(text, ...values, limit).toArray();
     },
     item,
     (row) => ({ c: String(row[list.time]), i: String(row.id) }),

@@ -88,13 +88,13 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     migrate(ctx.storage.sql, TENANT_MIGRATIONS);
     this.#sql = sqlOf(ctx.storage.sql);
     this.#keys = new KeyStore(this.#sql, systemClock);
-    this.#index = new ThreadIndex(ctx.storage.sql, this.#sql, systemClock);
+    this.#index = new ThreadIndex(this.#sql, systemClock);
     this.#admissions = new TenantAdmissions({
       sql: this.#sql,
       clock: systemClock,
       yieldOf: (threadId, grant) => this.#yieldOf(threadId, grant),
     });
-    this.#usage = new UsageRollup(ctx.storage.sql, this.#sql);
+    this.#usage = new UsageRollup(this.#sql);
     this.#hooks = new HookStore(this.#sql, systemClock);
     this.#endpoints = new EndpointStore(this.#sql, systemClock);
   }

@@ -32,11 +32,9 @@ const ListCursorSchema = z.object({
  */
 export class ThreadIndex {
   readonly #sql: Sql;
-  readonly #storage: SqlStorage;
   readonly #clock: Clock;
 
-  constructor(storage: SqlStorage, sql: Sql, clock: Clock) {
-    this.#storage = storage;
+  constructor(sql: Sql, clock: Clock) {
     this.#sql = sql;
     this.#clock = clock;
   }
@@ -99,7 +97,7 @@ export class ThreadIndex {
       params.push(after.u, after.i);
     }
     const direction = desc ? "DESC" : "ASC";
-    const rows = this.#storage
+    const rows = this.#sql
       .exec<{ thread_id: string; updated_at: string; body: string }>(
         `SELECT thread_id, updated_at, body FROM tenant_threads WHERE ${where.join(" AND ")}
          ORDER BY updated_at ${direction}, thread_id ${direction} LIMIT ?`,

@@ -46,10 +46,8 @@ const BucketCursorSchema = z.object({ g: z.enum(["day", "thread", "model"]), b: 
  */
 export class UsageRollup {
   readonly #sql: Sql;
-  readonly #storage: SqlStorage;
 
-  constructor(storage: SqlStorage, sql: Sql) {
-    this.#storage = storage;
+  constructor(sql: Sql) {
     this.#sql = sql;
   }
 
@@ -135,7 +133,7 @@ export class UsageRollup {
       after = ` AND ${column} > ?`;
       params.push(cursor.b);
     }
-    const rows = this.#storage
+    const rows = this.#sql
       .exec<Omit<UsageBucket, "object">>(
         `SELECT ${column} AS bucket, SUM(input_tokens) AS input_tokens,
            SUM(cached_input_tokens) AS cached_input_tokens, SUM(output_tokens) AS output_tokens,

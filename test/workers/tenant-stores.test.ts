@@ -37,14 +37,13 @@ import { newTenantId } from "./helpers/tenancy.ts";
 function withTenantStorage<T>(
   body: (parts: {
     sql: ReturnType<typeof sqlOf>;
-    storage: SqlStorage;
     clock: { nowMs: () => number; at: number };
   }) => T,
 ): Promise<T> {
   return runInDurableObject(env.TENANT.getByName(newTenantId()), (_i, state) => {
     migrate(state.storage.sql, TENANT_MIGRATIONS);
     const clock = { at: Date.UTC(2026, 11, 1, 12), nowMs: () => clock.at };
-    return body({ sql: sqlOf(state.storage.sql), storage: state.storage.sql, clock });
+    return body({ sql: sqlOf(state.storage.sql), clock });
   });
 }
 
@@ -138,8 +137,8 @@ describe("KeyStore", () => {
 
 describe("ThreadIndex", () => {
   it("applies a push unless a newer one was applied, and a null thread drops the entry", async () => {
-    const result = await withTenantStorage(({ sql, storage, clock }) => {
-      const index = new ThreadIndex(storage, sql, clock);
+    const result = await withTenantStorage(({ sql, clock }) => {
+      const index = new ThreadIndex(sql, clock);
       const ids = () =>
         (
           index.list({ limit: 10, order: "desc" }) as { value: { data: ThreadResource[] } }
@@ -160,8 +159,8 @@ describe("ThreadIndex", () => {
   });
 
   it("pages by updated_at then id, either way, with status and metadata filters", async () => {
-    const result = await withTenantStorage(({ sql, storage, clock }) => {
-      const index = new ThreadIndex(storage, sql, clock);
+    const result = await withTenantStorage(({ sql, clock }) => {
+      const index = new ThreadIndex(sql, clock);
       const at = (n: number) => `2026-12-01T10:00:0${n}.000Z`;
       index.apply(sync("a", 1, threadAt("a", at(1), { metadata: { team: "x" } })));
       index.apply(sync("b", 1, threadAt("b", at(2), { status: "running" })));
@@ -200,8 +199,8 @@ describe("ThreadIndex", () => {
   });
 
   it("reservations count under max_threads until their thread pushes, or for a minute", async () => {
-    const result = await withTenantStorage(({ sql, storage, clock }) => {
-      const index = new ThreadIndex(storage, sql, clock);
+    const result = await withTenantStorage(({ sql, clock }) => {
+      const index = new ThreadIndex(sql, clock);
       const code = (r: { ok: boolean; error?: { quota?: string } }) =>
         r.ok ? "ok" : r.error?.quota;
       const first = code(index.reserve("t1", 2));
@@ -478,8 +477,8 @@ describe("UsageRollup", () => {
   });
 
   it("takes each entry once, by incarnation then seq, and a later incarnation starts over", async () => {
-    const result = await withTenantStorage(({ sql, storage }) => {
-      const usage = new UsageRollup(storage, sql);
+    const result = await withTenantStorage(({ sql }) => {
+      const usage = new UsageRollup(sql);
       const A = "2026-12-01T00:00:00.000Z";
       const B = "2026-12-01T01:00:00.000Z";
       const marks = [
@@ -527,8 +526,8 @@ describe("UsageRollup", () => {
   });
 
   it("answers a range by UTC day, start included, end excluded, with the default range", async () => {
-    const result = await withTenantStorage(({ sql, storage }) => {
-      const usage = new UsageRollup(storage, sql);
+    const result = await withTenantStorage(({ sql }) => {
+      const usage = new UsageRollup(sql);
       const A = "2026-12-01T00:00:00.000Z";
       usage.apply("t", [
         entry(A, 1, { day: "2026-10-01" }),
