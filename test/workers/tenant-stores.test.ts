@@ -35,10 +35,7 @@ import { newTenantId } from "./helpers/tenancy.ts";
 
 /** Runs `body` over the SQLite of a fresh tenant object, with a clock the test moves. */
 function withTenantStorage<T>(
-  body: (parts: {
-    sql: ReturnType<typeof sqlOf>;
-    clock: { nowMs: () => number; at: number };
-  }) => T,
+  body: (parts: { sql: ReturnType<typeof sqlOf>; clock: { nowMs: () => number; at: number } }) => T,
 ): Promise<T> {
   return runInDurableObject(env.TENANT.getByName(newTenantId()), (_i, state) => {
     migrate(state.storage.sql, TENANT_MIGRATIONS);
