@@ -105,7 +105,7 @@ export class HookIntake {
         error: null,
       };
       this.#deps.storage.transactionSync(() => {
-        this.#insert(delivery, false);
+        this.#insert(delivery, req.dedupKey, false);
         queue.push({ turnId, content: contentOf(req.input) });
       });
       this.#awaitingTurns().add(turnId);
@@ -122,7 +122,7 @@ export class HookIntake {
 
   /** A redelivery within the window: logged as a duplicate, answered with the first delivery. */
   #duplicate(req: AcceptDeliveryRequest): RpcResult<AcceptedDelivery> | undefined {
-    const first = this.#accepted(req.hookId, req.deliveryId, this.#deps.clock.nowMs());
+    const first = this.#accepted(req.hookId, req.dedupKey, this.#deps.clock.nowMs());
     if (!first) return undefined;
     const duplicate: DeliveryResource = {
       ...first,
@@ -131,7 +131,7 @@ export class HookIntake {
       duplicate_of: first.id,
       received_at: req.receivedAt,
     };
-    this.#insert(duplicate, true);
+    this.#insert(duplicate, req.dedupKey, true);
     this.#deps.changed();
     return ok({ delivery: first, duplicate: true });
   }
@@ -154,11 +154,11 @@ export class HookIntake {
     return now ? ok(now) : THREAD_NOT_FOUND;
   }
 
-  /** The accepted delivery of this sender id within the dedup window, as it stands. */
-  #accepted(hookId: string, deliveryId: string, nowMs: number): DeliveryResource | undefined {
+  /** The accepted delivery of this dedup key within the dedup window, as it stands. */
+  #accepted(hookId: string, dedupKey: string, nowMs: number): DeliveryResource | undefined {
     const row = this.#deliveryRow(
       (sql) => sql<DeliveryRow>`SELECT body, rev FROM spindle_deliveries
-        WHERE hook_id = ${hookId} AND delivery_id = ${deliveryId} AND status = 'accepted'
+        WHERE hook_id = ${hookId} AND delivery_id = ${dedupKey} AND status = 'accepted'
           AND received_at >= ${nowMs - DEDUP_WINDOW_MS}
         LIMIT 1`,
     );
@@ -171,12 +171,13 @@ export class HookIntake {
     return sql.tables.ifExists("spindle_deliveries", undefined, () => query(sql).toArray()[0]);
   }
 
-  #insert(delivery: DeliveryResource, final: boolean): void {
+  /** A log entry; its `delivery_id` column holds the hook's dedup key. */
+  #insert(delivery: DeliveryResource, dedupKey: string, final: boolean): void {
     const sql = this.#deps.sql;
     sql.tables.ensuring("spindle_deliveries", () => {
       sql`INSERT INTO spindle_deliveries
         (id, hook_id, delivery_id, status, received_at, turn_id, final, rev, body)
-        VALUES (${delivery.id}, ${delivery.hook_id}, ${delivery.delivery_id ?? ""},
+        VALUES (${delivery.id}, ${delivery.hook_id}, ${dedupKey},
           ${delivery.status}, ${Date.parse(delivery.received_at)}, ${delivery.turn_id},
           ${final ? 1 : 0}, 1, ${JSON.stringify(delivery)})`;
     });

@@ -1,6 +1,6 @@
 import { v7 as uuidv7 } from "uuid";
 import type { Env } from "../env.ts";
-import type { CreateThreadRequest } from "../shared/api/index.ts";
+import type { CreateThreadRequest, TenantHome } from "../shared/api/index.ts";
 import {
   ContextManager,
   freezeItemsInPlace,
@@ -32,6 +32,7 @@ import {
 } from "./checkpoint-store.ts";
 import { creationTime, ThreadLedger } from "./ledger.ts";
 import { MetaStore, newThreadMeta, sessionMetaPayload, type ThreadMeta } from "./meta-store.ts";
+import { tenantPathOf, threadNameOf } from "./placement.ts";
 import { catalogOf, modelClientFactory } from "./providers.ts";
 import { decodeTolerantly, firstMissingSeq, RolloutLog } from "./rollout-log.ts";
 import { type SegmentRow, SegmentStore } from "./segments.ts";
@@ -43,9 +44,15 @@ export const DEFAULT_CHECKPOINT_EVERY_LINES = 250;
 export const systemClock: Clock = { nowMs: () => Date.now() };
 export const randomIds: IdSource = { uuidv7: () => uuidv7() };
 
-/** The R2 prefix of a thread's objects. */
-export function threadPrefix(tenant: string, threadId: string): string {
-  return `threads/${tenant}/${threadId}/`;
+/**
+ * The R2 prefix of a thread's objects: `threads/{tenant}/{thread}/`, with the tenant's
+ * incarnation (`{tenant}.{incarnation}`) when it has one, as in the object's name.
+ */
+export function threadPrefix(
+  home: Pick<TenantHome, "tenant" | "incarnation">,
+  threadId: string,
+): string {
+  return `threads/${tenantPathOf(home)}/${threadId}/`;
 }
 
 export interface StorageParts {
@@ -58,6 +65,8 @@ export interface StorageParts {
   checkpointGroups: ItemGroupLimits;
   sql: Sql;
   storage: DurableObjectStorage;
+  /** The tenant incarnation the object belongs to, from its name (its R2 keys carry it). */
+  incarnation: string | null;
   /** The bucket of the tenant's jurisdiction, once the thread's placement is known. */
   bucket: R2Bucket;
   meta: MetaStore;
@@ -84,6 +93,7 @@ export function storagePartsOf(
     },
     sql,
     storage: ctx.storage,
+    incarnation: threadNameOf(ctx)?.incarnation ?? null,
     bucket,
     meta: new MetaStore(sql),
   };
@@ -128,7 +138,7 @@ export class LiveThread {
      * The segment store of the thread this one reloads, if any: a flush it has in flight goes on,
      * and one store knows what it wrote (two would each plan the same next segment).
      */
-    segments = new SegmentStore(parts.sql, parts.bucket, threadPrefix(meta.tenant, meta.id), log),
+    segments = new SegmentStore(parts.sql, parts.bucket, threadPrefix({ tenant: meta.tenant, incarnation: parts.incarnation }, meta.id), log),
   ) {
     this.parts = parts;
     this.meta = meta;
@@ -380,7 +390,7 @@ export async function readWholeRollout(
   warnings: string[];
 }> {
   const local = everyLine ? log.rawAfter(0) : log.rawAfter(0, log.lastSeq);
-  const r2 = await SegmentStore.readAll(parts.bucket, threadPrefix(meta.tenant, meta.id));
+  const r2 = await SegmentStore.readAll(parts.bucket, threadPrefix({ tenant: meta.tenant, incarnation: parts.incarnation }, meta.id));
   const lastSeq = everyLine
     ? Math.max(log.lastSeq, local.at(-1)?.seq ?? 0, r2.lines.at(-1)?.seq ?? 0)
     : log.lastSeq;

@@ -1,5 +1,11 @@
 import type { Env } from "../env.ts";
-import type { DirectoryRpc, Jurisdiction, TenantRpc, ThreadRpc } from "../shared/api/index.ts";
+import type {
+  DirectoryRpc,
+  Jurisdiction,
+  TenantHome,
+  TenantRpc,
+  ThreadRpc,
+} from "../shared/api/index.ts";
 
 /**
  * Where a tenant's data lives (design §11 residency): the one place that turns a jurisdiction into
@@ -14,17 +20,28 @@ import type { DirectoryRpc, Jurisdiction, TenantRpc, ThreadRpc } from "../shared
  * jurisdiction's. In production a failure to place an object is an error, never a fallback.
  */
 
-/** The DO name of a thread: `{tenant}:{thread}`; neither id may hold `:` (design §10 invariant 9). */
-export function threadObjectName(tenant: string, threadId: string): string {
-  return `${tenant}:${threadId}`;
+/**
+ * The DO name of a thread: `{tenant}:{thread}`, or `{tenant}.{incarnation}:{thread}` for a tenant
+ * with an incarnation, so a tenant id created again after a delete addresses none of the objects
+ * of the one before (design §18 invariant 19). Neither id may hold `:` or `.` (invariant 9).
+ */
+export function threadObjectName(home: TenantHome, threadId: string): string {
+  return `${tenantPathOf(home)}:${threadId}`;
 }
 
-/** The tenant and thread a Thread object is named for, if any (the inverse of the above). */
+/** `{tenant}` or `{tenant}.{incarnation}`: a tenant's part of its thread names and R2 keys. */
+export function tenantPathOf(home: Pick<TenantHome, "tenant" | "incarnation">): string {
+  return home.incarnation === null ? home.tenant : `${home.tenant}.${home.incarnation}`;
+}
+
+/** The tenant, its incarnation and the thread a Thread object is named for, if any. */
 export function threadNameOf(
   ctx: DurableObjectState,
-): { tenant: string; threadId: string } | undefined {
-  const [tenant, threadId] = ctx.id.name?.split(":") ?? [];
-  return tenant && threadId ? { tenant, threadId } : undefined;
+): { tenant: string; incarnation: string | null; threadId: string } | undefined {
+  const [path, threadId] = ctx.id.name?.split(":") ?? [];
+  if (!path || !threadId) return undefined;
+  const [tenant = "", incarnation] = path.split(".");
+  return tenant ? { tenant, incarnation: incarnation ?? null, threadId } : undefined;
 }
 
 /** The one object of the tenant directory. */
@@ -77,17 +94,12 @@ export function requireBucketIn(env: Env, jurisdiction: Jurisdiction): R2Bucket 
   return bucket;
 }
 
-/** A thread's object, in its tenant's jurisdiction. */
-export function threadStubIn(
-  env: Env,
-  jurisdiction: Jurisdiction,
-  tenant: string,
-  threadId: string,
-): ThreadRpc {
+/** A thread's object, in its tenant's jurisdiction and incarnation. */
+export function threadStubIn(env: Env, home: TenantHome, threadId: string): ThreadRpc {
   // The Thread class implements ThreadRpc; its stub exposes each method as a promise of the same
   // plain-data result, which the RPC stub type spells differently.
-  return namespaceIn(env, env.THREAD, jurisdiction).getByName(
-    threadObjectName(tenant, threadId),
+  return namespaceIn(env, env.THREAD, home.jurisdiction).getByName(
+    threadObjectName(home, threadId),
   ) as unknown as ThreadRpc;
 }
 

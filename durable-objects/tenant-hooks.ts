@@ -1,10 +1,11 @@
-import type {
-  CreateHookRequest,
-  DeliveryEntry,
-  DeliveryResource,
-  HookRecord,
-  ListQuery,
-  ListResource,
+import {
+  type CreateHookRequest,
+  type DeliveryEntry,
+  type DeliveryResource,
+  type HookRecord,
+  hookDedupOf,
+  type ListQuery,
+  type ListResource,
 } from "../shared/api/index.ts";
 import type { Clock } from "../shared/ports/index.ts";
 import { tablePage } from "./cursor.ts";
@@ -54,6 +55,7 @@ export class HookStore {
       thread: body.thread,
       input: body.input ?? null,
       on_busy: body.on_busy,
+      dedup: hookDedupOf(body),
       thread_config: body.thread_config ?? null,
       events: body.events ?? null,
       created_at: new Date(this.#clock.nowMs()).toISOString(),

@@ -22,6 +22,8 @@
  *   attempts; kept 7 days.
  * - tenant_admissions: the admission each thread holds under `max_running_turns` and
  *   `tokens_per_day` (`tenant-admissions.ts`): its grant, its share of the day's tokens, when.
+ * - tenant_delivery_claims: the hooks' dedup keys of the last 72 hours, each with the thread its
+ *   first copy went to (`delivery-claims.ts`).
  */
 export const TENANT_MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS tenant_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -70,6 +72,10 @@ export const TENANT_MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS tenant_admissions (
      thread_id TEXT PRIMARY KEY, grant_id INTEGER NOT NULL, share INTEGER,
      granted_at INTEGER NOT NULL);`,
+  `CREATE TABLE IF NOT EXISTS tenant_delivery_claims (
+     hook_id TEXT NOT NULL, key TEXT NOT NULL, thread_id TEXT NOT NULL,
+     claimed_at INTEGER NOT NULL, PRIMARY KEY (hook_id, key));
+   CREATE INDEX IF NOT EXISTS tenant_delivery_claims_at ON tenant_delivery_claims (claimed_at);`,
 ];
 
 /** The directory object's tables: every managed tenant's record, by id. */

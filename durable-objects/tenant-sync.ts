@@ -69,7 +69,7 @@ export interface TenantSyncDeps {
   clock: Clock;
   alarms: AlarmSchedule;
   /** The object's tenant and thread, from its name (undefined for an unnamed object). */
-  name: { tenant: string; threadId: string } | undefined;
+  name: { tenant: string; incarnation: string | null; threadId: string } | undefined;
   /** The thread as the listing shows it, loaded if need be; null when the object holds none. */
   snapshot: () => Promise<ThreadResource | null>;
   /** The tenant's object says the tenant was deleted: the thread deletes itself. */
@@ -138,7 +138,13 @@ export class TenantSync {
 
   /** The tenant's placement and quotas, as the newest request that carried them said. */
   get policy(): TenantPolicy {
-    return this.#storedPlacement() ?? { jurisdiction: null, quotas: NO_QUOTAS };
+    return (
+      this.#storedPlacement() ?? {
+        jurisdiction: null,
+        quotas: NO_QUOTAS,
+        incarnation: this.#deps.name?.incarnation ?? null,
+      }
+    );
   }
 
   #storedPlacement(): TenantPolicy | null {
@@ -250,7 +256,13 @@ export class TenantSync {
     }
     const version = (this.#values.get<number>("version") ?? 0) + 1;
     this.#values.put("version", version);
-    const request: ThreadSync = { threadId: name.threadId, version, thread, usage };
+    const request: ThreadSync = {
+      threadId: name.threadId,
+      incarnation: name.incarnation,
+      version,
+      thread,
+      usage,
+    };
     if (deliveries.length > 0) request.deliveries = deliveries;
     return { request, hash };
   }
@@ -276,6 +288,7 @@ export class TenantSync {
     if (!tenant || !name) return undefined;
     return tenant.admitTask({
       threadId: name.threadId,
+      incarnation: name.incarnation,
       held,
       usage: pendingEntries(this.#deps.sql, SYNC_BATCH_ENTRIES),
       quotas,
@@ -291,7 +304,7 @@ export class TenantSync {
     const name = this.#deps.name;
     if (!tenant || !name) return;
     this.#deps.waitUntil(
-      tenant.releaseAdmission({ threadId: name.threadId, grant }).catch((err: unknown) => {
+      tenant.releaseAdmission({ threadId: name.threadId, incarnation: name.incarnation, grant }).catch((err: unknown) => {
         console.warn(
           "[tenant-sync] releaseAdmission failed; the tenant asks for it when it needs it",
           err,
@@ -305,7 +318,11 @@ export class TenantSync {
     const tenant = this.tenant();
     const name = this.#deps.name;
     if (!tenant || !name) return ok(null);
-    return tenant.reserveThread({ threadId: name.threadId, maxThreads });
+    return tenant.reserveThread({
+      threadId: name.threadId,
+      incarnation: name.incarnation,
+      maxThreads,
+    });
   }
 
   /**

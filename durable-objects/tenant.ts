@@ -4,6 +4,7 @@ import type {
   AdmissionGrant,
   AdmitTaskRequest,
   ApiKeyResource,
+  ClaimDeliveryRequest,
   CreatedApiKey,
   CreateEndpointRequest,
   CreateHookRequest,
@@ -22,6 +23,8 @@ import type {
   ReserveThreadRequest,
   RpcResult,
   SyncAck,
+  TenantCaller,
+  TenantHome,
   TenantResource,
   TenantRpc,
   ThreadResource,
@@ -38,6 +41,8 @@ import type {
 import { badCursor } from "./cursor.ts";
 import { systemClock } from "./live-thread.ts";
 import { directoryStub, threadStubIn } from "./placement.ts";
+import { DeliveryClaims } from "./delivery-claims.ts";
+import { randomId } from "./random-ids.ts";
 import { fail, ok } from "./results.ts";
 import { migrate } from "./schema.ts";
 import { type Sql, sqlOf } from "./sql.ts";
@@ -81,6 +86,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
   readonly #usage: UsageRollup;
   readonly #hooks: HookStore;
   readonly #endpoints: EndpointStore;
+  readonly #claims: DeliveryClaims;
   readonly #metaRead = new Map<string, unknown>();
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -97,6 +103,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     this.#usage = new UsageRollup(this.#sql);
     this.#hooks = new HookStore(this.#sql, systemClock);
     this.#endpoints = new EndpointStore(this.#sql, systemClock);
+    this.#claims = new DeliveryClaims(this.#sql, systemClock);
   }
 
   /**
@@ -128,6 +135,40 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     return this.#meta<TenantResource>("record");
   }
 
+  /**
+   * The incarnation of the tenant id this object holds (design §18 invariant 19): made when the
+   * record is first stored, new each time the id is created again; null for a tenant of the
+   * static keys or one created before incarnations.
+   */
+  #incarnation(): string | null {
+    return this.#meta<string>("incarnation") ?? null;
+  }
+
+  /** Stores a new tenant's record, in a new incarnation. */
+  #begin(record: TenantResource): void {
+    this.#putMeta("record", record);
+    this.#putMeta("incarnation", randomId("i", 12).slice(2));
+    this.#deleteMeta("deleted");
+  }
+
+  #home(record: TenantResource): TenantHome {
+    return { tenant: record.id, jurisdiction: record.jurisdiction, incarnation: this.#incarnation() };
+  }
+
+  /**
+   * Whether `caller` acts in this tenant: the operator always; a key or hook only in the
+   * incarnation it was read in, and never once the tenant is deleted.
+   */
+  #admits(caller: TenantCaller): boolean {
+    if ("operator" in caller) return true;
+    return !this.#gone() && caller.incarnation === this.#incarnation();
+  }
+
+  /** A thread's object of another incarnation than this one, or of a deleted tenant. */
+  #foreign(incarnation: string | null | undefined): boolean {
+    return this.#meta<boolean>("deleted") === true || (incarnation ?? null) !== this.#incarnation();
+  }
+
   /** Whether the tenant was deleted (its record went; only this mark is left). */
   #gone(): boolean {
     return this.#record()?.status === "deleting" || this.#meta<boolean>("deleted") === true;
@@ -137,12 +178,13 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     const scopes = this.#keys.verify(req.keyId, req.digest);
     const tenant = this.#record();
     if (scopes === undefined || tenant?.status !== "active") return UNAUTHORIZED;
-    return ok({ tenant, keyId: req.keyId, scopes });
+    return ok({ tenant, incarnation: this.#incarnation(), keyId: req.keyId, scopes });
   }
 
+  /** A record for a tenant this object does not hold yet begins a new incarnation. */
   async putRecord(record: TenantResource): Promise<RpcResult<TenantResource>> {
-    this.#putMeta("record", record);
-    this.#deleteMeta("deleted");
+    if (this.#record() === undefined) this.#begin(record);
+    else this.#putMeta("record", record);
     return ok(record);
   }
 
@@ -174,7 +216,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
       await Promise.all(
         batch.slice(i, i + DELETION_PARALLEL).map(async (threadId) => {
           try {
-            const stub = threadStubIn(this.env, record.jurisdiction, record.id, threadId);
+            const stub = threadStubIn(this.env, this.#home(record), threadId);
             const deleted = await stub.deleteThread();
             if (deleted.ok || deleted.error.code === "not_found") this.#removeThread(threadId);
             else failed = true;
@@ -189,30 +231,42 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
   }
 
   async createKey(
+    caller: TenantCaller,
     req: CreateKeyRequest & { record?: TenantResource },
   ): Promise<RpcResult<CreatedApiKey>> {
     // The admin API passes the directory's record: it repairs a create cut short before the copy.
-    if (req.record && this.#record() === undefined) this.#putMeta("record", req.record);
+    if (req.record && this.#record() === undefined) this.#begin(req.record);
+    if (!this.#admits(caller)) return UNAUTHORIZED;
     const tenant = this.#record();
     if (tenant?.status !== "active") return NO_TENANT;
     return ok(this.#keys.create(tenant, { name: req.name, scopes: req.scopes }));
   }
 
-  async listKeys(req: ListQuery): Promise<RpcResult<ListResource<ApiKeyResource>>> {
+  async listKeys(
+    caller: TenantCaller,
+    req: ListQuery,
+  ): Promise<RpcResult<ListResource<ApiKeyResource>>> {
+    if (!this.#admits(caller)) return UNAUTHORIZED;
     return this.#page(this.#keys.list(req));
   }
 
-  async revokeKey(keyId: string): Promise<RpcResult<null>> {
+  async revokeKey(caller: TenantCaller, keyId: string): Promise<RpcResult<null>> {
+    if (!this.#admits(caller)) return UNAUTHORIZED;
     return this.#keys.revoke(keyId) ? ok(null) : fail("not_found", `No API key "${keyId}".`);
   }
 
-  async listThreads(req: ListThreadsQuery): Promise<RpcResult<ListResource<ThreadResource>>> {
+  async listThreads(
+    caller: TenantCaller,
+    req: ListThreadsQuery,
+  ): Promise<RpcResult<ListResource<ThreadResource>>> {
+    if (!this.#admits(caller)) return UNAUTHORIZED;
     return this.#index.list(req);
   }
 
   async reserveThread(req: ReserveThreadRequest): Promise<RpcResult<null>> {
-    // A key cached before the delete still reaches here for up to 30 s: it fails as it will then.
-    if (this.#gone()) return UNAUTHORIZED;
+    // A key cached before the delete (or of an incarnation before it) still reaches here for up
+    // to 30 s: it fails as it will then.
+    if (this.#gone() || this.#foreign(req.incarnation)) return UNAUTHORIZED;
     return this.#index.reserve(req.threadId, req.maxThreads);
   }
 
@@ -226,7 +280,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
    * nothing is kept.
    */
   #apply(req: ThreadSync): SyncAck {
-    if (this.#meta<boolean>("deleted") === true) {
+    if (this.#foreign(req.incarnation)) {
       const last = req.usage.at(-1);
       const usageThrough = last ? { incarnation: last.incarnation, seq: last.seq } : null;
       return { usageThrough, tenantGone: true };
@@ -243,7 +297,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
   }
 
   async admitTask(req: AdmitTaskRequest): Promise<RpcResult<AdmissionGrant>> {
-    if (this.#gone()) return UNAUTHORIZED;
+    if (this.#gone() || this.#foreign(req.incarnation)) return UNAUTHORIZED;
     return this.#admissions.admit(req, () => {
       const today = utcDay(systemClock.nowMs());
       return (
@@ -253,7 +307,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
   }
 
   async releaseAdmission(req: ReleaseAdmissionRequest): Promise<RpcResult<null>> {
-    this.#admissions.release(req);
+    if (!this.#foreign(req.incarnation)) this.#admissions.release(req);
     return ok(null);
   }
 
@@ -262,7 +316,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     const record = this.#record();
     if (!record) return "unknown";
     try {
-      const stub = threadStubIn(this.env, record.jurisdiction, record.id, threadId);
+      const stub = threadStubIn(this.env, this.#home(record), threadId);
       const answer = await stub.yieldAdmission(grant);
       if (!answer.ok) return answer.error.code === "not_found" ? "released" : "unknown";
       return answer.value.released ? "released" : "kept";
@@ -277,32 +331,49 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     this.#admissions.forget(threadId);
   }
 
-  async usage(req: UsageQuery): Promise<RpcResult<ListResource<UsageBucket>>> {
+  async usage(
+    caller: TenantCaller,
+    req: UsageQuery,
+  ): Promise<RpcResult<ListResource<UsageBucket>>> {
+    if (!this.#admits(caller)) return UNAUTHORIZED;
     return this.#usage.query(req, systemClock.nowMs());
   }
 
   // --- Hooks and webhook endpoints (design §12) -------------------------------------------------
 
-  async createHook(req: CreateHookRequest): Promise<RpcResult<HookRecord>> {
-    if (this.#gone()) return NO_TENANT;
+  async createHook(caller: TenantCaller, req: CreateHookRequest): Promise<RpcResult<HookRecord>> {
+    if (!this.#admits(caller)) return UNAUTHORIZED;
     const hook = this.#hooks.create(req);
     return hook ? ok(hook) : fail("hook_exists", `Hook "${req.body.id}" already exists.`);
   }
 
-  async listHooks(req: ListQuery): Promise<RpcResult<ListResource<HookRecord>>> {
+  async listHooks(
+    caller: TenantCaller,
+    req: ListQuery,
+  ): Promise<RpcResult<ListResource<HookRecord>>> {
+    if (!this.#admits(caller)) return UNAUTHORIZED;
     return this.#page(this.#hooks.list(req));
   }
 
-  async getHook(hookId: string): Promise<RpcResult<HookRecord>> {
+  async getHook(caller: TenantCaller, hookId: string): Promise<RpcResult<HookRecord>> {
+    if (!this.#admits(caller)) return UNAUTHORIZED;
     const hook = this.#hooks.get(hookId);
     return hook ? ok(hook) : NO_HOOK;
   }
 
-  async deleteHook(hookId: string): Promise<RpcResult<null>> {
-    return this.#hooks.delete(hookId) ? ok(null) : NO_HOOK;
+  async deleteHook(caller: TenantCaller, hookId: string): Promise<RpcResult<null>> {
+    if (!this.#admits(caller)) return UNAUTHORIZED;
+    if (!this.#hooks.delete(hookId)) return NO_HOOK;
+    this.#claims.forget(hookId);
+    return ok(null);
   }
 
-  async rotateHookSecret(hookId: string, secret: string): Promise<RpcResult<HookRecord>> {
+  async rotateHookSecret(
+    caller: TenantCaller,
+    hookId: string,
+    secret: string,
+  ): Promise<RpcResult<HookRecord>> {
+    if (!this.#admits(caller)) return UNAUTHORIZED;
     const hook = this.#hooks.rotate(hookId, secret);
     return hook ? ok(hook) : NO_HOOK;
   }
@@ -313,75 +384,115 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     const record = this.#record();
     return ok({
       ...target,
-      ...(record ? { policy: { jurisdiction: record.jurisdiction, quotas: record.quotas } } : {}),
+      ...(record
+        ? {
+            policy: {
+              jurisdiction: record.jurisdiction,
+              quotas: record.quotas,
+              incarnation: this.#incarnation(),
+            },
+          }
+        : {}),
       webhooks: this.#endpoints.subscriptions(),
     });
   }
 
-  async logDelivery(req: LogDeliveryRequest): Promise<RpcResult<null>> {
+  async claimDelivery(
+    caller: TenantCaller,
+    req: ClaimDeliveryRequest,
+  ): Promise<RpcResult<{ threadId: string }>> {
+    // A hook deleted (or a tenant deleted, or created again) since the edge cached it.
+    if (!this.#admits(caller) || !this.#hooks.get(req.hookId)) return NO_HOOK;
+    return ok({ threadId: this.#claims.claim(req.hookId, req.key, req.threadId) });
+  }
+
+  async logDelivery(caller: TenantCaller, req: LogDeliveryRequest): Promise<RpcResult<null>> {
+    if (!this.#admits(caller)) return NO_HOOK;
     this.#hooks.log([{ delivery: req.delivery, rev: 1 }]);
     return ok(null);
   }
 
   async listHookDeliveries(
+    caller: TenantCaller,
     hookId: string,
     req: ListQuery,
   ): Promise<RpcResult<ListResource<DeliveryResource>>> {
+    if (!this.#admits(caller)) return UNAUTHORIZED;
     if (!this.#hooks.get(hookId)) return NO_HOOK;
     return this.#page(this.#hooks.deliveries(hookId, req));
   }
 
-  async createEndpoint(req: CreateEndpointRequest): Promise<RpcResult<EndpointResource>> {
-    if (this.#gone()) return NO_TENANT;
+  async createEndpoint(
+    caller: TenantCaller,
+    req: CreateEndpointRequest,
+  ): Promise<RpcResult<EndpointResource>> {
+    if (!this.#admits(caller)) return UNAUTHORIZED;
     return ok(this.#endpoints.create(req));
   }
 
-  async listEndpoints(req: ListQuery): Promise<RpcResult<ListResource<EndpointResource>>> {
+  async listEndpoints(
+    caller: TenantCaller,
+    req: ListQuery,
+  ): Promise<RpcResult<ListResource<EndpointResource>>> {
+    if (!this.#admits(caller)) return UNAUTHORIZED;
     return this.#page(this.#endpoints.list(req));
   }
 
-  async getEndpoint(endpointId: string): Promise<RpcResult<EndpointResource>> {
+  async getEndpoint(caller: TenantCaller, endpointId: string): Promise<RpcResult<EndpointResource>> {
+    if (!this.#admits(caller)) return UNAUTHORIZED;
     const endpoint = this.#endpoints.get(endpointId);
     return endpoint ? ok(endpoint) : NO_ENDPOINT;
   }
 
   async patchEndpoint(
+    caller: TenantCaller,
     endpointId: string,
     patch: PatchEndpointBody,
   ): Promise<RpcResult<EndpointResource>> {
+    if (!this.#admits(caller)) return UNAUTHORIZED;
     const endpoint = this.#endpoints.patch(endpointId, patch);
     return endpoint ? ok(endpoint) : NO_ENDPOINT;
   }
 
-  async deleteEndpoint(endpointId: string): Promise<RpcResult<null>> {
+  async deleteEndpoint(caller: TenantCaller, endpointId: string): Promise<RpcResult<null>> {
+    if (!this.#admits(caller)) return UNAUTHORIZED;
     return this.#endpoints.delete(endpointId) ? ok(null) : NO_ENDPOINT;
   }
 
   async rotateEndpointSecret(
+    caller: TenantCaller,
     endpointId: string,
     secret: string,
   ): Promise<RpcResult<EndpointResource>> {
+    if (!this.#admits(caller)) return UNAUTHORIZED;
     const endpoint = this.#endpoints.rotate(endpointId, secret);
     return endpoint ? ok(endpoint) : NO_ENDPOINT;
   }
 
   async listEndpointDeliveries(
+    caller: TenantCaller,
     endpointId: string,
     req: ListQuery,
   ): Promise<RpcResult<ListResource<WebhookDelivery>>> {
+    if (!this.#admits(caller)) return UNAUTHORIZED;
     if (!this.#endpoints.get(endpointId)) return NO_ENDPOINT;
     return this.#page(this.#endpoints.deliveries(endpointId, req));
   }
 
-  async webhookSubscriptions(): Promise<RpcResult<WebhookSubscriptions>> {
-    return ok(this.#gone() ? { endpoints: [] } : this.#endpoints.subscriptions());
+  async webhookSubscriptions(incarnation: string | null): Promise<RpcResult<WebhookSubscriptions>> {
+    const gone = this.#gone() || this.#foreign(incarnation);
+    return ok(gone ? { endpoints: [] } : this.#endpoints.subscriptions());
   }
 
+  /** Events of another incarnation (or of a deleted tenant) find no endpoint. */
   async webhookTargets(req: WebhookTargetRequest[]): Promise<RpcResult<WebhookTargetState[]>> {
-    if (this.#gone()) {
-      return ok(req.map(({ webhookId }) => ({ webhookId, endpoint: null, delivered: false })));
-    }
-    return ok(this.#endpoints.targets(req));
+    const ours = this.#gone() ? [] : req.filter((r) => !this.#foreign(r.incarnation));
+    const found = new Map(this.#endpoints.targets(ours).map((t) => [t.webhookId, t]));
+    return ok(
+      req.map(
+        ({ webhookId }) => found.get(webhookId) ?? { webhookId, endpoint: null, delivered: false },
+      ),
+    );
   }
 
   async recordWebhookAttempts(attempts: RecordedAttempt[]): Promise<RpcResult<null>> {

@@ -55,7 +55,7 @@ export interface WebhookOutboxDeps {
   clock: Clock;
   alarms: AlarmSchedule;
   /** The object's tenant and thread (undefined for an unnamed object: it records nothing). */
-  name: { tenant: string; threadId: string } | undefined;
+  name: { tenant: string; incarnation: string | null; threadId: string } | undefined;
   jurisdiction: () => Jurisdiction;
   tenant: () => TenantRpc | undefined;
   queue: Queue;
@@ -274,7 +274,7 @@ export class WebhookOutbox {
     const tenant = this.#deps.tenant();
     if (!tenant) throw new Error("the thread has no tenant to ask for its endpoints");
     const askedAt = this.#deps.clock.nowMs();
-    const answer = await tenant.webhookSubscriptions();
+    const answer = await tenant.webhookSubscriptions(this.#deps.name?.incarnation ?? null);
     if (!answer.ok) throw new Error(`${answer.error.code}: ${answer.error.detail}`);
     this.learn(answer.value, askedAt);
     let rows = this.#count();
@@ -311,6 +311,7 @@ export class WebhookOutbox {
         ...(JSON.parse(row.body) as RowBody),
         tenant: name.tenant,
         jurisdiction,
+        incarnation: name.incarnation,
         endpointId: row.endpoint_id ?? "",
         webhookId: row.id,
       } satisfies WebhookMessage,

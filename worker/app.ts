@@ -33,7 +33,7 @@ import {
   type RouteSpec,
 } from "./routes.ts";
 import { SSE_HEADERS, serverSentEvents } from "./sse.ts";
-import { jurisdictionOf, policyOf, tenancyHandlers } from "./tenancy.ts";
+import { homeOf, policyOf, tenancyHandlers } from "./tenancy.ts";
 import { getThreadStub, type ThreadStubFactory } from "./thread-stub.ts";
 import {
   limitBody,
@@ -87,7 +87,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   let document: OpenApiDocument | undefined;
 
   const stubFor = (c: Context<AppEnv>, threadId: string): ThreadRpc =>
-    threadStub(c.env, c.var.tenant, threadId, jurisdictionOf(c));
+    threadStub(c.env, homeOf(c), threadId);
 
   /** The response of a streamed turn (`endAfterTerminal`) or of the thread's tail. */
   const eventStream = (
@@ -324,7 +324,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
     patchThread: async (c, { param, body }) =>
       c.json(unwrap(await stubFor(c, param.id).patchThread(body))),
 
-    ...tenancyHandlers(keyCache),
+    ...tenancyHandlers(keyCache, hookCache),
     ...hookHandlers(hookCache),
   };
 

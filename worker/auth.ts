@@ -136,7 +136,7 @@ export async function principalForKey(
     digest,
   });
   if (!verified.ok) return undefined;
-  const { tenant, scopes } = verified.value;
+  const { tenant, scopes, incarnation } = verified.value;
   // The key names its tenant's jurisdiction; a key that names another addressed another object.
   if (tenant.id !== parts.tenant || tenant.jurisdiction !== parts.jurisdiction) return undefined;
   const principal: Principal = {
@@ -144,7 +144,7 @@ export async function principalForKey(
     tenant: tenant.id,
     keyId: parts.keyId,
     scopes,
-    policy: { jurisdiction: tenant.jurisdiction, quotas: tenant.quotas },
+    policy: { jurisdiction: tenant.jurisdiction, quotas: tenant.quotas, incarnation },
   };
   cache.set(digest, principal, askedAt);
   return principal;

@@ -1,4 +1,4 @@
-import type { HookTarget } from "../shared/api/index.ts";
+import type { HookTarget, Jurisdiction } from "../shared/api/index.ts";
 import { TtlCache } from "./ttl-cache.ts";
 
 /**
@@ -10,7 +10,7 @@ import { TtlCache } from "./ttl-cache.ts";
  */
 export const HOOK_CACHE_TTL_MS = 30_000;
 /** A verification that fails against an entry at least this old reads the hook once more. */
-export const RECHECK_AFTER_MS = 5_000;
+export const RECHECK_AFTER_MS = 1_000;
 /** Entries per isolate; the oldest go first. */
 export const HOOK_CACHE_MAX_ENTRIES = 10_000;
 
@@ -53,6 +53,12 @@ export class HookCache {
   /** A hook deleted or rotated through this isolate takes effect here at once. */
   forget(key: string): void {
     this.#entries.delete(key);
+  }
+
+  /** A tenant deleted through this isolate: none of its hooks verifies here any more. */
+  forgetTenant(jurisdiction: Jurisdiction, tenant: string): void {
+    const prefix = hookCacheKey(jurisdiction, tenant, "");
+    this.#entries.deleteWhere((_, key) => key.startsWith(prefix));
   }
 }
 

@@ -12,12 +12,16 @@ import {
   type AcceptDeliveryRequest,
   type DeliveryResource,
   HookIdSchema,
+  hookDedupOf,
   type Jurisdiction,
   parseHookUrlTenant,
   type RpcFailure,
+  type TenantCaller,
+  type TenantHome,
 } from "../shared/api/index.ts";
 import {
   DeliveryBodyError,
+  dedupKeyOf,
   parseTemplate,
   passesFilter,
   type ReadDelivery,
@@ -103,7 +107,7 @@ export async function deliverHook(
   if (!verified) {
     throw new ApiError("invalid_signature", "The delivery's signature is missing, wrong or stale.");
   }
-  return accept(c, place, hook, body);
+  return accept(c, place, hook, body, cache);
 }
 
 /** A verified delivery: read, filtered, mapped and handed to its thread. */
@@ -112,9 +116,14 @@ async function accept(
   place: Place,
   { target, fetchedAt }: CachedHook,
   bytes: Uint8Array,
+  cache: HookCache,
 ): Promise<Response> {
   const { hook } = target;
   const tenant = tenantStubIn(c.env, place.jurisdiction, place.tenant);
+  // The incarnation the hook was read in: a tenant id created again since refuses it below.
+  const incarnation = target.policy?.incarnation ?? null;
+  const caller: TenantCaller = { incarnation };
+  const home: TenantHome = { tenant: place.tenant, jurisdiction: place.jurisdiction, incarnation };
   const entry: DeliveryResource = {
     object: "delivery",
     id: `dlv_${uuidv7().replaceAll("-", "")}`,
@@ -130,7 +139,7 @@ async function accept(
     error: null,
   };
   const log = (delivery: DeliveryResource & { status: "ignored" | "rejected" }) =>
-    background(c, tenant.logDelivery({ delivery }));
+    background(c, tenant.logDelivery(caller, { delivery }));
   const reject = (failure: RpcFailure, at: DeliveryResource = entry): never => {
     log({ ...at, status: "rejected", error: { code: failure.code, message: failure.detail } });
     return unwrap({ ok: false, error: failure });
@@ -151,8 +160,8 @@ async function accept(
   }
   const scope = { body: read.body, headers: c.req.header() };
   const rendered = renderTemplate(parseTemplate(hook.thread), scope, true);
-  const threadId = rendered.text === undefined ? undefined : safeThreadId(rendered.text);
-  if (threadId === undefined) {
+  const candidate = rendered.text === undefined ? undefined : safeThreadId(rendered.text);
+  if (candidate === undefined) {
     const detail = rendered.missing
       ? `The hook's thread template reads ${rendered.missing}, which this delivery lacks.`
       : "The hook's thread template gave an empty thread id for this delivery.";
@@ -162,13 +171,27 @@ async function accept(
     hook.input === null
       ? `${read.event ?? "webhook"}\n\n${JSON.stringify(read.body)}`
       : (renderTemplate(parseTemplate(hook.input), scope).text ?? "");
-  const stub = threadStubIn(c.env, place.jurisdiction, place.tenant, threadId);
+  // Dedup per hook, before the thread is settled: a copy goes where its first copy went, so a
+  // template reading what the signature does not cover cannot split one delivery into many.
+  const dedupKey = dedupKeyOf(hookDedupOf(hook), read, bytes);
+  const claim = await tenant.claimDelivery(caller, {
+    hookId: hook.id,
+    key: dedupKey,
+    threadId: candidate,
+  });
+  if (!claim.ok && claim.error.code === "not_found") {
+    cache.forget(place.key);
+    throw UNKNOWN_HOOK();
+  }
+  const { threadId } = unwrap(claim);
+  const stub = threadStubIn(c.env, home, threadId);
   const answer = await stub.acceptDelivery({
     tenant: place.tenant,
     threadId,
     id: entry.id,
     hookId: hook.id,
     deliveryId: read.deliveryId,
+    dedupKey,
     event: read.event,
     receivedAt: entry.received_at,
     input: [{ type: "message", role: "user", content: [{ type: "input_text", text }] }],

@@ -26,7 +26,7 @@ import type { AppEnv } from "./app-env.ts";
 import { ApiError, unwrap } from "./errors.ts";
 import { type HookCache, hookCacheKey } from "./hook-cache.ts";
 import { deliverHook } from "./hook-delivery.ts";
-import { jurisdictionOf, ownTenant } from "./tenancy.ts";
+import { callerOf, homeOf, jurisdictionOf, ownTenant } from "./tenancy.ts";
 import { recordOf } from "./webhook-consumer.ts";
 
 type HookOperation =
@@ -101,38 +101,38 @@ export function hookHandlers(cache: HookCache): Pick<Handlers, HookOperation> {
         "/verify/secret",
       );
       const hook = unwrap(
-        await ownTenant(c).createHook({ body: { ...body, verify: { ...body.verify, secret } } }),
+        await ownTenant(c).createHook(callerOf(c), { body: { ...body, verify: { ...body.verify, secret } } }),
       );
       const created: CreatedHook = { ...withUrl(c, hook), ...(generated ? { secret } : {}) };
       return c.json(created, 201, { Location: `/v1/hooks/${hook.id}` });
     },
 
     listHooks: async (c, { query }) => {
-      const page = unwrap(await ownTenant(c).listHooks(query));
+      const page = unwrap(await ownTenant(c).listHooks(callerOf(c), query));
       return c.json({ ...page, data: page.data.map((hook) => withUrl(c, hook)) });
     },
 
     getHook: async (c, { param }) =>
-      c.json(withUrl(c, unwrap(await ownTenant(c).getHook(param.id)))),
+      c.json(withUrl(c, unwrap(await ownTenant(c).getHook(callerOf(c), param.id)))),
 
     deleteHook: async (c, { param }) => {
-      unwrap(await ownTenant(c).deleteHook(param.id));
+      unwrap(await ownTenant(c).deleteHook(callerOf(c), param.id));
       forget(c, param.id);
       return c.body(null, 204);
     },
 
     rotateHookSecret: async (c, { param, body }) => {
       const tenant = ownTenant(c);
-      const current = unwrap(await tenant.getHook(param.id));
+      const current = unwrap(await tenant.getHook(callerOf(c), param.id));
       const { secret, generated } = hookSecret(current.verify.scheme, body.secret, "/secret");
-      const hook = unwrap(await tenant.rotateHookSecret(param.id, secret));
+      const hook = unwrap(await tenant.rotateHookSecret(callerOf(c), param.id, secret));
       forget(c, param.id);
       const rotated: CreatedHook = { ...withUrl(c, hook), ...(generated ? { secret } : {}) };
       return c.json(rotated);
     },
 
     listHookDeliveries: async (c, { param, query }) =>
-      c.json(unwrap(await ownTenant(c).listHookDeliveries(param.id, query))),
+      c.json(unwrap(await ownTenant(c).listHookDeliveries(callerOf(c), param.id, query))),
 
     deliverHook: (c, { param }) => deliverHook(c, param, cache),
 
@@ -140,7 +140,7 @@ export function hookHandlers(cache: HookCache): Pick<Handlers, HookOperation> {
       checkEndpointUrl(c, body.url);
       const secret = newStandardSecret();
       const endpoint = unwrap(
-        await ownTenant(c).createEndpoint({
+        await ownTenant(c).createEndpoint(callerOf(c), {
           url: body.url,
           events: body.events,
           description: body.description ?? null,
@@ -152,33 +152,34 @@ export function hookHandlers(cache: HookCache): Pick<Handlers, HookOperation> {
       });
     },
 
-    listEndpoints: async (c, { query }) => c.json(unwrap(await ownTenant(c).listEndpoints(query))),
+    listEndpoints: async (c, { query }) => c.json(unwrap(await ownTenant(c).listEndpoints(callerOf(c), query))),
 
-    getEndpoint: async (c, { param }) => c.json(unwrap(await ownTenant(c).getEndpoint(param.id))),
+    getEndpoint: async (c, { param }) => c.json(unwrap(await ownTenant(c).getEndpoint(callerOf(c), param.id))),
 
     patchEndpoint: async (c, { param, body }) => {
       if (body.url !== undefined) checkEndpointUrl(c, body.url);
-      return c.json(unwrap(await ownTenant(c).patchEndpoint(param.id, body)));
+      return c.json(unwrap(await ownTenant(c).patchEndpoint(callerOf(c), param.id, body)));
     },
 
     deleteEndpoint: async (c, { param }) => {
-      unwrap(await ownTenant(c).deleteEndpoint(param.id));
+      unwrap(await ownTenant(c).deleteEndpoint(callerOf(c), param.id));
       return c.body(null, 204);
     },
 
     rotateEndpointSecret: async (c, { param }) => {
       const secret = newStandardSecret();
-      const endpoint = unwrap(await ownTenant(c).rotateEndpointSecret(param.id, secret));
+      const endpoint = unwrap(await ownTenant(c).rotateEndpointSecret(callerOf(c), param.id, secret));
       return c.json({ ...endpoint, secret });
     },
 
     testEndpoint: async (c, { param }) => {
       const tenant = ownTenant(c);
-      const endpoint = unwrap(await tenant.getEndpoint(param.id));
+      const endpoint = unwrap(await tenant.getEndpoint(callerOf(c), param.id));
       const createdAt = new Date().toISOString();
       const message: WebhookMessage = {
         tenant: c.var.tenant,
         jurisdiction: jurisdictionOf(c),
+        incarnation: homeOf(c).incarnation,
         endpointId: endpoint.id,
         webhookId: newWebhookId(),
         type: TEST_EVENT_TYPE,
@@ -209,6 +210,6 @@ export function hookHandlers(cache: HookCache): Pick<Handlers, HookOperation> {
     },
 
     listEndpointDeliveries: async (c, { param, query }) =>
-      c.json(unwrap(await ownTenant(c).listEndpointDeliveries(param.id, query))),
+      c.json(unwrap(await ownTenant(c).listEndpointDeliveries(callerOf(c), param.id, query))),
   };
 }

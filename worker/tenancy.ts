@@ -8,8 +8,11 @@ import { bucketIn, directoryStub, tenantStubIn } from "../durable-objects/placem
 import {
   type Jurisdiction,
   NO_QUOTAS,
+  OPERATOR,
   patchQuotas,
   SCOPES,
+  type TenantCaller,
+  type TenantHome,
   type TenantPolicy,
   type TenantResource,
   type TenantRpc,
@@ -18,6 +21,7 @@ import type { Handlers } from "./app.ts";
 import type { AppEnv } from "./app-env.ts";
 import { staticTenants } from "./auth.ts";
 import { ApiError, unwrap } from "./errors.ts";
+import type { HookCache } from "./hook-cache.ts";
 import type { KeyCache } from "./key-cache.ts";
 
 type TenancyOperation =
@@ -47,6 +51,22 @@ export function policyOf(c: Context<AppEnv>): { policy?: TenantPolicy } {
   return principal.kind === "tenant" && principal.policy ? { policy: principal.policy } : {};
 }
 
+/** Where the caller's tenant lives: its id, jurisdiction and incarnation, as its key says. */
+export function homeOf(c: Context<AppEnv>): TenantHome {
+  const principal = c.var.principal;
+  const policy = principal.kind === "tenant" ? principal.policy : undefined;
+  return {
+    tenant: c.var.tenant,
+    jurisdiction: policy?.jurisdiction ?? null,
+    incarnation: policy?.incarnation ?? null,
+  };
+}
+
+/** The caller, as its tenant's object checks it: the incarnation its key was verified in. */
+export function callerOf(c: Context<AppEnv>): TenantCaller {
+  return { incarnation: homeOf(c).incarnation };
+}
+
 /** The caller's own tenant object. */
 export function ownTenant(c: Context<AppEnv>): TenantRpc {
   return tenantStubIn(c.env, jurisdictionOf(c), c.var.tenant);
@@ -72,11 +92,14 @@ function requireManagedKey(c: Context<AppEnv>): void {
   }
 }
 
-export function tenancyHandlers(cache: KeyCache): Pick<Handlers, TenancyOperation> {
+export function tenancyHandlers(
+  cache: KeyCache,
+  hooks: HookCache,
+): Pick<Handlers, TenancyOperation> {
   return {
-    listThreads: async (c, { query }) => c.json(unwrap(await ownTenant(c).listThreads(query))),
+    listThreads: async (c, { query }) => c.json(unwrap(await ownTenant(c).listThreads(callerOf(c), query))),
 
-    getUsage: async (c, { query }) => c.json(unwrap(await ownTenant(c).usage(query))),
+    getUsage: async (c, { query }) => c.json(unwrap(await ownTenant(c).usage(callerOf(c), query))),
 
     createKey: async (c, { body }) => {
       requireManagedKey(c);
@@ -90,18 +113,18 @@ export function tenancyHandlers(cache: KeyCache): Pick<Handlers, TenancyOperatio
           `This key may not give scopes it lacks: ${beyond.join(", ")}.`,
         );
       }
-      const created = unwrap(await ownTenant(c).createKey({ name: body.name ?? null, scopes }));
+      const created = unwrap(await ownTenant(c).createKey(callerOf(c), { name: body.name ?? null, scopes }));
       return c.json(created, 201);
     },
 
     listKeys: async (c, { query }) => {
       requireManagedKey(c);
-      return c.json(unwrap(await ownTenant(c).listKeys(query)));
+      return c.json(unwrap(await ownTenant(c).listKeys(callerOf(c), query)));
     },
 
     revokeKey: async (c, { param }) => {
       requireManagedKey(c);
-      unwrap(await ownTenant(c).revokeKey(param.key_id));
+      unwrap(await ownTenant(c).revokeKey(callerOf(c), param.key_id));
       cache.forget(c.var.tenant, param.key_id);
       return c.body(null, 204);
     },
@@ -155,14 +178,16 @@ export function tenancyHandlers(cache: KeyCache): Pick<Handlers, TenancyOperatio
       const deleting: TenantResource = { ...record, status: "deleting" };
       unwrap(await directoryStub(c.env).put(deleting));
       unwrap(await tenant.deleteTenant(deleting));
+      // Nothing this isolate remembers of the tenant authorizes anything from now on.
       cache.forget(record.id);
+      hooks.forgetTenant(record.jurisdiction, record.id);
       return c.json(deleting, 202);
     },
 
     createTenantKey: async (c, { param, body }) => {
       const { record, tenant } = await managedTenant(c, param.tenant);
       const created = unwrap(
-        await tenant.createKey({
+        await tenant.createKey(OPERATOR, {
           name: body.name ?? null,
           scopes: body.scopes ?? [...SCOPES],
           record,
@@ -173,12 +198,12 @@ export function tenancyHandlers(cache: KeyCache): Pick<Handlers, TenancyOperatio
 
     listTenantKeys: async (c, { param, query }) => {
       const { tenant } = await managedTenant(c, param.tenant);
-      return c.json(unwrap(await tenant.listKeys(query)));
+      return c.json(unwrap(await tenant.listKeys(OPERATOR, query)));
     },
 
     revokeTenantKey: async (c, { param }) => {
       const { record, tenant } = await managedTenant(c, param.tenant);
-      unwrap(await tenant.revokeKey(param.key_id));
+      unwrap(await tenant.revokeKey(OPERATOR, param.key_id));
       cache.forget(record.id, param.key_id);
       return c.body(null, 204);
     },

@@ -39,8 +39,10 @@ export class TtlCache<V> {
     this.#entries.delete(key);
   }
 
-  /** Drops every entry whose value `matches`. */
-  deleteWhere(matches: (value: V) => boolean): void {
-    for (const [key, { value }] of this.#entries) if (matches(value)) this.#entries.delete(key);
+  /** Drops every entry whose value (or key) `matches`. */
+  deleteWhere(matches: (value: V, key: string) => boolean): void {
+    for (const [key, { value }] of this.#entries) {
+      if (matches(value, key)) this.#entries.delete(key);
+    }
   }
 }

@@ -49,7 +49,11 @@ async function consumeTenant(
   let outcomes: Outcome[];
   try {
     const targets = await tenant.webhookTargets(
-      messages.map(({ body }) => ({ webhookId: body.webhookId, endpointId: body.endpointId })),
+      messages.map(({ body }) => ({
+        incarnation: body.incarnation ?? null,
+        webhookId: body.webhookId,
+        endpointId: body.endpointId,
+      })),
     );
     if (!targets.ok) throw new Error(`${targets.error.code}: ${targets.error.detail}`);
     outcomes = await Promise.all(

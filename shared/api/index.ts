@@ -11,7 +11,7 @@ export * from "./problems.ts";
 export * from "./requests.ts";
 export * from "./resources.ts";
 export * from "./tenancy.ts";
-export type * from "./tenant-rpc.ts";
+export * from "./tenant-rpc.ts";
 export type * from "./thread-rpc.ts";
 export type * from "./webhook-rpc.ts";
 export * from "./webhooks.ts";

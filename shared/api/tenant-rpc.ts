@@ -31,11 +31,36 @@ import type { DeliveryEntry, TenantWebhookRpc, WebhookSubscriptions } from "./we
 export interface TenantPolicy {
   jurisdiction: Jurisdiction;
   quotas: Quotas;
+  /**
+   * The incarnation of the tenant id this policy was read in (design §18 invariant 19); null for
+   * a tenant created before incarnations existed.
+   */
+  incarnation: string | null;
+}
+
+/**
+ * Who asks a tenant's object on behalf of a request: the incarnation its key or hook was read in
+ * (null for a tenant of the static keys, or one created before incarnations), or the operator's
+ * admin API, which acts on whichever incarnation is current. A caller of another incarnation than
+ * the object's is answered as a key that is not valid: a stale cache entry authorizes nothing in
+ * a tenant id created again.
+ */
+export type TenantCaller = { incarnation: string | null } | { operator: true };
+
+export const OPERATOR: TenantCaller = Object.freeze({ operator: true });
+
+/** Where a tenant's objects live: its id, its jurisdiction and its incarnation. */
+export interface TenantHome {
+  tenant: string;
+  jurisdiction: Jurisdiction;
+  incarnation: string | null;
 }
 
 /** A key the tenant's object recognized. */
 export interface VerifiedKey {
   tenant: TenantResource;
+  /** The tenant's incarnation, which the key belongs to. */
+  incarnation: string | null;
   keyId: string;
   scopes: Scope[];
 }
@@ -87,6 +112,11 @@ export interface LedgerEntry {
 export interface ThreadSync {
   threadId: string;
   /**
+   * The tenant incarnation the thread's object belongs to (in its name): a push of another one is
+   * told the tenant is gone and changes nothing.
+   */
+  incarnation: string | null;
+  /**
    * Increases with every push of the thread's object, across deletes: an entry older than the one
    * applied (a push that arrives late) is ignored.
    */
@@ -117,6 +147,7 @@ export interface SyncAck {
 /** `admitTask`: the quota checks before a task calls the provider (design §15 invariant 13). */
 export interface AdmitTaskRequest {
   threadId: string;
+  incarnation: string | null;
   /** The grant the thread holds now (0: none): a refusal drops that hold, never a newer one. */
   held: number;
   /**
@@ -145,12 +176,14 @@ export interface AdmissionGrant {
 /** `releaseAdmission`: the thread's lease ended (or was refused) with no task running. */
 export interface ReleaseAdmissionRequest {
   threadId: string;
+  incarnation: string | null;
   grant: number;
 }
 
 /** `reserveThread`: room for one more thread under `max_threads`, before it is created. */
 export interface ReserveThreadRequest {
   threadId: string;
+  incarnation: string | null;
   maxThreads: number;
 }
 
@@ -171,11 +204,11 @@ export interface TenantRpc extends TenantWebhookRpc {
    */
   deleteTenant(record: TenantResource): Promise<RpcResult<TenantResource>>;
   /** `not_found` for a tenant without a record (deleted, or configured by static keys). */
-  createKey(req: CreateKeyRequest): Promise<RpcResult<CreatedApiKey>>;
-  listKeys(req: ListQuery): Promise<RpcResult<ListResource<ApiKeyResource>>>;
+  createKey(caller: TenantCaller, req: CreateKeyRequest): Promise<RpcResult<CreatedApiKey>>;
+  listKeys(caller: TenantCaller, req: ListQuery): Promise<RpcResult<ListResource<ApiKeyResource>>>;
   /** `not_found` for a key this tenant does not have. */
-  revokeKey(keyId: string): Promise<RpcResult<null>>;
-  listThreads(req: ListThreadsQuery): Promise<RpcResult<ListResource<ThreadResource>>>;
+  revokeKey(caller: TenantCaller, keyId: string): Promise<RpcResult<null>>;
+  listThreads(caller: TenantCaller, req: ListThreadsQuery): Promise<RpcResult<ListResource<ThreadResource>>>;
   /** `quota_exceeded` (`max_threads`) when the tenant holds as many threads as it may. */
   reserveThread(req: ReserveThreadRequest): Promise<RpcResult<null>>;
   sync(req: ThreadSync): Promise<RpcResult<SyncAck>>;
@@ -188,7 +221,7 @@ export interface TenantRpc extends TenantWebhookRpc {
   admitTask(req: AdmitTaskRequest): Promise<RpcResult<AdmissionGrant>>;
   /** The thread no longer holds `grant` (nor anything older). */
   releaseAdmission(req: ReleaseAdmissionRequest): Promise<RpcResult<null>>;
-  usage(req: UsageQuery): Promise<RpcResult<ListResource<UsageBucket>>>;
+  usage(caller: TenantCaller, req: UsageQuery): Promise<RpcResult<ListResource<UsageBucket>>>;
 }
 
 export interface DirectoryRpc {

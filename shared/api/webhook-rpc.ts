@@ -16,7 +16,7 @@ import type { WebhookEventType } from "../webhooks/index.ts";
 import type { InputMessage } from "./requests.ts";
 import type { ListResource } from "./resources.ts";
 import type { Jurisdiction, ListQuery } from "./tenancy.ts";
-import type { TenantPolicy } from "./tenant-rpc.ts";
+import type { TenantCaller, TenantPolicy } from "./tenant-rpc.ts";
 import type { RpcResult } from "./thread-rpc.ts";
 import type {
   CreateHookBody,
@@ -62,8 +62,10 @@ export interface AcceptDeliveryRequest {
   /** The log entry's id (`dlv_…`), made by the edge. */
   id: string;
   hookId: string;
-  /** The sender's delivery id: the dedup key, with the hook, for 72 hours. */
+  /** The sender's delivery id, as the log shows it. */
   deliveryId: string;
+  /** What the hook dedups on (the delivery id or the body's digest), with the hook, for 72 h. */
+  dedupKey: string;
   event: string | null;
   receivedAt: string;
   /** The turn's input. */
@@ -74,6 +76,17 @@ export interface AcceptDeliveryRequest {
   policy?: TenantPolicy;
   /** The tenant's endpoint subscriptions as the hook lookup found them, and when (epoch ms). */
   webhooks?: { subscriptions: WebhookSubscriptions; at: number };
+}
+
+/**
+ * `claimDelivery`: a verified delivery's dedup key, claimed for its hook before its thread is
+ * chosen (`threadId`: where this copy's templates would send it).
+ */
+export interface ClaimDeliveryRequest {
+  hookId: string;
+  /** The sender's delivery id, or `sha256:{hex}` of the body for a hook that dedups by body. */
+  key: string;
+  threadId: string;
 }
 
 export interface AcceptedDelivery {
@@ -92,6 +105,8 @@ export interface DeliveryEntry {
 export interface WebhookMessage {
   tenant: string;
   jurisdiction: Jurisdiction;
+  /** The tenant incarnation of the thread that recorded it; absent in older messages (null). */
+  incarnation?: string | null;
   endpointId: string;
   /** `webhook-id`: one per event and endpoint, the same on every attempt. */
   webhookId: string;
@@ -113,6 +128,8 @@ export interface CreateEndpointRequest {
 
 /** `webhookTargets`: one delivery the consumer is about to attempt. */
 export interface WebhookTargetRequest {
+  /** The incarnation the event was recorded in: another one finds no endpoint. */
+  incarnation: string | null;
   webhookId: string;
   endpointId: string;
 }
@@ -142,31 +159,50 @@ export interface LogDeliveryRequest {
 /** The webhook methods of `TenantRpc`. */
 export interface TenantWebhookRpc {
   /** `hook_exists` when the id is taken; `not_found` while the tenant is being deleted. */
-  createHook(req: CreateHookRequest): Promise<RpcResult<HookRecord>>;
-  listHooks(req: ListQuery): Promise<RpcResult<ListResource<HookRecord>>>;
-  getHook(hookId: string): Promise<RpcResult<HookRecord>>;
+  createHook(caller: TenantCaller, req: CreateHookRequest): Promise<RpcResult<HookRecord>>;
+  listHooks(caller: TenantCaller, req: ListQuery): Promise<RpcResult<ListResource<HookRecord>>>;
+  getHook(caller: TenantCaller, hookId: string): Promise<RpcResult<HookRecord>>;
   /** The hook and its delivery log go; its URL answers 404 (within 30 s in other isolates). */
-  deleteHook(hookId: string): Promise<RpcResult<null>>;
+  deleteHook(caller: TenantCaller, hookId: string): Promise<RpcResult<null>>;
   /** The previous secret verifies for 24 hours more. */
-  rotateHookSecret(hookId: string, secret: string): Promise<RpcResult<HookRecord>>;
+  rotateHookSecret(caller: TenantCaller, hookId: string, secret: string): Promise<RpcResult<HookRecord>>;
   hookTarget(hookId: string): Promise<RpcResult<HookTarget>>;
-  logDelivery(req: LogDeliveryRequest): Promise<RpcResult<null>>;
+  /**
+   * Claims a delivery's dedup key for its hook: answers the thread its first copy went to (this
+   * one's when it is the first). `not_found` when the hook is gone, or the caller's incarnation
+   * is not the tenant's.
+   */
+  claimDelivery(
+    caller: TenantCaller,
+    req: ClaimDeliveryRequest,
+  ): Promise<RpcResult<{ threadId: string }>>;
+  logDelivery(caller: TenantCaller, req: LogDeliveryRequest): Promise<RpcResult<null>>;
   listHookDeliveries(
+    caller: TenantCaller,
     hookId: string,
     req: ListQuery,
   ): Promise<RpcResult<ListResource<DeliveryResource>>>;
-  createEndpoint(req: CreateEndpointRequest): Promise<RpcResult<EndpointResource>>;
-  listEndpoints(req: ListQuery): Promise<RpcResult<ListResource<EndpointResource>>>;
-  getEndpoint(endpointId: string): Promise<RpcResult<EndpointResource>>;
-  patchEndpoint(endpointId: string, patch: PatchEndpointBody): Promise<RpcResult<EndpointResource>>;
-  deleteEndpoint(endpointId: string): Promise<RpcResult<null>>;
+  createEndpoint(caller: TenantCaller, req: CreateEndpointRequest): Promise<RpcResult<EndpointResource>>;
+  listEndpoints(caller: TenantCaller, req: ListQuery): Promise<RpcResult<ListResource<EndpointResource>>>;
+  getEndpoint(caller: TenantCaller, endpointId: string): Promise<RpcResult<EndpointResource>>;
+  patchEndpoint(
+    caller: TenantCaller,
+    endpointId: string,
+    patch: PatchEndpointBody,
+  ): Promise<RpcResult<EndpointResource>>;
+  deleteEndpoint(caller: TenantCaller, endpointId: string): Promise<RpcResult<null>>;
   /** Events are signed with the previous secret too for 24 hours more. */
-  rotateEndpointSecret(endpointId: string, secret: string): Promise<RpcResult<EndpointResource>>;
+  rotateEndpointSecret(
+    caller: TenantCaller,
+    endpointId: string,
+    secret: string,
+  ): Promise<RpcResult<EndpointResource>>;
   listEndpointDeliveries(
+    caller: TenantCaller,
     endpointId: string,
     req: ListQuery,
   ): Promise<RpcResult<ListResource<WebhookDelivery>>>;
-  webhookSubscriptions(): Promise<RpcResult<WebhookSubscriptions>>;
+  webhookSubscriptions(incarnation: string | null): Promise<RpcResult<WebhookSubscriptions>>;
   webhookTargets(req: WebhookTargetRequest[]): Promise<RpcResult<WebhookTargetState[]>>;
   recordWebhookAttempts(attempts: RecordedAttempt[]): Promise<RpcResult<null>>;
 }

@@ -2,6 +2,7 @@ import * as z from "zod";
 import { ThreadConfigSchema, ThreadMetadataSchema, TokenUsageSchema } from "../protocol/index.ts";
 import {
   HOOK_SCHEMES,
+  type HookScheme,
   parseTemplate,
   TemplateError,
   WEBHOOK_EVENT_TYPES,
@@ -21,6 +22,27 @@ const timestamp = z.iso.datetime();
 export const HookSchemeSchema = z
   .enum(HOOK_SCHEMES)
   .describe("How deliveries are signed: Standard Webhooks, GitHub, Slack or Stripe.");
+
+/**
+ * What a hook's 72-hour dedup is keyed on: the sender's delivery id, or the SHA-256 of the body.
+ * GitHub signs only the body (its `X-GitHub-Delivery` can be replaced by anyone who captured a
+ * delivery), so its hooks dedup on the body unless told otherwise.
+ */
+export const HookDedupSchema = z
+  .enum(["delivery_id", "body"])
+  .describe(
+    "What redeliveries are recognized by for 72 hours: the sender's delivery id, or the body's " +
+      "SHA-256. Default: `body` for `github` (its delivery id is not signed), else `delivery_id`.",
+  );
+export type HookDedup = z.output<typeof HookDedupSchema>;
+
+/** A hook's dedup: as it was created, or its scheme's default (also for hooks made before it). */
+export function hookDedupOf(hook: {
+  verify: { scheme: HookScheme };
+  dedup?: HookDedup | undefined;
+}): HookDedup {
+  return hook.dedup ?? (hook.verify.scheme === "github" ? "body" : "delivery_id");
+}
 
 /** A template over a delivery; checked when the hook is created. */
 const template = (max: number) =>
@@ -71,6 +93,7 @@ export const CreateHookBodySchema = z.strictObject({
     .optional()
     .describe("The turn's user message as a template; default: the event name, then the body."),
   on_busy: HookOnBusySchema.default("queue"),
+  dedup: HookDedupSchema.optional(),
   thread_config: ThreadConfigSchema.extend({ metadata: ThreadMetadataSchema.optional() })
     .optional()
     .describe("The configuration of the thread a first delivery creates (as `POST /v1/threads`)."),
@@ -103,6 +126,7 @@ export const HookResourceSchema = z.object({
   thread: z.string(),
   input: z.string().nullable(),
   on_busy: HookOnBusySchema,
+  dedup: HookDedupSchema,
   thread_config: z.looseObject({}).nullable(),
   events: z.array(z.string()).nullable(),
   created_at: timestamp,

@@ -31,6 +31,42 @@ const DELIVERY_ID_MAX = 200;
 
 const digestId = (bytes: Uint8Array) => `sha256:${bytesToHex(sha256(bytes))}`;
 
+/** What a hook dedups a delivery on: its id, or (`body`) the digest of its bytes. */
+export function dedupKeyOf(
+  dedup: "delivery_id" | "body",
+  delivery: { deliveryId: string },
+  bytes: Uint8Array,
+): string {
+  return dedup === "body" ? digestId(bytes) : delivery.deliveryId;
+}
+
+/**
+ * GitHub signs the body, not `X-GitHub-Event`, so a captured delivery can be relabelled. For the
+ * events a hook most often filters on, the body's own top-level keys say which event it is: a
+ * label the signed body contradicts is refused. Other events are taken as labelled (documented).
+ */
+const GITHUB_EVENT_SHAPES: Readonly<Record<string, { has: string[]; lacks?: string[] }>> = {
+  ping: { has: ["zen", "hook_id"] },
+  issues: { has: ["issue"], lacks: ["comment"] },
+  issue_comment: { has: ["issue", "comment"] },
+  pull_request: { has: ["pull_request", "number"], lacks: ["comment", "review"] },
+  pull_request_review: { has: ["pull_request", "review"] },
+  pull_request_review_comment: { has: ["pull_request", "comment"] },
+  push: { has: ["ref", "before", "after", "commits"] },
+  release: { has: ["release"] },
+  discussion: { has: ["discussion"], lacks: ["comment"] },
+  discussion_comment: { has: ["discussion", "comment"] },
+  workflow_run: { has: ["workflow_run"] },
+  check_run: { has: ["check_run"] },
+  check_suite: { has: ["check_suite"] },
+};
+
+function githubEventContradicted(event: string, body: Record<string, unknown>): boolean {
+  const shape = GITHUB_EVENT_SHAPES[event];
+  if (!shape) return false;
+  return shape.has.some((key) => !(key in body)) || (shape.lacks ?? []).some((key) => key in body);
+}
+
 function idOf(value: string): string {
   return value.length <= DELIVERY_ID_MAX ? value : digestId(new TextEncoder().encode(value));
 }
@@ -114,6 +150,11 @@ function readGithub(text: string, header: (name: string) => string | undefined):
     body = jsonObject(text);
   }
   const event = header("x-github-event") ?? null;
+  if (event !== null && githubEventContradicted(event, body)) {
+    throw new DeliveryBodyError(
+      `The signed body is not a \`${event}\` event, as \`X-GitHub-Event\` says it is.`,
+    );
+  }
   const action = stringAt(body, "action");
   return {
     kind: "delivery",

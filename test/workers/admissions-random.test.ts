@@ -102,7 +102,7 @@ async function run(sql: ReturnType<typeof sqlOf>, { max, limit, steps }: Scenari
       clock,
       spent: () => sim.spent[i] ?? 0,
       running: () => sim.running[i] === true,
-      release: (grant) => sim.tenant.release({ threadId: THREADS[i] ?? "", grant }),
+      release: (grant) => sim.tenant.release({ threadId: THREADS[i] ?? "", incarnation: null, grant }),
       later: (ms, fn) => {
         const timer = { at: sim.now + ms, fn, live: true };
         sim.timers.push(timer);
@@ -137,7 +137,7 @@ async function run(sql: ReturnType<typeof sqlOf>, { max, limit, steps }: Scenari
     const othersRunning = runningCount();
     lease.asking();
     const answer = await sim.tenant.admit(
-      { threadId: THREADS[i] ?? "", held, usage: [], quotas },
+      { threadId: THREADS[i] ?? "", incarnation: null, held, usage: [], quotas },
       () => sim.used,
     );
     if (!answer.ok) {

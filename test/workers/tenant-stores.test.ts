@@ -63,7 +63,7 @@ const sync = (
   version: number,
   thread: ThreadResource | null,
   usage: LedgerEntry[] = [],
-): ThreadSync => ({ threadId, version, thread, usage });
+): ThreadSync => ({ threadId, incarnation: null, version, thread, usage });
 
 describe("KeyStore", () => {
   it("verifies a key by its id and digest only, never from the secret alone", async () => {
@@ -232,6 +232,7 @@ describe("TenantAdmissions", () => {
   const quotas = (q: Partial<Quotas>): Quotas => ({ ...NO_QUOTAS, ...q });
   const ask = (threadId: string, q: Partial<Quotas>, held = 0): AdmitTaskRequest => ({
     threadId,
+    incarnation: null,
     held,
     usage: [],
     quotas: quotas(q),
@@ -318,9 +319,9 @@ describe("TenantAdmissions", () => {
       };
       const first = await grantOf(ask("a", two));
       const second = await grantOf(ask("a", two));
-      admissions.release({ threadId: "a", grant: first });
+      admissions.release({ threadId: "a", incarnation: null, grant: first });
       const afterOld = heldIn(sql);
-      admissions.release({ threadId: "a", grant: second });
+      admissions.release({ threadId: "a", incarnation: null, grant: second });
       const afterNew = heldIn(sql);
       const held = await grantOf(ask("a", two));
       await grantOf(ask("b", two));

@@ -221,7 +221,7 @@ describe("TenantSync", () => {
         env: env as unknown as Env,
         clock,
         alarms,
-        name: { tenant: "acme", threadId: "t1" },
+        name: { tenant: "acme", incarnation: null, threadId: "t1" },
         snapshot: async () =>
           ({ id: "t1", updated_at: String(version) }) as unknown as ThreadResource,
         tenantGone: async () => {},
@@ -288,7 +288,7 @@ describe("TenantSync", () => {
         env: env as unknown as Env,
         clock,
         alarms,
-        name: { tenant: "acme", threadId: "t1" },
+        name: { tenant: "acme", incarnation: null, threadId: "t1" },
         snapshot: async () => null,
         tenantGone: async () => {},
         ...NO_WEBHOOKS,

@@ -67,7 +67,7 @@ function withOutbox<T>(
       storage: state.storage,
       clock,
       alarms,
-      name: { tenant: "acme", threadId: "t1" },
+      name: { tenant: "acme", incarnation: null, threadId: "t1" },
       jurisdiction: () => null,
       tenant: () => tenant,
       queue,

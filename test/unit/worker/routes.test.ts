@@ -187,7 +187,7 @@ describe("thread routes", () => {
     const seen: [string, string][] = [];
     const stub = { getThread: async () => ({ ok: true, value: thread("t9") }) };
     const app = createApp({
-      threadStub: (_env, tenant, threadId) => {
+      threadStub: (_env, { tenant }, threadId) => {
         seen.push([tenant, threadId]);
         return stub as unknown as ThreadRpc;
       },
