@@ -138,7 +138,12 @@ export class LiveThread {
      * The segment store of the thread this one reloads, if any: a flush it has in flight goes on,
      * and one store knows what it wrote (two would each plan the same next segment).
      */
-    segments = new SegmentStore(parts.sql, parts.bucket, threadPrefix({ tenant: meta.tenant, incarnation: parts.incarnation }, meta.id), log),
+    segments = new SegmentStore(
+      parts.sql,
+      parts.bucket,
+      threadPrefix({ tenant: meta.tenant, incarnation: parts.incarnation }, meta.id),
+      log,
+    ),
   ) {
     this.parts = parts;
     this.meta = meta;
@@ -390,7 +395,10 @@ export async function readWholeRollout(
   warnings: string[];
 }> {
   const local = everyLine ? log.rawAfter(0) : log.rawAfter(0, log.lastSeq);
-  const r2 = await SegmentStore.readAll(parts.bucket, threadPrefix({ tenant: meta.tenant, incarnation: parts.incarnation }, meta.id));
+  const r2 = await SegmentStore.readAll(
+    parts.bucket,
+    threadPrefix({ tenant: meta.tenant, incarnation: parts.incarnation }, meta.id),
+  );
   const lastSeq = everyLine
     ? Math.max(log.lastSeq, local.at(-1)?.seq ?? 0, r2.lines.at(-1)?.seq ?? 0)
     : log.lastSeq;

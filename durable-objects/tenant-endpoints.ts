@@ -147,9 +147,7 @@ export class EndpointStore {
   }
 
   /** For each delivery: where it goes and with which secrets, and whether it was delivered. */
-  targets(
-    deliveries: readonly Omit<WebhookTargetRequest, "incarnation">[],
-  ): WebhookTargetState[] {
+  targets(deliveries: readonly Omit<WebhookTargetRequest, "incarnation">[]): WebhookTargetState[] {
     const now = this.#clock.nowMs();
     // A batch's messages are mostly for a few endpoints: each is read once.
     const targets = new Map<string, WebhookTargetState["endpoint"]>();

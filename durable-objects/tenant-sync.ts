@@ -304,12 +304,14 @@ export class TenantSync {
     const name = this.#deps.name;
     if (!tenant || !name) return;
     this.#deps.waitUntil(
-      tenant.releaseAdmission({ threadId: name.threadId, incarnation: name.incarnation, grant }).catch((err: unknown) => {
-        console.warn(
-          "[tenant-sync] releaseAdmission failed; the tenant asks for it when it needs it",
-          err,
-        );
-      }),
+      tenant
+        .releaseAdmission({ threadId: name.threadId, incarnation: name.incarnation, grant })
+        .catch((err: unknown) => {
+          console.warn(
+            "[tenant-sync] releaseAdmission failed; the tenant asks for it when it needs it",
+            err,
+          );
+        }),
     );
   }
 

@@ -39,9 +39,9 @@ import type {
   WebhookTargetState,
 } from "../shared/api/index.ts";
 import { badCursor } from "./cursor.ts";
+import { DeliveryClaims } from "./delivery-claims.ts";
 import { systemClock } from "./live-thread.ts";
 import { directoryStub, threadStubIn } from "./placement.ts";
-import { DeliveryClaims } from "./delivery-claims.ts";
 import { randomId } from "./random-ids.ts";
 import { fail, ok } from "./results.ts";
 import { migrate } from "./schema.ts";
@@ -152,7 +152,11 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
   }
 
   #home(record: TenantResource): TenantHome {
-    return { tenant: record.id, jurisdiction: record.jurisdiction, incarnation: this.#incarnation() };
+    return {
+      tenant: record.id,
+      jurisdiction: record.jurisdiction,
+      incarnation: this.#incarnation(),
+    };
   }
 
   /**
@@ -438,7 +442,10 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     return this.#page(this.#endpoints.list(req));
   }
 
-  async getEndpoint(caller: TenantCaller, endpointId: string): Promise<RpcResult<EndpointResource>> {
+  async getEndpoint(
+    caller: TenantCaller,
+    endpointId: string,
+  ): Promise<RpcResult<EndpointResource>> {
     if (!this.#admits(caller)) return UNAUTHORIZED;
     const endpoint = this.#endpoints.get(endpointId);
     return endpoint ? ok(endpoint) : NO_ENDPOINT;

@@ -22,7 +22,10 @@ export async function deleteThreadState(
   alarms: AlarmSchedule,
   live: LiveThread,
 ): Promise<void> {
-  await SegmentStore.deleteAll(bucket, threadPrefix({ tenant: live.meta.tenant, incarnation: live.parts.incarnation }, live.meta.id));
+  await SegmentStore.deleteAll(
+    bucket,
+    threadPrefix({ tenant: live.meta.tenant, incarnation: live.parts.incarnation }, live.meta.id),
+  );
   await alarms.clear();
   const sql = sqlOf(storage.sql);
   const kept = TenantSync.survivingDelete(sql);

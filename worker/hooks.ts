@@ -101,7 +101,9 @@ export function hookHandlers(cache: HookCache): Pick<Handlers, HookOperation> {
         "/verify/secret",
       );
       const hook = unwrap(
-        await ownTenant(c).createHook(callerOf(c), { body: { ...body, verify: { ...body.verify, secret } } }),
+        await ownTenant(c).createHook(callerOf(c), {
+          body: { ...body, verify: { ...body.verify, secret } },
+        }),
       );
       const created: CreatedHook = { ...withUrl(c, hook), ...(generated ? { secret } : {}) };
       return c.json(created, 201, { Location: `/v1/hooks/${hook.id}` });
@@ -152,9 +154,11 @@ export function hookHandlers(cache: HookCache): Pick<Handlers, HookOperation> {
       });
     },
 
-    listEndpoints: async (c, { query }) => c.json(unwrap(await ownTenant(c).listEndpoints(callerOf(c), query))),
+    listEndpoints: async (c, { query }) =>
+      c.json(unwrap(await ownTenant(c).listEndpoints(callerOf(c), query))),
 
-    getEndpoint: async (c, { param }) => c.json(unwrap(await ownTenant(c).getEndpoint(callerOf(c), param.id))),
+    getEndpoint: async (c, { param }) =>
+      c.json(unwrap(await ownTenant(c).getEndpoint(callerOf(c), param.id))),
 
     patchEndpoint: async (c, { param, body }) => {
       if (body.url !== undefined) checkEndpointUrl(c, body.url);
@@ -168,7 +172,9 @@ export function hookHandlers(cache: HookCache): Pick<Handlers, HookOperation> {
 
     rotateEndpointSecret: async (c, { param }) => {
       const secret = newStandardSecret();
-      const endpoint = unwrap(await ownTenant(c).rotateEndpointSecret(callerOf(c), param.id, secret));
+      const endpoint = unwrap(
+        await ownTenant(c).rotateEndpointSecret(callerOf(c), param.id, secret),
+      );
       return c.json({ ...endpoint, secret });
     },
 

@@ -97,7 +97,8 @@ export function tenancyHandlers(
   hooks: HookCache,
 ): Pick<Handlers, TenancyOperation> {
   return {
-    listThreads: async (c, { query }) => c.json(unwrap(await ownTenant(c).listThreads(callerOf(c), query))),
+    listThreads: async (c, { query }) =>
+      c.json(unwrap(await ownTenant(c).listThreads(callerOf(c), query))),
 
     getUsage: async (c, { query }) => c.json(unwrap(await ownTenant(c).usage(callerOf(c), query))),
 
@@ -113,7 +114,9 @@ export function tenancyHandlers(
           `This key may not give scopes it lacks: ${beyond.join(", ")}.`,
         );
       }
-      const created = unwrap(await ownTenant(c).createKey(callerOf(c), { name: body.name ?? null, scopes }));
+      const created = unwrap(
+        await ownTenant(c).createKey(callerOf(c), { name: body.name ?? null, scopes }),
+      );
       return c.json(created, 201);
     },
 

@@ -208,7 +208,10 @@ export interface TenantRpc extends TenantWebhookRpc {
   listKeys(caller: TenantCaller, req: ListQuery): Promise<RpcResult<ListResource<ApiKeyResource>>>;
   /** `not_found` for a key this tenant does not have. */
   revokeKey(caller: TenantCaller, keyId: string): Promise<RpcResult<null>>;
-  listThreads(caller: TenantCaller, req: ListThreadsQuery): Promise<RpcResult<ListResource<ThreadResource>>>;
+  listThreads(
+    caller: TenantCaller,
+    req: ListThreadsQuery,
+  ): Promise<RpcResult<ListResource<ThreadResource>>>;
   /** `quota_exceeded` (`max_threads`) when the tenant holds as many threads as it may. */
   reserveThread(req: ReserveThreadRequest): Promise<RpcResult<null>>;
   sync(req: ThreadSync): Promise<RpcResult<SyncAck>>;

@@ -165,7 +165,11 @@ export interface TenantWebhookRpc {
   /** The hook and its delivery log go; its URL answers 404 (within 30 s in other isolates). */
   deleteHook(caller: TenantCaller, hookId: string): Promise<RpcResult<null>>;
   /** The previous secret verifies for 24 hours more. */
-  rotateHookSecret(caller: TenantCaller, hookId: string, secret: string): Promise<RpcResult<HookRecord>>;
+  rotateHookSecret(
+    caller: TenantCaller,
+    hookId: string,
+    secret: string,
+  ): Promise<RpcResult<HookRecord>>;
   hookTarget(hookId: string): Promise<RpcResult<HookTarget>>;
   /**
    * Claims a delivery's dedup key for its hook: answers the thread its first copy went to (this
@@ -182,8 +186,14 @@ export interface TenantWebhookRpc {
     hookId: string,
     req: ListQuery,
   ): Promise<RpcResult<ListResource<DeliveryResource>>>;
-  createEndpoint(caller: TenantCaller, req: CreateEndpointRequest): Promise<RpcResult<EndpointResource>>;
-  listEndpoints(caller: TenantCaller, req: ListQuery): Promise<RpcResult<ListResource<EndpointResource>>>;
+  createEndpoint(
+    caller: TenantCaller,
+    req: CreateEndpointRequest,
+  ): Promise<RpcResult<EndpointResource>>;
+  listEndpoints(
+    caller: TenantCaller,
+    req: ListQuery,
+  ): Promise<RpcResult<ListResource<EndpointResource>>>;
   getEndpoint(caller: TenantCaller, endpointId: string): Promise<RpcResult<EndpointResource>>;
   patchEndpoint(
     caller: TenantCaller,

@@ -102,7 +102,8 @@ async function run(sql: ReturnType<typeof sqlOf>, { max, limit, steps }: Scenari
       clock,
       spent: () => sim.spent[i] ?? 0,
       running: () => sim.running[i] === true,
-      release: (grant) => sim.tenant.release({ threadId: THREADS[i] ?? "", incarnation: null, grant }),
+      release: (grant) =>
+        sim.tenant.release({ threadId: THREADS[i] ?? "", incarnation: null, grant }),
       later: (ms, fn) => {
         const timer = { at: sim.now + ms, fn, live: true };
         sim.timers.push(timer);

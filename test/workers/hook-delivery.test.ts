@@ -256,8 +256,18 @@ describe("reading, filtering and mapping deliveries", () => {
   it("a delivery the events filter leaves out, and GitHub's ping, are 202 ignored", async () => {
     const hook = await createHook("github", { events: ["issues.opened", "push"] });
     const name = tag();
+    // Each body has the keys GitHub's payload of that event has (a contradicting label is a 400).
+    const shapes: Record<string, Record<string, unknown>> = {
+      issue_comment: { issue: { number: 1 }, comment: { id: 1 } },
+      ping: { zen: "Design for failure.", hook_id: 1 },
+      issues: { issue: { number: 1 } },
+    };
     const send = (event: string, action?: string) => {
-      const body = JSON.stringify({ thread: name, ...(action ? { action } : {}) });
+      const body = JSON.stringify({
+        thread: name,
+        ...shapes[event],
+        ...(action ? { action } : {}),
+      });
       return deliver(hook.url, body, signedHeaders("github", hook.secret, body, { event }));
     };
     const comment = await json<Delivery>(await send("issue_comment", "created"), 202);

@@ -8,7 +8,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, type MockInstance, vi } from "vitest";
 import { api, importRollout, json, newThreadId, untilRunning } from "./helpers/api.ts";
 import { answerEvents, responsesStream } from "./helpers/openai.ts";
-import { ADMIN_KEY, tenantWithKey } from "./helpers/tenancy.ts";
+import { ADMIN_KEY, tenantWithKey, threadObjectOf } from "./helpers/tenancy.ts";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -203,7 +203,7 @@ describe("tokens_per_day", () => {
     const other = await newThread(key, { model: "gpt-test" });
     await vi.waitFor(
       async () => {
-        await runDurableObjectAlarm(env.THREAD.getByName(`${tenant.id}:${id}`));
+        await runDurableObjectAlarm(await threadObjectOf(tenant.id, id));
         const usage = await json<{ data: unknown[] }>(
           await api("GET", "/v1/usage", undefined, key),
         );

@@ -8,7 +8,7 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, json, newThreadId } from "./helpers/api.ts";
-import { tenantWithKey } from "./helpers/tenancy.ts";
+import { tenantPath, tenantWithKey, threadObjectOf } from "./helpers/tenancy.ts";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -37,8 +37,8 @@ describe("an EU tenant", () => {
     const id = newThreadId();
     await json(await api("POST", "/v1/threads", { id }, key), 201);
     await json(await api("POST", `/v1/threads/${id}/turns`, { input: "hello" }, key));
-    await runDurableObjectAlarm(env.THREAD.getByName(`${tenant.id}:${id}`));
-    const prefix = `threads/${tenant.id}/${id}/`;
+    await runDurableObjectAlarm(await threadObjectOf(tenant.id, id));
+    const prefix = `threads/${await tenantPath(tenant.id)}/${id}/`;
     expect((await keysUnder(env.ROLLOUT_EU as R2Bucket, prefix)).length).toBeGreaterThan(0);
     expect(await keysUnder(env.ROLLOUT, prefix)).toEqual([]);
     // Every object of the tenant was asked for in the EU: by the worker, and by the objects.
@@ -80,8 +80,8 @@ describe("a tenant without a jurisdiction", () => {
     const id = newThreadId();
     await json(await api("POST", "/v1/threads", { id }, key), 201);
     await json(await api("POST", `/v1/threads/${id}/turns`, { input: "hello" }, key));
-    await runDurableObjectAlarm(env.THREAD.getByName(`${tenant.id}:${id}`));
-    const prefix = `threads/${tenant.id}/${id}/`;
+    await runDurableObjectAlarm(await threadObjectOf(tenant.id, id));
+    const prefix = `threads/${await tenantPath(tenant.id)}/${id}/`;
     expect((await keysUnder(env.ROLLOUT, prefix)).length).toBeGreaterThan(0);
     expect(await keysUnder(env.ROLLOUT_EU as R2Bucket, prefix)).toEqual([]);
     expect([...threads, ...tenants]).toEqual([]);

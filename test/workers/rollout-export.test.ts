@@ -113,7 +113,9 @@ describe("exportedRollout: the whole rollout as Codex JSONL", () => {
       live.session.inject([user("two")]);
       const tail = storedLines(live);
       // The segment of lines 1-3 is lost from R2.
-      const listed = await parts.bucket.list({ prefix: threadPrefix({ tenant: "local", incarnation: null }, live.meta.id) });
+      const listed = await parts.bucket.list({
+        prefix: threadPrefix({ tenant: "local", incarnation: null }, live.meta.id),
+      });
       await parts.bucket.delete(listed.objects.map((o) => o.key));
       return {
         segments: listed.objects.length,

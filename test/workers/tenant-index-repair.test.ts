@@ -7,7 +7,7 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, DEV_KEY, json, newThreadId } from "./helpers/api.ts";
-import { tenantWithKey } from "./helpers/tenancy.ts";
+import { tenantWithKey, threadObjectOf } from "./helpers/tenancy.ts";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -50,7 +50,7 @@ async function untilListed(key: string, id: string, present = true): Promise<voi
   });
 }
 
-const threadObject = (tenant: string, id: string) => env.THREAD.getByName(`${tenant}:${id}`);
+const threadObject = (tenant: string, id: string) => threadObjectOf(tenant, id);
 
 describe("the index after a failed push", () => {
   it("a create whose push failed is indexed by the thread's alarm, after the instance went away", async () => {
@@ -58,10 +58,10 @@ describe("the index after a failed push", () => {
     const id = newThreadId();
     const outage = pushOutage("fails");
     await json(await api("POST", "/v1/threads", { id }, key), 201);
-    await evictDurableObject(threadObject(tenant.id, id));
+    await evictDurableObject(await threadObject(tenant.id, id));
     expect(await listed(key)).toEqual([]);
     outage.mockRestore();
-    expect(await runDurableObjectAlarm(threadObject(tenant.id, id))).toBe(true);
+    expect(await runDurableObjectAlarm(await threadObject(tenant.id, id))).toBe(true);
     await untilListed(key, id);
   });
 
@@ -70,10 +70,10 @@ describe("the index after a failed push", () => {
     const id = newThreadId();
     const outage = pushOutage("fails");
     await json(await api("POST", "/v1/threads", { id }, key), 201);
-    await runInDurableObject(threadObject(tenant.id, id), async (_i, state) => {
+    await runInDurableObject(await threadObject(tenant.id, id), async (_i, state) => {
       await state.storage.deleteAlarm();
     });
-    await evictDurableObject(threadObject(tenant.id, id));
+    await evictDurableObject(await threadObject(tenant.id, id));
     outage.mockRestore();
     expect(await listed(key)).toEqual([]);
     await json(await api("POST", `/v1/threads/${id}/turns`, { input: "hello" }, key));
@@ -95,7 +95,7 @@ describe("the index after a failed push", () => {
     expect((await api("DELETE", `/v1/threads/${id}`, undefined, key)).status).toBe(204);
     expect(await listed(key)).toEqual([id]);
     outage.mockRestore();
-    expect(await runDurableObjectAlarm(threadObject(tenant.id, id))).toBe(true);
+    expect(await runDurableObjectAlarm(await threadObject(tenant.id, id))).toBe(true);
     await untilListed(key, id, false);
   });
 
@@ -107,10 +107,10 @@ describe("the index after a failed push", () => {
     await runInDurableObject(env.TENANT.getByName("local"), (_i, state) => {
       state.storage.sql.exec("DELETE FROM tenant_threads WHERE thread_id = ?", id);
     });
-    await runInDurableObject(threadObject("local", id), (_i, state) => {
+    await runInDurableObject(await threadObject("local", id), (_i, state) => {
       state.storage.sql.exec("DELETE FROM spindle_sync WHERE key = 'pushed'");
     });
-    await evictDurableObject(threadObject("local", id));
+    await evictDurableObject(await threadObject("local", id));
     expect(await listed(DEV_KEY)).not.toContain(id);
     await json(await api("GET", `/v1/threads/${id}`));
     await untilListed(DEV_KEY, id);
@@ -127,14 +127,14 @@ describe("the ledger after a failed push", () => {
       await api("POST", `/v1/threads/${id}/turns`, { input: "hello" }, key),
     );
     // The tenant applied the push; the thread keeps the entry, as the answer never came.
-    await runDurableObjectAlarm(threadObject(tenant.id, id));
-    const pending = await runInDurableObject(threadObject(tenant.id, id), (_i, state) =>
+    await runDurableObjectAlarm(await threadObject(tenant.id, id));
+    const pending = await runInDurableObject(await threadObject(tenant.id, id), (_i, state) =>
       state.storage.sql.exec("SELECT COUNT(*) AS n FROM spindle_usage").one(),
     );
     expect(pending.n).toBe(1);
     outage.mockRestore();
-    await runDurableObjectAlarm(threadObject(tenant.id, id));
-    const left = await runInDurableObject(threadObject(tenant.id, id), (_i, state) =>
+    await runDurableObjectAlarm(await threadObject(tenant.id, id));
+    const left = await runInDurableObject(await threadObject(tenant.id, id), (_i, state) =>
       state.storage.sql.exec("SELECT COUNT(*) AS n FROM spindle_usage").one(),
     );
     expect(left.n).toBe(0);

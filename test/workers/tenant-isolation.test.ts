@@ -1,14 +1,7 @@
-/**
- * Invariant 10 (design §15): a key sees only its tenant. Every `/v1` route of the route table is
- * called with a second tenant's key against the first tenant's resources (its thread, turn, key,
- * tenant id, hook, webhook endpoint): each answers 404 or 403, or, for a route that acts on the caller's own collection,
- * shows nothing of the first tenant; and nothing of the first tenant changed.
- */
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { API_ROUTES, type OperationId } from "../../worker/routes.ts";
 import { api, importRollout, json, newThreadId } from "./helpers/api.ts";
-import { tenantWithKey } from "./helpers/tenancy.ts";
+import { tenantWithKey, threadObjectOf } from "./helpers/tenancy.ts";
 
 interface Victim {
   tenant: string;
@@ -274,7 +267,7 @@ describe("invariant 10: a second tenant's key against the first tenant's resourc
     expect(bCopy.metadata).toEqual({});
     expect(await snapshotOf(victim)).toEqual(before);
     // The first tenant's objects are the ones named after it; the second's are apart.
-    const stubA = env.THREAD.getByName(`${victim.tenant}:${victim.thread}`);
+    const stubA = await threadObjectOf(victim.tenant, victim.thread);
     expect(await stubA.getThread()).toMatchObject({ ok: true, value: { metadata: { team: "a" } } });
     expect(Object.values(answers).every((status) => status !== 500)).toBe(true);
   });

@@ -4,7 +4,7 @@ import fc from "fast-check";
 import { afterEach, describe, expect, it, type MockInstance, vi } from "vitest";
 import { api, importRollout, json, newThreadId, readSse } from "./helpers/api.ts";
 import { responsesStream } from "./helpers/openai.ts";
-import { tenantWithKey } from "./helpers/tenancy.ts";
+import { tenantWithKey, threadObjectOf } from "./helpers/tenancy.ts";
 
 /*
  * Model-based test of the usage ledger (design §11, §15 invariant 13): random sequences of what
@@ -103,7 +103,7 @@ const call = (
   body?: unknown,
   extra?: Record<string, string>,
 ) => api(method, path, body, r.key, extra);
-const threadObject = (r: Real, id: string) => env.THREAD.getByName(`${r.tenant}:${id}`);
+const threadObject = (r: Real, id: string) => threadObjectOf(r.tenant, id);
 
 /** The task ids of a thread's rollout, and its own provider requests (token_count lines). */
 async function rolloutOf(r: Real, id: string) {
@@ -186,7 +186,7 @@ async function checkLedger(m: Model, r: Real): Promise<void> {
   await vi.waitFor(
     async () => {
       for (const id of new Set([...m.ids, ...r.deleted.keys()])) {
-        await runDurableObjectAlarm(threadObject(r, id));
+        await runDurableObjectAlarm(await threadObject(r, id));
       }
       const byThread = await bucketsOf("thread");
       expect(Object.fromEntries(byThread.map((b) => [b.bucket, counts(b)]))).toEqual(
@@ -321,7 +321,7 @@ class CutTurnStep extends Step {
     if (this.how === "interrupt") {
       await json(await call(r, "POST", `/v1/threads/${id}/turns/${turnId}/interrupt`));
     } else {
-      await runInDurableObject(threadObject(r, id), (_i, state) => state.abort("lost")).catch(
+      await runInDurableObject(await threadObject(r, id), (_i, state) => state.abort("lost")).catch(
         () => undefined,
       );
     }
@@ -336,14 +336,14 @@ class CutTurnStep extends Step {
 
 class EvictStep extends Step {
   async act(_m: Model, r: Real, id: string) {
-    await evictDurableObject(threadObject(r, id));
+    await evictDurableObject(await threadObject(r, id));
   }
   toString = () => `evict(${this.at})`;
 }
 
 class AlarmStep extends Step {
   async act(_m: Model, r: Real, id: string) {
-    await runDurableObjectAlarm(threadObject(r, id));
+    await runDurableObjectAlarm(await threadObject(r, id));
   }
   toString = () => `alarm(${this.at})`;
 }
@@ -360,7 +360,7 @@ class RollbackStep extends Step {
 
 class RestoreStep extends Step {
   async act(_m: Model, r: Real, id: string) {
-    await runDurableObjectAlarm(threadObject(r, id));
+    await runDurableObjectAlarm(await threadObject(r, id));
     await json(await call(r, "POST", `/v1/threads/${id}/restore`));
   }
   toString = () => `restore(${this.at})`;

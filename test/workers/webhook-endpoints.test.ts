@@ -24,7 +24,7 @@ import { WEBHOOK_EVENT_TYPES } from "../../shared/webhooks/index.ts";
 import { consumeWebhooks } from "../../worker/webhook-consumer.ts";
 import { api, json, newThreadId, post, threadStub, untilRunning } from "./helpers/api.ts";
 import { RECEIVER_URL, type Received, receiver } from "./helpers/receiver.ts";
-import { tenantWithKey } from "./helpers/tenancy.ts";
+import { tenantWithKey, threadObjectOf } from "./helpers/tenancy.ts";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -512,7 +512,7 @@ describe("the endpoint's secret, state and test event", () => {
 
 /** The thread's outbox rows and webhook values, read in its object. */
 async function outboxOf(tenant: string, id: string) {
-  return runInDurableObject(env.THREAD.getByName(`${tenant}:${id}`), (_i, state) => ({
+  return runInDurableObject(await threadObjectOf(tenant, id), (_i, state) => ({
     // The table is created with the first row.
     rows: sqlOf(state.storage.sql).tables.ifExists(
       "spindle_outbox",
@@ -549,12 +549,12 @@ describe("the outbox", () => {
     const done = await turn(key)(id, "hello");
     await vi.waitUntil(() => warn.mock.calls.length > 0, { timeout: 5_000 });
     expect((await outboxOf(tenant.id, id)).rows).toBe(1);
-    await runInDurableObject(env.THREAD.getByName(`${tenant.id}:${id}`), (_i, state) => {
+    await runInDurableObject(await threadObjectOf(tenant.id, id), (_i, state) => {
       state.abort("the instance is lost");
     }).catch(() => undefined);
     vi.restoreAllMocks();
     const again = receiver(() => 200);
-    await runDurableObjectAlarm(env.THREAD.getByName(`${tenant.id}:${id}`));
+    await runDurableObjectAlarm(await threadObjectOf(tenant.id, id));
     const [delivery] = await until(key, endpoint.id, (d) => d[0]?.status === "delivered");
     expect(delivery).toMatchObject({ type: "turn.completed", turn_id: done.id });
     expect(again.map((r) => verified(endpoint.secret, r).data.turn_id)).toEqual([done.id]);

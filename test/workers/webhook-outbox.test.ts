@@ -157,6 +157,7 @@ describe("WebhookOutbox", () => {
       ["we_a", "we_b"].map((endpointId) => ({
         tenant: "acme",
         jurisdiction: null,
+        incarnation: null,
         endpointId,
         id: true,
         type: "turn.failed",

@@ -88,6 +88,7 @@ describe("HookStore", () => {
         thread: "gh-{{body.issue.number}}",
         input: null,
         on_busy: "queue",
+        dedup: "body",
         thread_config: null,
         events: null,
         created_at: new Date(START).toISOString(),

@@ -100,7 +100,13 @@ export function bodyOf(scheme: Scheme, fields: Record<string, unknown>, id: stri
     case "standard":
       return JSON.stringify({ type: "order.created", ...fields });
     case "github":
-      return JSON.stringify({ action: "created", ...fields });
+      // An issue_comment body (what the default event header says), told apart by its comment.
+      return JSON.stringify({
+        action: "created",
+        issue: { number: 1 },
+        comment: { node_id: id },
+        ...fields,
+      });
   }
 }
 

@@ -1,3 +1,5 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { api, json } from "./api.ts";
 
 /** The development admin key (vitest.workers.config.ts runs the worker as development). */
@@ -41,4 +43,25 @@ export async function tenantWithKey(
   const tenant = await createTenant(body);
   const { id, key } = await createKey(tenant.id);
   return { tenant, key, keyId: id };
+}
+
+/** The incarnation a managed tenant's object holds: its thread objects' names carry it. */
+export async function incarnationOf(tenant: string): Promise<string | null> {
+  const rows = await runInDurableObject(env.TENANT.getByName(tenant), (_, state) =>
+    state.storage.sql
+      .exec<{ value: string }>("SELECT value FROM tenant_meta WHERE key = 'incarnation'")
+      .toArray(),
+  );
+  return rows[0] ? (JSON.parse(rows[0].value) as string) : null;
+}
+
+/** `{tenant}.{incarnation}` (or `{tenant}`): the tenant's part of thread names and R2 keys. */
+export async function tenantPath(tenant: string): Promise<string> {
+  const incarnation = await incarnationOf(tenant);
+  return incarnation === null ? tenant : `${tenant}.${incarnation}`;
+}
+
+/** A managed tenant's thread object, by the name its incarnation gives it. */
+export async function threadObjectOf(tenant: string, threadId: string) {
+  return env.THREAD.getByName(`${await tenantPath(tenant)}:${threadId}`);
 }
