@@ -493,7 +493,9 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
 
   /** Events of another incarnation (or of a deleted tenant) find no endpoint. */
   async webhookTargets(req: WebhookTargetRequest[]): Promise<RpcResult<WebhookTargetState[]>> {
-    const ours = this.#gone() ? [] : req.filter((r) => !this.#foreign(r.incarnation));
+    const ours = this.#gone()
+      ? []
+      : req.filter((r) => r.incarnation === undefined || !this.#foreign(r.incarnation));
     const found = new Map(this.#endpoints.targets(ours).map((t) => [t.webhookId, t]));
     return ok(
       req.map(

@@ -50,7 +50,7 @@ async function consumeTenant(
   try {
     const targets = await tenant.webhookTargets(
       messages.map(({ body }) => ({
-        incarnation: body.incarnation ?? null,
+        ...(body.incarnation === undefined ? {} : { incarnation: body.incarnation }),
         webhookId: body.webhookId,
         endpointId: body.endpointId,
       })),

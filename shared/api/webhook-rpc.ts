@@ -128,8 +128,11 @@ export interface CreateEndpointRequest {
 
 /** `webhookTargets`: one delivery the consumer is about to attempt. */
 export interface WebhookTargetRequest {
-  /** The incarnation the event was recorded in: another one finds no endpoint. */
-  incarnation: string | null;
+  /**
+   * The incarnation the event was recorded in: another one finds no endpoint. Absent for a
+   * message recorded before incarnations (its endpoint id, random, names one endpoint only).
+   */
+  incarnation?: string | null;
   webhookId: string;
   endpointId: string;
 }

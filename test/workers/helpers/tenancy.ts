@@ -47,7 +47,8 @@ export async function tenantWithKey(
 
 /** The incarnation a managed tenant's object holds: its thread objects' names carry it. */
 export async function incarnationOf(tenant: string): Promise<string | null> {
-  const rows = await runInDurableObject(env.TENANT.getByName(tenant), (_, state) =>
+  // By id, not by name: a test may have replaced `getByName` to inject faults.
+  const rows = await runInDurableObject(env.TENANT.get(env.TENANT.idFromName(tenant)), (_, state) =>
     state.storage.sql
       .exec<{ value: string }>("SELECT value FROM tenant_meta WHERE key = 'incarnation'")
       .toArray(),
@@ -63,5 +64,5 @@ export async function tenantPath(tenant: string): Promise<string> {
 
 /** A managed tenant's thread object, by the name its incarnation gives it. */
 export async function threadObjectOf(tenant: string, threadId: string) {
-  return env.THREAD.getByName(`${await tenantPath(tenant)}:${threadId}`);
+  return env.THREAD.get(env.THREAD.idFromName(`${await tenantPath(tenant)}:${threadId}`));
 }
