@@ -4,14 +4,14 @@ import fc from "fast-check";
 import { afterEach, describe, expect, it, type MockInstance, vi } from "vitest";
 import { api, importRollout, json, newThreadId, readSse } from "./helpers/api.ts";
 import { responsesStream } from "./helpers/openai.ts";
-import { tenantWithKey, threadObjectOf } from "./helpers/tenancy.ts";
+import { ADMIN_KEY, createKey, tenantWithKey, threadObjectOf } from "./helpers/tenancy.ts";
 
 /*
  * Model-based test of the usage ledger (design §11, §15 invariant 13): random sequences of what
  * clients and the platform mix (turns on the local and the remote model, tool calls and their
  * outputs, manual compactions, provider failures, interrupted and lost turns, evictions, forks,
  * imports, rollbacks, restores, deletes and re-creates, keyed retries, pushes to the tenant that
- * fail, alarms). After each step the thread's own totals equal the sum of its own turns' usage;
+ * fail, alarms, the tenant itself deleted and its id created again). After each step the thread's own totals equal the sum of its own turns' usage;
  * at checks (and at the end), with pushes working, the tenant's ledger equals those sums for every
  * thread id ever used, including threads deleted since, and its day and model groupings sum to the
  * same totals.
@@ -422,6 +422,50 @@ class DeleteRecreateStep extends Step {
 }
 
 /**
+ * The tenant deleted and its id created again (invariant 19): the new incarnation's ledger
+ * starts empty, its key sees none of the old threads, and the old key is refused.
+ */
+class TenantRecreateStep implements fc.AsyncCommand<Model, Real> {
+  check = (m: Readonly<Model>) => !m.pushesDown;
+  async run(m: Model, r: Real) {
+    expect(
+      (await api("DELETE", `/v1/admin/tenants/${r.tenant}`, undefined, ADMIN_KEY)).status,
+    ).toBe(202);
+    const object = env.TENANT.get(env.TENANT.idFromName(r.tenant));
+    await vi.waitFor(
+      async () => {
+        await runDurableObjectAlarm(object);
+        expect(
+          (await api("GET", `/v1/admin/tenants/${r.tenant}`, undefined, ADMIN_KEY)).status,
+        ).toBe(404);
+      },
+      { timeout: 10_000, interval: 50 },
+    );
+    const oldKey = r.key;
+    await json(await api("POST", "/v1/admin/tenants", { id: r.tenant }, ADMIN_KEY), 201);
+    r.key = (await createKey(r.tenant)).key;
+    expect((await api("GET", "/v1/threads", undefined, oldKey)).status).toBe(401);
+    const listed = await json<{ data: unknown[] }>(await call(r, "GET", "/v1/threads"));
+    expect(listed.data).toEqual([]);
+    const usage = await json<{ data: unknown[] }>(
+      await call(r, "GET", "/v1/usage?group_by=thread"),
+    );
+    expect(usage.data).toEqual([]);
+    for (const id of m.ids) expect((await call(r, "GET", `/v1/threads/${id}`)).status).toBe(404);
+    const first = newThreadId();
+    await json(
+      await call(r, "POST", "/v1/threads", { id: first, tools: [{ name: "lookup" }] }),
+      201,
+    );
+    m.ids = [first];
+    m.pending.clear();
+    r.deleted.clear();
+    r.inherited.clear();
+  }
+  toString = () => "delete the tenant and create its id again";
+}
+
+/**
  * Pushes to the tenant start or stop failing: not reaching it (`fails`), or applied there with
  * the answer lost on the way back (`answer lost`), so the thread pushes the same entries again.
  */
@@ -483,6 +527,7 @@ function commands(fail: { next: boolean }) {
       .tuple(at, fc.constantFrom("fork" as const, "import" as const))
       .map(([i, how]) => new CopyStep(i, how)),
     at.map((i) => new DeleteRecreateStep(i)),
+    fc.constant(new TenantRecreateStep()),
     fc.constantFrom("fails" as const, "answer lost" as const).map((kind) => new OutageStep(kind)),
     fc.constant(new LedgerCheckStep()),
   ];
