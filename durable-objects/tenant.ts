@@ -195,7 +195,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     if (req.record && this.#record() === undefined) this.#putMeta("record", req.record);
     const tenant = this.#record();
     if (tenant?.status !== "active") return NO_TENANT;
-    return ok(this.#keys.create(tenant, { name: req.name, scopes: req.scopes }));
+    return this.#keys.create(tenant, { name: req.name, scopes: req.scopes });
   }
 
   async listKeys(req: ListQuery): Promise<RpcResult<ListResource<ApiKeyResource>>> {
@@ -285,8 +285,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
 
   async createHook(req: CreateHookRequest): Promise<RpcResult<HookRecord>> {
     if (this.#gone()) return NO_TENANT;
-    const hook = this.#hooks.create(req);
-    return hook ? ok(hook) : fail("hook_exists", `Hook "${req.body.id}" already exists.`);
+    return this.#hooks.create(req);
   }
 
   async listHooks(req: ListQuery): Promise<RpcResult<ListResource<HookRecord>>> {
@@ -333,7 +332,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
 
   async createEndpoint(req: CreateEndpointRequest): Promise<RpcResult<EndpointResource>> {
     if (this.#gone()) return NO_TENANT;
-    return ok(this.#endpoints.create(req));
+    return this.#endpoints.create(req);
   }
 
   async listEndpoints(req: ListQuery): Promise<RpcResult<ListResource<EndpointResource>>> {

@@ -1,6 +1,6 @@
 /**
  * Size limits of HTTP API v1, shared by the worker, which counts request bodies, and the Thread
- * DO, which reads an import's lines.
+ * DO, which reads an import's lines; and the per-tenant limits of what a tenant's object holds.
  */
 
 /** A turn's body (turns, outputs, steer, inject) may carry inline images. */
@@ -18,3 +18,21 @@ export const importBodyMaxBytes = 64 * 1024 * 1024;
 export const rolloutLineMaxBytes = 4 * turnBodyMaxBytes;
 /** A delivery to an inbound hook. */
 export const webhookBodyMaxBytes = 1024 * 1024;
+
+/**
+ * What one tenant's object may hold, the same for every tenant (static ones too): each is a
+ * bound on the object's storage and on what a list of them costs, and the endpoints' one on how
+ * many times each event is posted. `limit_exceeded` names the one that refused a create.
+ */
+export const TENANT_LIMIT_NAMES = [
+  "api_keys_per_tenant",
+  "hooks_per_tenant",
+  "webhook_endpoints_per_tenant",
+] as const;
+export type TenantLimitName = (typeof TENANT_LIMIT_NAMES)[number];
+
+export const tenantLimits: Readonly<Record<TenantLimitName, number>> = Object.freeze({
+  api_keys_per_tenant: 100,
+  hooks_per_tenant: 100,
+  webhook_endpoints_per_tenant: 20,
+});
