@@ -1,10 +1,19 @@
 /**
  * Per-tenant limits, through the running service: the counts a tenant's object holds (API keys,
  * hooks, webhook endpoints) are refused past their limit with 409 `limit_exceeded` naming it,
- * also when creates race at the limit, and a place freed by a delete is taken again.
+ * also when creates race at the limit, and a place freed by a delete is taken again; what a hook
+ * or an endpoint stores is bounded in UTF-8 bytes, refused at the edge with 400
+ * `invalid_request` at the field, and nothing of a refused create is kept.
  */
 import { describe, expect, it } from "vitest";
-import { type TenantLimitName, tenantLimits } from "../../shared/api/index.ts";
+import {
+  endpointDescriptionMaxBytes,
+  hookInputTemplateMaxBytes,
+  hookThreadConfigMaxBytes,
+  hookThreadTemplateMaxBytes,
+  type TenantLimitName,
+  tenantLimits,
+} from "../../shared/api/index.ts";
 import { api, json } from "./helpers/api.ts";
 import { ADMIN_KEY, tenantWithKey } from "./helpers/tenancy.ts";
 
@@ -151,5 +160,60 @@ describe("creates racing at the limit", () => {
     );
     expect(tally(raced)).toEqual({ 201: max, 409: 30 - max });
     expect(await listed("/v1/webhook-endpoints", key)).toHaveLength(max);
+  });
+});
+
+describe("sizes of what a hook or an endpoint stores", () => {
+  /** `bytes` bytes of UTF-8 in two-byte characters (so fewer characters than bytes). */
+  const twoByteText = (bytes: number) => "é".repeat(bytes / 2);
+
+  async function expectRefusedAt(res: Response, path: string): Promise<void> {
+    const body = (await json<Problem>(res, 400)) as Problem;
+    expect(body.code).toBe("invalid_request");
+    expect(body.errors).toEqual([{ path, message: expect.stringContaining("bytes") }]);
+  }
+
+  it("templates: at most their limit in bytes, not characters", async () => {
+    const { key } = await tenantWithKey();
+    const create = (body: Record<string, unknown>) =>
+      api("POST", "/v1/hooks", { ...hookBody("x"), ...body }, key);
+    await json(await create({ input: twoByteText(hookInputTemplateMaxBytes) }), 201);
+    await expectRefusedAt(
+      await create({ input: twoByteText(hookInputTemplateMaxBytes + 2) }),
+      "/input",
+    );
+    await json(await create({ thread: twoByteText(hookThreadTemplateMaxBytes) }), 201);
+    await expectRefusedAt(
+      await create({ thread: twoByteText(hookThreadTemplateMaxBytes + 2) }),
+      "/thread",
+    );
+    expect(await listed("/v1/hooks", key)).toHaveLength(2);
+  });
+
+  it("a hook's thread_config: at most its limit in bytes of JSON", async () => {
+    const { key } = await tenantWithKey();
+    const config = (bytes: number) => {
+      const base = JSON.stringify({ developer_instructions: "" }).length;
+      return { developer_instructions: "x".repeat(bytes - base) };
+    };
+    const create = (thread_config: unknown) =>
+      api("POST", "/v1/hooks", { ...hookBody("x"), thread_config }, key);
+    await json(await create(config(hookThreadConfigMaxBytes)), 201);
+    await expectRefusedAt(await create(config(hookThreadConfigMaxBytes + 1)), "/thread_config");
+    expect(await listed("/v1/hooks", key)).toHaveLength(1);
+  });
+
+  it("an endpoint's description: at most its limit in bytes, on create and on patch", async () => {
+    const { key } = await tenantWithKey();
+    const fits = twoByteText(endpointDescriptionMaxBytes);
+    const over = twoByteText(endpointDescriptionMaxBytes + 2);
+    const create = (description: string) =>
+      api("POST", "/v1/webhook-endpoints", { ...endpointBody, description }, key);
+    const made = await json<{ id: string }>(await create(fits), 201);
+    await expectRefusedAt(await create(over), "/description");
+    const path = `/v1/webhook-endpoints/${made.id}`;
+    await expectRefusedAt(await api("PATCH", path, { description: over }, key), "/description");
+    expect(await json(await api("GET", path, undefined, key))).toMatchObject({ description: fits });
+    expect(await listed("/v1/webhook-endpoints", key)).toHaveLength(1);
   });
 });
