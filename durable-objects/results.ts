@@ -1,4 +1,10 @@
-import type { FieldError, ProblemCode, QuotaName, RpcResult } from "../shared/api/index.ts";
+import type {
+  FieldError,
+  ProblemCode,
+  QuotaName,
+  RpcResult,
+  TenantLimitName,
+} from "../shared/api/index.ts";
 import { SessionError } from "../shared/session/index.ts";
 
 /**
@@ -30,6 +36,11 @@ export function failQuota(
       ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
     },
   };
+}
+
+/** `limit_exceeded` naming the per-tenant limit and its value. */
+export function failLimit(name: TenantLimitName, max: number, detail: string): RpcResult<never> {
+  return { ok: false, error: { code: "limit_exceeded", detail, limit: { name, max } } };
 }
 
 /**

@@ -5,6 +5,7 @@ import type {
   ListResource,
   PatchEndpointBody,
   RecordedAttempt,
+  RpcResult,
   WebhookDelivery,
   WebhookSubscriptions,
   WebhookTargetRequest,
@@ -13,8 +14,10 @@ import type {
 import type { Clock } from "../shared/ports/index.ts";
 import { tablePage } from "./cursor.ts";
 import { randomId } from "./random-ids.ts";
+import { ok } from "./results.ts";
 import { liveSecrets, rotated, type SecretColumns } from "./rotating-secrets.ts";
 import type { Sql } from "./sql.ts";
+import { refusedByLimit } from "./tenant-limits.ts";
 
 /** Each event's delivery record (status and attempts) is kept this long. */
 export const WEBHOOK_DELIVERY_RETENTION_MS = 7 * 24 * 60 * 60_000;
@@ -52,7 +55,10 @@ export class EndpointStore {
     this.#clock = clock;
   }
 
-  create(req: CreateEndpointRequest): EndpointResource {
+  /** The new endpoint; `limit_exceeded` when the tenant holds `webhook_endpoints_per_tenant`. */
+  create(req: CreateEndpointRequest): RpcResult<EndpointResource> {
+    const refused = refusedByLimit(this.#sql, "webhook_endpoints_per_tenant");
+    if (refused) return refused;
     const endpoint: EndpointResource = {
       object: "webhook_endpoint",
       id: randomId("we"),
@@ -67,7 +73,7 @@ export class EndpointStore {
     this.#sql`INSERT INTO tenant_endpoints (id, created_at, body, secret)
       VALUES (${endpoint.id}, ${endpoint.created_at}, ${JSON.stringify(endpoint)}, ${req.secret})`;
     this.#subscriptions = undefined;
-    return endpoint;
+    return ok(endpoint);
   }
 
   #row(id: string): EndpointRow | undefined {

@@ -6,12 +6,15 @@ import {
   hookDedupOf,
   type ListQuery,
   type ListResource,
+  type RpcResult,
 } from "../shared/api/index.ts";
 import type { Clock } from "../shared/ports/index.ts";
 import { tablePage } from "./cursor.ts";
 import { randomId } from "./random-ids.ts";
+import { fail, ok } from "./results.ts";
 import { liveSecrets, rotated, type SecretColumns } from "./rotating-secrets.ts";
 import type { Sql } from "./sql.ts";
+import { refusedByLimit } from "./tenant-limits.ts";
 
 /** A hook's delivery log keeps entries this long. */
 export const DELIVERY_LOG_RETENTION_MS = 7 * 24 * 60 * 60_000;
@@ -43,10 +46,12 @@ export class HookStore {
     this.#clock = clock;
   }
 
-  /** The new hook, or undefined when its id is taken. */
-  create({ body }: CreateHookRequest): HookRecord | undefined {
+  /** The new hook; `hook_exists` when its id is taken, `limit_exceeded` past `hooks_per_tenant`. */
+  create({ body }: CreateHookRequest): RpcResult<HookRecord> {
     const id = body.id ?? randomId("hook");
-    if (this.#row(id)) return undefined;
+    if (this.#row(id)) return fail("hook_exists", `Hook "${id}" already exists.`);
+    const refused = refusedByLimit(this.#sql, "hooks_per_tenant");
+    if (refused) return refused;
     const record: HookRecord = {
       object: "hook",
       id,
@@ -63,7 +68,7 @@ export class HookStore {
     };
     this.#sql`INSERT INTO tenant_hooks (id, created_at, body, secret)
       VALUES (${id}, ${record.created_at}, ${JSON.stringify(record)}, ${body.verify.secret})`;
-    return record;
+    return ok(record);
   }
 
   #row(id: string): HookRow | undefined {

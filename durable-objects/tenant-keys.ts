@@ -6,6 +6,7 @@ import {
   formatApiKey,
   type ListQuery,
   type ListResource,
+  type RpcResult,
   redactApiKey,
   type Scope,
   type TenantResource,
@@ -14,7 +15,9 @@ import type { Clock } from "../shared/ports/index.ts";
 import { tablePage } from "./cursor.ts";
 import { digestsEqual, keyDigest } from "./digests.ts";
 import { randomId } from "./random-ids.ts";
+import { ok } from "./results.ts";
 import type { Sql } from "./sql.ts";
+import { refusedByLimit } from "./tenant-limits.ts";
 
 /** `last_used_at` is written at most this often per key: coarse, so a request writes nothing. */
 export const LAST_USED_GRANULARITY_MS = 60_000;
@@ -53,7 +56,10 @@ export class KeyStore {
     this.#clock = clock;
   }
 
-  create(tenant: TenantResource, req: CreateKeyRequest): CreatedApiKey {
+  /** The new key; `limit_exceeded` when the tenant holds `api_keys_per_tenant` keys. */
+  create(tenant: TenantResource, req: CreateKeyRequest): RpcResult<CreatedApiKey> {
+    const refused = refusedByLimit(this.#sql, "api_keys_per_tenant");
+    if (refused) return refused;
     const parts = {
       jurisdiction: tenant.jurisdiction,
       tenant: tenant.id,
@@ -75,7 +81,7 @@ export class KeyStore {
     this.#sql`INSERT INTO tenant_keys (id, digest, body, created_at)
       VALUES (${resource.id}, ${digest.buffer as ArrayBuffer}, ${JSON.stringify(body)},
         ${resource.created_at})`;
-    return { ...resource, key };
+    return ok({ ...resource, key });
   }
 
   /**

@@ -243,7 +243,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     if (!this.#admits(caller)) return UNAUTHORIZED;
     const tenant = this.#record();
     if (tenant?.status !== "active") return NO_TENANT;
-    return ok(this.#keys.create(tenant, { name: req.name, scopes: req.scopes }));
+    return this.#keys.create(tenant, { name: req.name, scopes: req.scopes });
   }
 
   async listKeys(
@@ -347,8 +347,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
 
   async createHook(caller: TenantCaller, req: CreateHookRequest): Promise<RpcResult<HookRecord>> {
     if (!this.#admits(caller)) return UNAUTHORIZED;
-    const hook = this.#hooks.create(req);
-    return hook ? ok(hook) : fail("hook_exists", `Hook "${req.body.id}" already exists.`);
+    return this.#hooks.create(req);
   }
 
   async listHooks(
@@ -431,7 +430,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     req: CreateEndpointRequest,
   ): Promise<RpcResult<EndpointResource>> {
     if (!this.#admits(caller)) return UNAUTHORIZED;
-    return ok(this.#endpoints.create(req));
+    return this.#endpoints.create(req);
   }
 
   async listEndpoints(

@@ -11,6 +11,7 @@ import {
   problemType,
   type QuotaName,
   type RpcResult,
+  type TenantLimitName,
 } from "../shared/api/index.ts";
 import { jsonPointer } from "../shared/protocol/index.ts";
 
@@ -23,6 +24,8 @@ export interface ApiErrorOptions {
   headers?: Record<string, string>;
   /** With `quota_exceeded`: the quota, named in the problem document. */
   quota?: QuotaName;
+  /** With `limit_exceeded`: the limit and its value, named in the problem document. */
+  limit?: { name: TenantLimitName; max: number };
   cause?: unknown;
 }
 
@@ -37,6 +40,7 @@ export class ApiError extends Error {
   readonly errors: FieldError[] | undefined;
   readonly headers: Record<string, string>;
   readonly quota: QuotaName | undefined;
+  readonly limit: { name: TenantLimitName; max: number } | undefined;
 
   constructor(code: ProblemCode, detail: string, options: ApiErrorOptions = {}) {
     super(detail, options.cause === undefined ? undefined : { cause: options.cause });
@@ -45,6 +49,7 @@ export class ApiError extends Error {
     this.errors = options.errors;
     this.headers = options.headers ?? {};
     this.quota = options.quota;
+    this.limit = options.limit;
   }
 
   /** The problem document; `detail` is the message, which must be safe to show the client. */
@@ -58,6 +63,10 @@ export class ApiError extends Error {
     };
     if (this.errors !== undefined) problem.errors = this.errors;
     if (this.quota !== undefined) problem.quota = this.quota;
+    if (this.limit !== undefined) {
+      problem.limit = this.limit.name;
+      problem.max = this.limit.max;
+    }
     return problem;
   }
 }
@@ -162,7 +171,7 @@ function parameterPath(path: readonly PropertyKey[], part: RequestPart): string 
 /** The value of a successful DO call, or its failure thrown as the matching `ApiError`. */
 export function unwrap<T>(result: RpcResult<T>): T {
   if (result.ok) return result.value;
-  const { code, detail, errors, quota, retryAfterSeconds } = result.error;
+  const { code, detail, errors, quota, limit, retryAfterSeconds } = result.error;
   // Guards against a DO from another deploy that speaks a code this worker does not know.
   if (!isProblemCode(code)) {
     throw new ApiError("internal", "The thread returned an unknown error.", {
@@ -172,6 +181,7 @@ export function unwrap<T>(result: RpcResult<T>): T {
   throw new ApiError(code, detail, {
     ...(errors === undefined ? {} : { errors }),
     ...(quota === undefined ? {} : { quota }),
+    ...(limit === undefined ? {} : { limit }),
     ...(retryAfterSeconds === undefined
       ? {}
       : { headers: { "Retry-After": String(retryAfterSeconds) } }),

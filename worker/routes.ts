@@ -56,6 +56,7 @@ import {
   ThreadResourceSchema,
   TurnParamsSchema,
   TurnResourceSchema,
+  tenantLimits,
   turnBodyMaxBytes,
   UsageBucketSchema,
   UsageQuerySchema,
@@ -179,6 +180,9 @@ export const LIST_SCHEMAS = {
 
 /** The quota a turn-starting route may refuse with (429, `Retry-After` for `tokens_per_day`). */
 const QUOTA_ERRORS = ["quota_exceeded"] as const;
+
+/** What a create of something a tenant holds a limited number of may answer (409, `limit`). */
+const LIMIT_ERRORS = ["limit_exceeded"] as const;
 
 /** The media types an import accepts: the JSONL spellings in use, and plain text for curl. */
 export const IMPORT_MEDIA_TYPES: readonly string[] = [
@@ -541,11 +545,12 @@ export const API_ROUTES = {
     summary: "Create an API key of the caller's tenant",
     description:
       "The secret is in this answer only. A key may give only scopes it has itself; without " +
-      "`scopes` the new key gets the caller's. Keys of `SPINDLE_API_KEYS` manage no keys (403).",
+      "`scopes` the new key gets the caller's. Keys of `SPINDLE_API_KEYS` manage no keys (403). " +
+      `A tenant holds at most ${tenantLimits.api_keys_per_tenant} keys (409 \`limit_exceeded\`).`,
     body: jsonBody(CreateKeyBodySchema, jsonBodyMaxBytes),
     responses: { 201: { description: "The new key.", content: json(CreatedApiKeySchema) } },
-    // A key still trusted by an isolate while its tenant is being deleted.
-    errors: ["not_found"],
+    // `not_found`: a key still trusted by an isolate while its tenant is being deleted.
+    errors: ["not_found", ...LIMIT_ERRORS],
   },
   listKeys: {
     method: "get",
@@ -635,11 +640,13 @@ export const API_ROUTES = {
     path: "/v1/admin/tenants/{tenant}/keys",
     access: "admin",
     summary: "Create an API key of a tenant",
-    description: "The secret is in this answer only. Without `scopes` the key has every scope.",
+    description:
+      "The secret is in this answer only. Without `scopes` the key has every scope. A tenant " +
+      `holds at most ${tenantLimits.api_keys_per_tenant} keys (409 \`limit_exceeded\`).`,
     params: TenantParamsSchema,
     body: jsonBody(CreateKeyBodySchema, jsonBodyMaxBytes),
     responses: { 201: { description: "The new key.", content: json(CreatedApiKeySchema) } },
-    errors: ["not_found"],
+    errors: ["not_found", ...LIMIT_ERRORS],
   },
   listTenantKeys: {
     method: "get",
@@ -667,11 +674,12 @@ export const API_ROUTES = {
     summary: "Create an inbound hook: deliveries to its URL start turns",
     description:
       "The sender posts to the hook's `url` with no API key: its signature (`verify.scheme`) is " +
-      "the credential. A generated `secret` is in this answer only.",
+      "the credential. A generated `secret` is in this answer only. A tenant holds at most " +
+      `${tenantLimits.hooks_per_tenant} hooks (409 \`limit_exceeded\`).`,
     body: jsonBody(CreateHookBodySchema, jsonBodyMaxBytes),
     responses: { 201: { description: "The new hook.", content: json(CreatedHookSchema) } },
     // `not_found`: a key still trusted by an isolate while its tenant is being deleted.
-    errors: ["hook_exists", "not_found"],
+    errors: ["hook_exists", "not_found", ...LIMIT_ERRORS],
   },
   listHooks: {
     method: "get",
@@ -775,12 +783,14 @@ export const API_ROUTES = {
     summary: "Create a webhook endpoint: the tenant's threads' events are posted to it",
     description:
       "Events are Standard Webhooks, signed with the endpoint's `whsec_` secret (in this " +
-      "answer only), retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h.",
+      "answer only), retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h. A tenant holds " +
+      `at most ${tenantLimits.webhook_endpoints_per_tenant} endpoints, disabled ones included ` +
+      "(409 `limit_exceeded`).",
     body: jsonBody(CreateEndpointBodySchema, jsonBodyMaxBytes),
     responses: {
       201: { description: "The new endpoint.", content: json(CreatedEndpointSchema) },
     },
-    errors: ["not_found"],
+    errors: ["not_found", ...LIMIT_ERRORS],
   },
   listEndpoints: {
     method: "get",

@@ -1,6 +1,9 @@
+import * as z from "zod";
+import { utf8ByteLength } from "../context-manager/index.ts";
+
 /**
  * Size limits of HTTP API v1, shared by the worker, which counts request bodies, and the Thread
- * DO, which reads an import's lines.
+ * DO, which reads an import's lines; and the per-tenant limits of what a tenant's object holds.
  */
 
 /** A turn's body (turns, outputs, steer, inject) may carry inline images. */
@@ -18,3 +21,55 @@ export const importBodyMaxBytes = 64 * 1024 * 1024;
 export const rolloutLineMaxBytes = 4 * turnBodyMaxBytes;
 /** A delivery to an inbound hook. */
 export const webhookBodyMaxBytes = 1024 * 1024;
+
+/**
+ * A hook's `thread` template: it renders a thread id of at most 64 characters, so a few paths
+ * and a prefix are all it needs.
+ */
+export const hookThreadTemplateMaxBytes = 512;
+/**
+ * A hook's `input` template: a message around the delivery's values, rendered for every
+ * delivery; standing instructions belong in the thread's configuration.
+ */
+export const hookInputTemplateMaxBytes = 16 * 1024;
+/**
+ * A hook's `thread_config`, as JSON: instructions and a few dozen tools. It travels with every
+ * delivery to its thread and sits in every isolate's hook cache; a thread created beforehand
+ * with `POST /v1/threads` takes a configuration up to the body limit.
+ */
+export const hookThreadConfigMaxBytes = 64 * 1024;
+/** A webhook endpoint's `description`. */
+export const endpointDescriptionMaxBytes = 1024;
+
+/**
+ * What one tenant's object may hold, the same for every tenant (static ones too): each is a
+ * bound on the object's storage and on what a list of them costs, and the endpoints' one on how
+ * many times each event is posted. `limit_exceeded` names the one that refused a create.
+ */
+export const TENANT_LIMIT_NAMES = [
+  "api_keys_per_tenant",
+  "hooks_per_tenant",
+  "webhook_endpoints_per_tenant",
+] as const;
+export type TenantLimitName = (typeof TENANT_LIMIT_NAMES)[number];
+
+export const tenantLimits: Readonly<Record<TenantLimitName, number>> = Object.freeze({
+  api_keys_per_tenant: 100,
+  hooks_per_tenant: 100,
+  webhook_endpoints_per_tenant: 20,
+});
+
+/** A zod check: the string is at most `maxBytes` bytes of UTF-8 (later checks are skipped). */
+export function utf8Within(maxBytes: number) {
+  return z.refine<string>((value) => utf8ByteLength(value) <= maxBytes, {
+    message: `At most ${maxBytes} bytes of UTF-8`,
+    abort: true,
+  });
+}
+
+/** A zod check: the value, as JSON, is at most `maxBytes` bytes of UTF-8. */
+export function jsonWithin(maxBytes: number) {
+  return z.refine<unknown>((value) => utf8ByteLength(JSON.stringify(value)) <= maxBytes, {
+    message: `At most ${maxBytes} bytes of JSON`,
+  });
+}

@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { TENANT_LIMIT_NAMES, type TenantLimitName } from "./limits.ts";
 import type { Same } from "./same.ts";
 
 /**
@@ -34,6 +35,7 @@ export const PROBLEM_CODES = [
   "idempotency_key_reused",
   "idempotency_key_in_use",
   "quota_exceeded",
+  "limit_exceeded",
   "method_not_allowed",
   "internal",
 ] as const;
@@ -93,6 +95,8 @@ const PROBLEM_TYPES: Record<ProblemCode, { status: ProblemStatus; title: string 
     title: "A request with this idempotency key is still being admitted",
   },
   quota_exceeded: { status: 429, title: "A quota of the tenant is used up" },
+  // 409, not 429: waiting changes nothing; the tenant deletes one to make room (RFC 9110 §15.5.10).
+  limit_exceeded: { status: 409, title: "The tenant holds as many of these as it may" },
   method_not_allowed: { status: 405, title: "The method is not allowed on this resource" },
   internal: { status: 500, title: "Internal error" },
 };
@@ -153,6 +157,11 @@ export const ProblemSchema = z.object({
     .enum(QUOTA_NAMES)
     .optional()
     .describe("With `quota_exceeded`: the quota that refused the request."),
+  limit: z
+    .enum(TENANT_LIMIT_NAMES)
+    .optional()
+    .describe("With `limit_exceeded`: the per-tenant limit that refused the create."),
+  max: z.number().int().optional().describe("With `limit_exceeded`: the limit's value."),
 });
 
 /** The problem document this API answers with (media type `application/problem+json`). */
@@ -164,6 +173,8 @@ export interface Problem {
   code: ProblemCode;
   errors?: FieldError[];
   quota?: QuotaName;
+  limit?: TenantLimitName;
+  max?: number;
 }
 
 const documentedShapes: [Same<z.output<typeof ProblemSchema>, Problem>] = [true];

@@ -18,6 +18,7 @@
  */
 
 import type { Prompt, ResponseItem, ThreadConfig, ThreadMetadata } from "../protocol/index.ts";
+import type { TenantLimitName } from "./limits.ts";
 import type { FieldError, ProblemCode, QuotaName } from "./problems.ts";
 import type { FunctionCallOutputInput, InputMessage, OnBusy } from "./requests.ts";
 import type { ListResource, ThreadResource, TurnResource } from "./resources.ts";
@@ -34,6 +35,8 @@ export interface RpcFailure {
   /** With `quota_exceeded`: the quota, and for a time-based one when to try again. */
   quota?: QuotaName;
   retryAfterSeconds?: number;
+  /** With `limit_exceeded`: the per-tenant limit, and its value where it was applied. */
+  limit?: { name: TenantLimitName; max: number };
 }
 
 export type RpcResult<T> = { ok: true; value: T } | { ok: false; error: RpcFailure };

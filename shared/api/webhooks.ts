@@ -8,6 +8,14 @@ import {
   WEBHOOK_EVENT_TYPES,
 } from "../webhooks/index.ts";
 import { EndpointIdSchema, HookIdSchema, ThreadIdSchema, TurnIdSchema } from "./ids.ts";
+import {
+  endpointDescriptionMaxBytes,
+  hookInputTemplateMaxBytes,
+  hookThreadConfigMaxBytes,
+  hookThreadTemplateMaxBytes,
+  jsonWithin,
+  utf8Within,
+} from "./limits.ts";
 import { TurnErrorSchema, TurnStatusSchema } from "./resources.ts";
 import type { Jurisdiction } from "./tenancy.ts";
 
@@ -44,12 +52,12 @@ export function hookDedupOf(hook: {
   return hook.dedup ?? (hook.verify.scheme === "github" ? "body" : "delivery_id");
 }
 
-/** A template over a delivery; checked when the hook is created. */
-const template = (max: number) =>
+/** A template over a delivery, at most `maxBytes` of UTF-8; checked when the hook is created. */
+const template = (maxBytes: number) =>
   z
     .string()
     .min(1)
-    .max(max)
+    .check(utf8Within(maxBytes))
     .superRefine((source, ctx) => {
       try {
         parseTemplate(source);
@@ -84,19 +92,26 @@ export const CreateHookBodySchema = z.strictObject({
           "`slack` and `stripe` need the secret Slack or Stripe issued.",
       ),
   }),
-  thread: template(512).describe(
+  thread: template(hookThreadTemplateMaxBytes).describe(
     "The thread id as a template over the delivery (`{{body.path}}`, `{{headers.name}}`); " +
       "characters outside [A-Za-z0-9_-] become `_`, and an id longer than 64 is shortened " +
-      "with a digest.",
+      `with a digest. At most ${hookThreadTemplateMaxBytes} bytes.`,
   ),
-  input: template(64 * 1024)
+  input: template(hookInputTemplateMaxBytes)
     .optional()
-    .describe("The turn's user message as a template; default: the event name, then the body."),
+    .describe(
+      "The turn's user message as a template; default: the event name, then the body. At " +
+        `most ${hookInputTemplateMaxBytes} bytes.`,
+    ),
   on_busy: HookOnBusySchema.default("queue"),
   dedup: HookDedupSchema.optional(),
   thread_config: ThreadConfigSchema.extend({ metadata: ThreadMetadataSchema.optional() })
+    .check(jsonWithin(hookThreadConfigMaxBytes))
     .optional()
-    .describe("The configuration of the thread a first delivery creates (as `POST /v1/threads`)."),
+    .describe(
+      "The configuration of the thread a first delivery creates (as `POST /v1/threads`), at " +
+        `most ${hookThreadConfigMaxBytes} bytes of JSON.`,
+    ),
   events: z
     .array(z.string().min(1).max(128))
     .min(1)
@@ -186,18 +201,24 @@ const EndpointEventsSchema = z
   .min(1)
   .refine((events) => new Set(events).size === events.length, "each event type at most once");
 
+const EndpointDescriptionSchema = z
+  .string()
+  .min(1)
+  .check(utf8Within(endpointDescriptionMaxBytes))
+  .describe(`At most ${endpointDescriptionMaxBytes} bytes.`);
+
 /** `POST /v1/webhook-endpoints`. */
 export const CreateEndpointBodySchema = z.strictObject({
   url: EndpointUrlSchema,
   events: EndpointEventsSchema,
-  description: z.string().min(1).max(512).nullable().optional(),
+  description: EndpointDescriptionSchema.nullable().optional(),
 });
 
 /** `PATCH /v1/webhook-endpoints/{id}`. */
 export const PatchEndpointBodySchema = z.strictObject({
   url: EndpointUrlSchema.optional(),
   events: EndpointEventsSchema.optional(),
-  description: z.string().min(1).max(512).nullable().optional(),
+  description: EndpointDescriptionSchema.nullable().optional(),
   disabled: z.boolean().optional().describe("A disabled endpoint receives nothing."),
 });
 export type PatchEndpointBody = z.output<typeof PatchEndpointBodySchema>;

@@ -6,7 +6,12 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
-import { PROBLEM_CODES, type ProblemCode, problemStatus } from "../../shared/api/index.ts";
+import {
+  PROBLEM_CODES,
+  type ProblemCode,
+  problemStatus,
+  tenantLimits,
+} from "../../shared/api/index.ts";
 import {
   api,
   DEV_KEY,
@@ -111,6 +116,21 @@ describe("every problem code is produced by the service", () => {
     const refused = await api("POST", "/v1/threads", {}, key);
     expect(refused.headers.get("retry-after")).toBe(null);
     await expectProblem(refused, "quota_exceeded");
+  });
+
+  it("limit_exceeded: a webhook endpoint more than a tenant may hold", async () => {
+    const { key } = await tenantWithKey();
+    const create = () =>
+      api(
+        "POST",
+        "/v1/webhook-endpoints",
+        { url: "http://127.0.0.1:9/events", events: ["turn.completed"] },
+        key,
+      );
+    for (let i = 0; i < tenantLimits.webhook_endpoints_per_tenant; i++) {
+      await json(await create(), 201);
+    }
+    await expectProblem(await create(), "limit_exceeded");
   });
 
   it("not_found: a thread that does not exist", async () => {

@@ -31,6 +31,7 @@ import type {
   ThreadSync,
 } from "../../shared/api/index.ts";
 import { NO_QUOTAS, parseApiKey } from "../../shared/api/index.ts";
+import { okValue } from "./helpers/results.ts";
 import { newTenantId } from "./helpers/tenancy.ts";
 
 /** Runs `body` over the SQLite of a fresh tenant object, with a clock the test moves. */
@@ -69,9 +70,9 @@ describe("KeyStore", () => {
   it("verifies a key by its id and digest only, never from the secret alone", async () => {
     const result = await withTenantStorage(({ sql, clock }) => {
       const keys = new KeyStore(sql, clock);
-      const made = keys.create(tenant, { name: "ci", scopes: ["threads", "usage"] });
+      const made = okValue(keys.create(tenant, { name: "ci", scopes: ["threads", "usage"] }));
       const parts = parseApiKey(made.key);
-      const other = keys.create(tenant, { name: null, scopes: ["keys"] });
+      const other = okValue(keys.create(tenant, { name: null, scopes: ["keys"] }));
       return {
         parts: parts && {
           jurisdiction: parts.jurisdiction,
@@ -100,9 +101,9 @@ describe("KeyStore", () => {
   it("writes last_used_at at most once a minute, lists keys by creation and revokes them", async () => {
     const result = await withTenantStorage(({ sql, clock }) => {
       const keys = new KeyStore(sql, clock);
-      const a = keys.create(tenant, { name: "a", scopes: ["threads"] });
+      const a = okValue(keys.create(tenant, { name: "a", scopes: ["threads"] }));
       clock.at += 1;
-      const b = keys.create(tenant, { name: "b", scopes: ["threads"] });
+      const b = okValue(keys.create(tenant, { name: "b", scopes: ["threads"] }));
       keys.verify(a.id, keyDigest(a.key));
       const first = keys.list({ limit: 10 })?.data[0]?.last_used_at;
       clock.at += 30_000;

@@ -17,6 +17,7 @@ import type {
   RecordedAttempt,
   WebhookAttempt,
 } from "../../shared/api/index.ts";
+import { okValue } from "./helpers/results.ts";
 import { newTenantId } from "./helpers/tenancy.ts";
 
 const START = Date.UTC(2026, 11, 1, 12);
@@ -60,17 +61,17 @@ describe("HookStore", () => {
   it("creates hooks (an id taken is refused), lists them by creation, deletes them with their log", async () => {
     const result = await withTenantStorage(({ sql, clock }) => {
       const hooks = new HookStore(sql, clock);
-      const a = hooks.create({ body: hookBody("hook_a") });
+      const a = okValue(hooks.create({ body: hookBody("hook_a") }));
       const taken = hooks.create({ body: hookBody("hook_a") });
       clock.at += 1;
-      const b = hooks.create({ body: hookBody() });
+      const b = okValue(hooks.create({ body: hookBody() }));
       hooks.log([{ delivery: entry("hook_a", "dlv_1", clock.at, null), rev: 1 }]);
       const page = hooks.list({ limit: 1 });
       const rest = hooks.list({ limit: 1, cursor: page?.next_cursor ?? "" });
       return {
         a,
-        taken,
-        b: b?.id,
+        taken: taken.ok ? taken.value : taken.error.code,
+        b: b.id,
         pages: [page?.data.map((h) => h.id), rest?.data.map((h) => h.id), rest?.next_cursor],
         deleted: [hooks.delete("hook_a"), hooks.delete("hook_a")],
         log: sql`SELECT COUNT(*) AS n FROM tenant_hook_deliveries`.one().n,
@@ -94,7 +95,7 @@ describe("HookStore", () => {
         created_at: new Date(START).toISOString(),
         secret_rotated_at: null,
       },
-      taken: undefined,
+      taken: "hook_exists",
       b: expect.stringMatching(/^hook_[A-Za-z0-9]{16}$/),
       pages: [["hook_a"], [result.b], null],
       deleted: [true, false],
@@ -194,18 +195,22 @@ describe("EndpointStore", () => {
   it("subscriptions follow each change: enabled endpoints only, with their events", async () => {
     const result = await withTenantStorage(({ sql, clock }) => {
       const endpoints = new EndpointStore(sql, clock);
-      const a = endpoints.create({
-        url: "https://a.test/",
-        events: ["turn.completed"],
-        description: null,
-        secret: "whsec_a",
-      });
-      const b = endpoints.create({
-        url: "https://b.test/",
-        events: ["turn.failed", "hook.failed"],
-        description: "b",
-        secret: "whsec_b",
-      });
+      const a = okValue(
+        endpoints.create({
+          url: "https://a.test/",
+          events: ["turn.completed"],
+          description: null,
+          secret: "whsec_a",
+        }),
+      );
+      const b = okValue(
+        endpoints.create({
+          url: "https://b.test/",
+          events: ["turn.failed", "hook.failed"],
+          description: "b",
+          secret: "whsec_b",
+        }),
+      );
       const both = endpoints.subscriptions();
       endpoints.patch(a.id, { disabled: true });
       const afterDisable = endpoints.subscriptions();
@@ -239,12 +244,14 @@ describe("EndpointStore", () => {
   it("records attempts: a delivered event stays delivered, attempts are capped, 410 disables, gone endpoints drop them", async () => {
     const result = await withTenantStorage(({ sql, clock }) => {
       const endpoints = new EndpointStore(sql, clock);
-      const e = endpoints.create({
-        url: "https://e.test/",
-        events: ["turn.completed"],
-        description: null,
-        secret: "whsec_e",
-      });
+      const e = okValue(
+        endpoints.create({
+          url: "https://e.test/",
+          events: ["turn.completed"],
+          description: null,
+          secret: "whsec_e",
+        }),
+      );
       endpoints.rotate(e.id, "whsec_e2");
       const targetsBefore = endpoints.targets([
         { webhookId: "msg_1", endpointId: e.id },

@@ -32,6 +32,7 @@ describe("problem codes", () => {
       idempotency_key_reused: 422,
       idempotency_key_in_use: 409,
       quota_exceeded: 429,
+      limit_exceeded: 409,
       method_not_allowed: 405,
       internal: 500,
     });
@@ -48,6 +49,18 @@ describe("ApiError", () => {
       status: 409,
       detail: "Turn turn_3 is running.",
       code: "thread_busy",
+    });
+  });
+
+  it("names a per-tenant limit and its value in the problem", () => {
+    const error = new ApiError("limit_exceeded", "Too many hooks.", {
+      limit: { name: "hooks_per_tenant", max: 100 },
+    });
+    expect(error.toProblem()).toMatchObject({
+      status: 409,
+      code: "limit_exceeded",
+      limit: "hooks_per_tenant",
+      max: 100,
     });
   });
 
