@@ -570,7 +570,7 @@ describe("the outbox", () => {
     const endpoint = await createEndpoint(key, { events: ["turn.completed"] });
     const received = receiver();
     // The push that follows a turn answers with the tenant's subscriptions.
-    await runDurableObjectAlarm(threadStub(id, tenant.id));
+    await runDurableObjectAlarm(await threadObjectOf(tenant.id, id));
     const after = await turn(key)(id, "after");
     await until(key, endpoint.id, (d) => d[0]?.status === "delivered");
     expect(received.map((r) => verified(endpoint.secret, r).data.turn_id)).toEqual([after.id]);

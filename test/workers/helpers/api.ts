@@ -31,7 +31,7 @@ export async function json<T = Record<string, unknown>>(res: Response, status = 
   return JSON.parse(text) as T;
 }
 
-/** The Thread DO stub of a thread of tenant `local`. */
+/** The Thread DO stub of a thread of a static tenant (`local` by default; no incarnation). */
 export function threadStub(threadId: string, tenant = "local") {
   return env.THREAD.getByName(`${tenant}:${threadId}`);
 }
