@@ -175,7 +175,13 @@ describe("the endpoint routes", () => {
     );
     expect(await json(refused, 400)).toMatchObject({
       code: "invalid_request",
-      errors: [{ path: "/url", message: "an endpoint URL is https" }],
+      errors: [
+        {
+          path: "/url",
+          message:
+            "the scheme is http:, and an outbound URL is https (http only to a loopback host)",
+        },
+      ],
     });
     const unknown = await api(
       "POST",
