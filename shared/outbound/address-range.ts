@@ -15,8 +15,6 @@ export interface AddressRange {
 type IPv6 = ipaddr.IPv6;
 
 const NAT64 = ipaddr.IPv6.parseCIDR("64:ff9b::/96");
-/** RFC 8215: a NAT64 prefix for local use, translating into a network's own space. */
-const LOCAL_NAT64 = ipaddr.IPv6.parseCIDR("64:ff9b:1::/48");
 /** IPv4-compatible (RFC 4291 §2.5.5.1, deprecated): the low 32 bits of `::/96`. */
 const IPV4_COMPATIBLE = ipaddr.IPv6.parseCIDR("::/96");
 /** IANA allocates global unicast from 2000::/3 only; any other "unicast" is unassigned. */
@@ -61,9 +59,9 @@ function ipv6Range(address: IPv6): AddressRange {
         : server;
     }
     case "rfc6052":
-      if (address.match(LOCAL_NAT64)) return { range: "localNat64" };
-      if (address.match(NAT64)) return embedded(ipv4At(address, 6), "NAT64");
-      return { range };
+      // 64:ff9b::/96 carries the address it translates to; 64:ff9b:1::/48 (RFC 8215) is for
+      // local use, translating into a network's own space.
+      return address.match(NAT64) ? embedded(ipv4At(address, 6), "NAT64") : { range: "localNat64" };
     case "unicast": {
       if (!address.match(IPV4_COMPATIBLE)) {
         return address.match(GLOBAL_UNICAST) ? { range } : { range: "unassigned" };
