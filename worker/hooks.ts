@@ -13,8 +13,8 @@ import {
   type WebhookDelivery,
   type WebhookMessage,
 } from "../shared/api/index.ts";
+import { outboundUrlRefusal } from "../shared/outbound/index.ts";
 import {
-  endpointUrlProblem,
   type HookScheme,
   newHookSecret,
   newStandardSecret,
@@ -26,6 +26,7 @@ import type { AppEnv } from "./app-env.ts";
 import { ApiError, unwrap } from "./errors.ts";
 import { type HookCache, hookCacheKey } from "./hook-cache.ts";
 import { deliverHook } from "./hook-delivery.ts";
+import { outboundPolicy } from "./outbound-policy.ts";
 import { callerOf, homeOf, jurisdictionOf, ownTenant } from "./tenancy.ts";
 import { recordOf } from "./webhook-consumer.ts";
 
@@ -80,12 +81,12 @@ function hookSecret(
   return { secret: generated, generated: true };
 }
 
-/** A URL an endpoint may have here (https; loopback too in development), else a 400. */
+/** A URL an endpoint may have here (the outbound URL policy), else a 400 naming why. */
 function checkEndpointUrl(c: Context<AppEnv>, url: string): void {
-  const problem = endpointUrlProblem(url, c.env.SPINDLE_ENV === "development");
-  if (problem) {
-    throw new ApiError("invalid_request", `The endpoint URL is refused: ${problem}.`, {
-      errors: [{ path: "/url", message: problem }],
+  const refusal = outboundUrlRefusal(url, outboundPolicy(c.env));
+  if (refusal) {
+    throw new ApiError("invalid_request", `The endpoint URL is refused: ${refusal.detail}.`, {
+      errors: [{ path: "/url", message: refusal.detail }],
     });
   }
 }

@@ -12,7 +12,9 @@
 import { tenantStubIn } from "../durable-objects/placement.ts";
 import type { Env } from "../env.ts";
 import type { RecordedAttempt, WebhookMessage, WebhookTargetState } from "../shared/api/index.ts";
-import { endpointUrlProblem, retryDelaySeconds, signStandard } from "../shared/webhooks/index.ts";
+import { outboundUrlRefusal } from "../shared/outbound/index.ts";
+import { retryDelaySeconds, signStandard } from "../shared/webhooks/index.ts";
+import { outboundPolicy } from "./outbound-policy.ts";
 
 /** The dead-letter queue's name ends so; its messages are past every retry. */
 export const DEAD_LETTER_SUFFIX = "-dlq";
@@ -115,7 +117,7 @@ async function attempt(
   const at = new Date(started).toISOString();
   const refused = endpoint.disabled
     ? "disabled"
-    : endpointUrlProblem(endpoint.url, env.SPINDLE_ENV === "development") && "url_refused";
+    : outboundUrlRefusal(endpoint.url, outboundPolicy(env)) && "url_refused";
   if (refused) {
     const skipped = { at, status_code: null, error: refused, duration_ms: 0, next_retry_at: null };
     return { ack: true, record: recordOf(body, "failed", skipped) };

@@ -22,7 +22,7 @@ import type { Env } from "../../env.ts";
 import type { WebhookMessage } from "../../shared/api/index.ts";
 import { WEBHOOK_EVENT_TYPES } from "../../shared/webhooks/index.ts";
 import { consumeWebhooks } from "../../worker/webhook-consumer.ts";
-import { api, json, newThreadId, post, threadStub, untilRunning } from "./helpers/api.ts";
+import { api, json, newThreadId, post, untilRunning } from "./helpers/api.ts";
 import { RECEIVER_URL, type Received, receiver } from "./helpers/receiver.ts";
 import { tenantWithKey, threadObjectOf } from "./helpers/tenancy.ts";
 
@@ -175,7 +175,13 @@ describe("the endpoint routes", () => {
     );
     expect(await json(refused, 400)).toMatchObject({
       code: "invalid_request",
-      errors: [{ path: "/url", message: "an endpoint URL is https" }],
+      errors: [
+        {
+          path: "/url",
+          message:
+            "the scheme is http:, and an outbound URL is https (http only to a loopback host)",
+        },
+      ],
     });
     const unknown = await api(
       "POST",

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import {
-  endpointUrlProblem,
   eventPayload,
   MAX_ATTEMPTS,
   retryDelaySeconds,
@@ -58,47 +57,5 @@ describe("event payloads", () => {
     expect(parsed.data.error.message).toHaveLength(1000);
     expect(parsed.data.pending_calls_truncated).toBe(true);
     expect(parsed.data.pending_calls).toEqual(calls.slice(0, parsed.data.pending_calls.length));
-  });
-});
-
-describe("endpoint URLs", () => {
-  it("take https in production, and refuse loopback, private and link-local hosts", () => {
-    const problems = [
-      "https://hooks.example.com/spindle",
-      "http://hooks.example.com/spindle",
-      "https://127.0.0.1/x",
-      "https://localhost:8443/x",
-      "https://10.1.2.3/x",
-      "https://172.20.0.1/x",
-      "https://192.168.1.1/x",
-      "https://169.254.169.254/latest",
-      "https://[::1]/x",
-      "https://user:pass@hooks.example.com/x",
-      "not a url",
-    ].map((url) => endpointUrlProblem(url, false) ?? "ok");
-    expect(problems).toEqual([
-      "ok",
-      "an endpoint URL is https",
-      "a loopback, private or link-local address",
-      "a loopback, private or link-local address",
-      "a loopback, private or link-local address",
-      "a loopback, private or link-local address",
-      "a loopback, private or link-local address",
-      "a loopback, private or link-local address",
-      "a loopback, private or link-local address",
-      "credentials in the URL",
-      "not an absolute URL",
-    ]);
-  });
-
-  it("take http to a loopback address in development only", () => {
-    expect(endpointUrlProblem("http://127.0.0.1:9000/hook", true)).toBe(undefined);
-    expect(endpointUrlProblem("http://localhost:9000/hook", true)).toBe(undefined);
-    expect(endpointUrlProblem("http://hooks.example.com/hook", true)).toBe(
-      "an endpoint URL is https",
-    );
-    expect(endpointUrlProblem("http://127.0.0.1:9000/hook", false)).toBe(
-      "an endpoint URL is https",
-    );
   });
 });
