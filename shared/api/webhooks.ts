@@ -1,5 +1,9 @@
 import * as z from "zod";
-import { ThreadConfigSchema, ThreadMetadataSchema, TokenUsageSchema } from "../protocol/index.ts";
+import {
+  NewThreadMetadataSchema,
+  ThreadConfigSchema,
+  TokenUsageSchema,
+} from "../protocol/index.ts";
 import {
   HOOK_SCHEMES,
   parseTemplate,
@@ -71,7 +75,7 @@ export const CreateHookBodySchema = z.strictObject({
     .optional()
     .describe("The turn's user message as a template; default: the event name, then the body."),
   on_busy: HookOnBusySchema.default("queue"),
-  thread_config: ThreadConfigSchema.extend({ metadata: ThreadMetadataSchema.optional() })
+  thread_config: ThreadConfigSchema.extend({ metadata: NewThreadMetadataSchema.optional() })
     .optional()
     .describe("The configuration of the thread a first delivery creates (as `POST /v1/threads`)."),
   events: z
