@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { recordOf } from "./json-record.ts";
 
 /** At most this many keys per thread (design §11). */
 export const METADATA_MAX_KEYS = 16;
@@ -6,12 +7,10 @@ export const METADATA_KEY_MAX_CHARS = 64;
 export const METADATA_VALUE_MAX_CHARS = 512;
 
 /**
- * Names of JavaScript's object machinery. A request may not name one as a metadata key: zod
- * passes over `__proto__` without a word (it would set the prototype of the object it builds),
- * and the other two read as inherited members wherever metadata is an object.
+ * Names a request may not give a metadata key: wherever metadata is a JavaScript object they
+ * read as inherited members (`__proto__` is refused by `recordOf`: zod would drop it).
  */
-const RESERVED_KEYS: ReadonlySet<string> = new Set(["__proto__", "constructor", "prototype"]);
-const RESERVED_KEY_MESSAGE = "a metadata key may not be __proto__, constructor or prototype";
+const RESERVED_KEYS: ReadonlySet<string> = new Set(["constructor", "prototype"]);
 
 const MetadataKeySchema = z
   .string()
@@ -31,7 +30,8 @@ const atMostKeys = <S extends z.ZodType<Record<string, unknown>>>(schema: S, nou
 /**
  * A thread's metadata: string keys and string values a client sets to find its threads again
  * (`GET /v1/threads?metadata[KEY]=VALUE`). Persisted in `spindle_metadata` rollout lines, so a
- * thread rebuilt from R2 keeps it; read back as stored.
+ * thread rebuilt from R2 keeps it. Read as stored: the keys a request may not name are refused on
+ * the way in (`metadataRecordOf`), so no line stored before becomes unreadable.
  */
 export const ThreadMetadataSchema = atMostKeys(
   z.record(MetadataKeySchema, ThreadMetadataValueSchema),
@@ -42,21 +42,15 @@ export type ThreadMetadata = z.output<typeof ThreadMetadataSchema>;
 
 /**
  * Metadata keys a request names (to set, to remove, to filter by), with `values`: 1-64
- * characters and no reserved name. An own `__proto__` key is refused before the record is read,
- * since the record would skip it.
+ * characters, and neither `__proto__`, `constructor` nor `prototype`.
  */
 export function metadataRecordOf<V extends z.ZodType>(values: V) {
-  return z.preprocess(
-    (input, ctx) => {
-      if (typeof input === "object" && input !== null && Object.hasOwn(input, "__proto__")) {
-        ctx.addIssue({ code: "custom", path: ["__proto__"], message: RESERVED_KEY_MESSAGE, input });
-      }
-      return input;
-    },
-    z.record(
-      MetadataKeySchema.refine((key) => !RESERVED_KEYS.has(key), RESERVED_KEY_MESSAGE),
-      values,
+  return recordOf(
+    MetadataKeySchema.refine(
+      (key) => !RESERVED_KEYS.has(key),
+      "a metadata key may not be constructor or prototype",
     ),
+    values,
   );
 }
 
