@@ -36,12 +36,15 @@ export interface ThreadCreationDeps {
 
 /**
  * How a thread comes to exist in its object: a create, or a fork or an import (a rollout read
- * from a stream), or a restore from its R2 rollout. Each answers a retry of the request that created the thread with the thread,
- * refuses any other request aimed at an existing one with `thread_exists`, and asks the tenant
- * for room first when it has `max_threads` (design §11).
+ * from a stream), or a restore from its R2 rollout. Each answers a retry of the request that
+ * created the thread with the thread, refuses any other request aimed at an existing one with
+ * `thread_exists`, and asks the tenant for room first when it has `max_threads` (design §11).
+ * They run one at a time.
  */
 export class ThreadCreation {
   readonly #deps: ThreadCreationDeps;
+  /** The creation under way, settled: the next one starts after it. */
+  #current: Promise<unknown> = Promise.resolve();
 
   constructor(deps: ThreadCreationDeps) {
     this.#deps = deps;
@@ -49,7 +52,7 @@ export class ThreadCreation {
 
   create(req: CreateThreadRequest): Promise<RpcResult<ThreadResource>> {
     const { parts, admission, adopt } = this.#deps;
-    return guarded(async () => {
+    return this.#oneAtATime(async () => {
       this.#deps.place(req.policy);
       const existing = await this.#existingThread(req);
       if (existing) return existing;
@@ -72,7 +75,7 @@ export class ThreadCreation {
 
   createFromRollout(req: CreateFromRolloutRequest): Promise<RpcResult<ThreadResource>> {
     const { parts, admission, tasks, adopt, sync } = this.#deps;
-    return guarded(async () => {
+    return this.#oneAtATime(async () => {
       this.#deps.place(req.policy);
       // A keyed import's fingerprint lacks its body, which only this object reads: it is
       // completed once the body is read, and only then compared. Without a record of its key
@@ -117,7 +120,7 @@ export class ThreadCreation {
   /** Rebuilds the thread from its R2 rollout; lines only SQLite held still go to R2 after. */
   restore(req: RestoreRequest): Promise<RpcResult<ThreadResource>> {
     const { parts, tasks, adopt, name } = this.#deps;
-    return guarded(async () => {
+    return this.#oneAtATime(async () => {
       this.#deps.place(req.policy);
       if (!name) return fail("internal", "This object has no thread name.");
       const busy = tasks.busy();
@@ -127,6 +130,18 @@ export class ThreadCreation {
       const restored = await restoreThread(parts, name, log);
       return restored.ok ? ok(await adopt(restored.value)) : restored;
     });
+  }
+
+  /**
+   * Runs `work` once the creation before it has ended. Each awaits between finding no thread and
+   * writing its first lines (the tenant's reservation, the rollout's stream), so two requests for
+   * one thread at once (the same keyed fork sent twice) would both write the thread's first
+   * lines. In turn, the second finds the first's thread (and key) and answers as a retry.
+   */
+  #oneAtATime(work: () => Promise<RpcResult<ThreadResource>>): Promise<RpcResult<ThreadResource>> {
+    const run = this.#current.then(() => guarded(work));
+    this.#current = run.catch(() => undefined);
+    return run;
   }
 
   /** Room under the tenant's `max_threads`, asked only when it has one. */

@@ -23,6 +23,7 @@ import { hookHandlers } from "./hooks.ts";
 import { idempotencyOf, threadIdForKey } from "./idempotency.ts";
 import type { KeyCache } from "./key-cache.ts";
 import { buildOpenApiDocument, type OpenApiDocument } from "./openapi.ts";
+import { queryOf } from "./query.ts";
 import {
   API_ROUTES,
   honoPath,
@@ -375,36 +376,15 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
 async function readInput(c: Context<AppEnv>, route: RouteSpec) {
   return {
     param: route.params && parseRequestPart(route.params, c.req.param(), "param"),
-    query: route.query && parseRequestPart(route.query, foldQuery(c.req.query()), "query"),
+    query:
+      route.query &&
+      parseRequestPart(route.query, queryOf(new URL(c.req.url).searchParams), "query"),
     header: route.headers && parseRequestPart(route.headers, c.req.header(), "header"),
     body:
       route.body?.kind === "json"
         ? parseRequestPart(route.body.schema, await readJsonBody(c), "body")
         : undefined,
   };
-}
-
-/**
- * Query parameters with `name[key]=value` (a deep object, as `metadata[team]=core`) folded into
- * `{name: {key: value}}`; the first value of each parameter counts.
- */
-export function foldQuery(query: Record<string, string>): Record<string, unknown> {
-  const flat = new Map<string, string>();
-  const deep = new Map<string, [string, string][]>();
-  for (const [name, value] of Object.entries(query)) {
-    const match = /^([A-Za-z_]+)\[([^\]]*)\]$/.exec(name);
-    if (!match) {
-      flat.set(name, value);
-      continue;
-    }
-    const [, outer = "", inner = ""] = match;
-    deep.set(outer, [...(deep.get(outer) ?? []), [inner, value]]);
-  }
-  // `fromEntries` defines own properties, so a key such as `__proto__` stays a plain key.
-  return Object.fromEntries([
-    ...flat,
-    ...[...deep].map(([outer, entries]) => [outer, Object.fromEntries(entries)] as const),
-  ]);
 }
 
 /** A string input is one user message with one text part. */

@@ -160,7 +160,7 @@ function isTopLevelTypeMismatch(issue: z.core.$ZodIssue): boolean {
 
 /**
  * A parameter's path: its name, and for a query parameter folded from `name[key]=value` (see
- * `foldQuery`) the name as sent, `metadata[team]`.
+ * `queryOf`) the name as sent, `metadata[team]`.
  */
 function parameterPath(path: readonly PropertyKey[], part: RequestPart): string {
   const [name, ...rest] = path.map(String);

@@ -126,6 +126,7 @@ export interface RouteSpec {
   summary: string;
   description?: string;
   params?: z.ZodObject;
+  /** A `z.strictObject`: a parameter the route does not know is refused, never ignored. */
   query?: z.ZodObject;
   /** Header parameters; keys lowercase (`c.req.header()` gives them so). */
   headers?: z.ZodObject;

@@ -1,5 +1,9 @@
 import * as z from "zod";
-import { ImageDetailSchema, ThreadConfigSchema, ThreadMetadataSchema } from "../protocol/index.ts";
+import {
+  ImageDetailSchema,
+  NewThreadMetadataSchema,
+  ThreadConfigSchema,
+} from "../protocol/index.ts";
 import { ThreadIdSchema, TurnIdSchema } from "./ids.ts";
 
 /**
@@ -14,8 +18,9 @@ import { ThreadIdSchema, TurnIdSchema } from "./ids.ts";
  */
 export const CreateThreadBodySchema = ThreadConfigSchema.extend({
   id: ThreadIdSchema.optional(),
-  metadata: ThreadMetadataSchema.optional().describe(
-    "At most 16 keys of 1-64 characters, values of at most 512; `GET /v1/threads` filters on them.",
+  metadata: NewThreadMetadataSchema.optional().describe(
+    "At most 16 keys of 1-64 characters (not `__proto__`, `constructor` or `prototype`), " +
+      "values of at most 512; `GET /v1/threads` filters on them.",
   ),
 });
 
@@ -131,7 +136,7 @@ export const ForkBodySchema = z.strictObject({
   before_turn: TurnIdSchema.optional().describe(
     "The fork holds the source's rollout up to just before this turn. Absent: every ended turn.",
   ),
-  metadata: ThreadMetadataSchema.optional().describe(
+  metadata: NewThreadMetadataSchema.optional().describe(
     "The new thread's metadata. Absent: the source's, as the copied rollout holds it.",
   ),
 });
@@ -165,7 +170,7 @@ const decimalParam = (digits: number, what: string) =>
 const seqParam = decimalParam(15, "an event sequence number: 0 or more");
 
 /** `GET /v1/threads/{id}/events`: replay after this sequence number, then tail. */
-export const EventsQuerySchema = z.object({
+export const EventsQuerySchema = z.strictObject({
   after: seqParam.optional().describe("Replay the events after this seq, then tail."),
 });
 
@@ -177,7 +182,7 @@ export const EventsHeadersSchema = z.object({
 });
 
 /** `GET /v1/threads/{id}/rollout`. */
-export const ExportQuerySchema = z.object({
+export const ExportQuerySchema = z.strictObject({
   allow_incomplete: z
     .stringbool()
     .default(false)
@@ -202,7 +207,7 @@ export const IdempotencyHeadersSchema = z.object({
 });
 
 /** `POST /v1/threads/import`. */
-export const ImportQuerySchema = z.object({
+export const ImportQuerySchema = z.strictObject({
   id: ThreadIdSchema.optional().describe("The new thread's id; generated when absent."),
   parent: ThreadIdSchema.optional().describe(
     "For a paginated Codex fork (its session_meta has a history_base): the thread imported " +
@@ -218,7 +223,7 @@ export const pageLimitParam = (max: number, fallback: number) =>
     .describe(`Items per page: 1-${max}, in decimal digits; default ${fallback}.`);
 
 /** `GET /v1/threads/{id}/history`. The cursor is opaque: only the DO reads it. */
-export const HistoryQuerySchema = z.object({
+export const HistoryQuerySchema = z.strictObject({
   limit: pageLimitParam(1000, 100),
   cursor: z.string().min(1).max(512).optional(),
 });

@@ -1,8 +1,9 @@
 import * as z from "zod";
 import {
-  METADATA_KEY_MAX_CHARS,
   METADATA_MAX_KEYS,
-  METADATA_VALUE_MAX_CHARS,
+  MetadataFilterSchema,
+  metadataRecordOf,
+  ThreadMetadataValueSchema,
 } from "../protocol/index.ts";
 import { ApiKeyIdSchema, TenantIdSchema } from "./ids.ts";
 import { QUOTA_NAMES } from "./problems.ts";
@@ -132,7 +133,7 @@ export const CreatedApiKeySchema = ApiKeyResourceSchema.extend({
 export type CreatedApiKey = z.output<typeof CreatedApiKeySchema>;
 
 /** A page of a directory-like list (tenants, keys). */
-export const ListQuerySchema = z.object({
+export const ListQuerySchema = z.strictObject({
   limit: pageLimitParam(100, 20),
   cursor: z.string().min(1).max(512).optional(),
 });
@@ -143,7 +144,7 @@ export const KeyParamsSchema = z.object({ key_id: ApiKeyIdSchema });
 export const TenantKeyParamsSchema = z.object({ tenant: TenantIdSchema, key_id: ApiKeyIdSchema });
 
 /** `GET /v1/threads`: `metadata[KEY]=VALUE` arrives folded into `metadata` (see the worker). */
-export const ListThreadsQuerySchema = z.object({
+export const ListThreadsQuerySchema = z.strictObject({
   limit: pageLimitParam(100, 20),
   cursor: z.string().min(1).max(512).optional(),
   status: z.enum(["idle", "running", "requires_action"]).optional(),
@@ -151,30 +152,15 @@ export const ListThreadsQuerySchema = z.object({
     .enum(["desc", "asc"])
     .default("desc")
     .describe("By `updated_at`: newest first (`desc`, the default) or oldest first."),
-  metadata: z
-    .record(z.string().min(1).max(METADATA_KEY_MAX_CHARS), z.string().max(METADATA_VALUE_MAX_CHARS))
-    .refine((filters) => Object.keys(filters).length <= METADATA_MAX_KEYS, {
-      message: `at most ${METADATA_MAX_KEYS} metadata filters`,
-    })
-    .optional()
-    .describe(
-      "`metadata[KEY]=VALUE`: only threads whose metadata has KEY set to VALUE (all of them).",
-    ),
+  metadata: MetadataFilterSchema.optional().describe(
+    "`metadata[KEY]=VALUE`: only threads whose metadata has KEY set to VALUE (all of them).",
+  ),
 });
 export type ListThreadsQuery = z.output<typeof ListThreadsQuerySchema>;
 
 /** `PATCH /v1/threads/{id}`: a JSON merge patch of the metadata (a string sets, null removes). */
 export const PatchThreadBodySchema = z.strictObject({
-  metadata: z.record(
-    z
-      .string()
-      .min(1, "a metadata key is 1-64 characters")
-      .max(METADATA_KEY_MAX_CHARS, "a metadata key is 1-64 characters"),
-    z
-      .string()
-      .max(METADATA_VALUE_MAX_CHARS, "a metadata value is at most 512 characters")
-      .nullable(),
-  ),
+  metadata: metadataRecordOf(ThreadMetadataValueSchema.nullable()),
 });
 export type PatchThreadBody = z.output<typeof PatchThreadBodySchema>;
 
@@ -226,7 +212,7 @@ const day = z.iso.date();
 
 /** `GET /v1/usage`: UTC days, `start` included, `end` excluded. */
 export const UsageQuerySchema = z
-  .object({
+  .strictObject({
     start: day.optional().describe("First UTC day (YYYY-MM-DD); default: 30 days before `end`."),
     end: day.optional().describe("The UTC day after the last one; default: tomorrow."),
     group_by: z.enum(USAGE_GROUPS).default("day"),

@@ -1,5 +1,9 @@
 import * as z from "zod";
-import { ThreadConfigSchema, ThreadMetadataSchema, TokenUsageSchema } from "../protocol/index.ts";
+import {
+  NewThreadMetadataSchema,
+  ThreadConfigSchema,
+  TokenUsageSchema,
+} from "../protocol/index.ts";
 import {
   HOOK_SCHEMES,
   type HookScheme,
@@ -105,7 +109,7 @@ export const CreateHookBodySchema = z.strictObject({
     ),
   on_busy: HookOnBusySchema.default("queue"),
   dedup: HookDedupSchema.optional(),
-  thread_config: ThreadConfigSchema.extend({ metadata: ThreadMetadataSchema.optional() })
+  thread_config: ThreadConfigSchema.extend({ metadata: NewThreadMetadataSchema.optional() })
     .check(jsonWithin(hookThreadConfigMaxBytes))
     .optional()
     .describe(

@@ -1,5 +1,6 @@
 import * as z from "zod";
 import { MAX_TOOL_PARAMETERS_DEPTH, nestedWithin } from "./json-nesting.ts";
+import { recordOf } from "./json-record.ts";
 
 /**
  * Thread configuration as the API accepts it (design §8). The same shape serves thread creation
@@ -37,23 +38,6 @@ export const AgentsMdConfigSchema = z.strictObject({
 export const ContextSectionIdSchema = z
   .string()
   .regex(/^[A-Za-z0-9_.-]{1,64}$/, "section ids are 1-64 chars of [A-Za-z0-9_.-]");
-/**
- * A JSON object as a record, refusing a `__proto__` key: assigning that key to a JavaScript
- * object sets the object's prototype instead of a member, so zod's record (and most clients)
- * would drop it without a word.
- */
-function recordOf<K extends z.core.$ZodRecordKey, V extends z.ZodType>(key: K, value: V) {
-  return z.preprocess(
-    (input, ctx) => {
-      if (typeof input === "object" && input !== null && Object.hasOwn(input, "__proto__")) {
-        ctx.addIssue({ code: "custom", path: ["__proto__"], message: "__proto__ cannot be a key" });
-      }
-      return input;
-    },
-    z.record(key, value),
-  );
-}
-
 export const ContextSectionConfigSchema = z.strictObject({
   role: z.enum(["user", "developer"]),
   text: z.string(),

@@ -404,6 +404,50 @@ describe("thread listing and metadata", () => {
     expect(await json(mixed, 400)).toMatchObject({ errors: [{ path: "cursor" }] });
   });
 
+  it("refuses a filter or parameter it cannot apply instead of listing every thread", async () => {
+    const { key } = await tenantWithKey();
+    for (const team of ["core", "web"]) {
+      await json(await api("POST", "/v1/threads", { metadata: { team } }, key), 201);
+    }
+    await listedWhen(key, "", (l) => l.data.length === 2);
+    const refused: [string, string][] = [
+      ["metadata[__proto__]=x", "metadata[__proto__]"],
+      ["metadata[constructor]=x", "metadata[constructor]"],
+      ["metadata[prototype]=x", "metadata[prototype]"],
+      ["metadata[a][b]=c", "metadata[a][b]"],
+      ["metadata[]=x", "metadata[]"],
+      ["metadata[team]=core&metadata[team]=web", "metadata[team]"],
+      ["status=idle&status=running", "status"],
+      ["metadata=core", "metadata"],
+      ["team=core", "team"],
+      ["metadata[team]=core&limit=5&limit=6", "limit"],
+    ];
+    for (const [query, at] of refused) {
+      const problem = await json<{ code: string; errors: { path: string }[] }>(
+        await api("GET", `/v1/threads?${query}`, undefined, key),
+        400,
+      );
+      expect({ query, code: problem.code, at: problem.errors.map((e) => e.path) }).toEqual({
+        query,
+        code: "invalid_request",
+        at: [at],
+      });
+    }
+    const core = await json<List<ThreadItem>>(
+      await api("GET", "/v1/threads?metadata[team]=core", undefined, key),
+    );
+    expect(core.data.map((t) => t.metadata)).toEqual([{ team: "core" }]);
+    // A create keeps no key a filter could not name: it refuses it instead of dropping it.
+    for (const name of ["__proto__", "constructor", "prototype"]) {
+      const metadata = Object.fromEntries([[name, "x"]]);
+      const problem = await json<{ errors: { path: string }[] }>(
+        await api("POST", "/v1/threads", { metadata }, key),
+        400,
+      );
+      expect(problem.errors.map((e) => e.path)).toEqual([`/metadata/${name}`]);
+    }
+  });
+
   it("PATCH merges metadata (null removes a key), and the listing filters on the result", async () => {
     const { key } = await tenantWithKey();
     const id = newThreadId();

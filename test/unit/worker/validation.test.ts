@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { foldQuery } from "../../../worker/app.ts";
+import { queryOf } from "../../../worker/query.ts";
+import { API_ROUTES, type RouteSpec } from "../../../worker/routes.ts";
 import { breakingStream } from "../../helpers/streams.ts";
 import { problemOf, setup, thread } from "./fake-thread.ts";
 
@@ -337,33 +338,158 @@ describe("bodies that break off", () => {
   });
 });
 
-describe("deep-object query parameters", () => {
-  it("folds `name[key]=value` into an object, keeping plain parameters and odd keys as keys", () => {
-    expect(
-      foldQuery({
-        limit: "5",
-        "metadata[team]": "core",
-        "metadata[__proto__]": "x",
-        "metadata[]": "empty",
-        "weird[a][b]": "kept flat",
-      }),
-    ).toEqual({
+describe("query parameters", () => {
+  const params = (search: string) => new URLSearchParams(search);
+
+  it("folds `name[key]=value` into an object without a prototype, beside plain parameters", () => {
+    const query = queryOf(params("limit=5&metadata[team]=core&metadata[__proto__]=x&status=idle"));
+    expect(query).toEqual({
       limit: "5",
       metadata: Object.fromEntries([
         ["team", "core"],
         ["__proto__", "x"],
-        ["", "empty"],
       ]),
-      "weird[a][b]": "kept flat",
+      status: "idle",
     });
+    expect(Object.getPrototypeOf(query)).toBe(null);
+    expect(Object.getPrototypeOf(query.metadata)).toBe(null);
   });
 
-  it("names a folded parameter's error as it was sent", async () => {
-    const { request } = setup();
-    const res = await request(`/v1/threads?metadata[team]=${"v".repeat(513)}`);
-    expect(await problemOf(res)).toMatchObject({
-      code: "invalid_request",
-      errors: [{ path: "metadata[team]", message: expect.any(String) }],
+  it("refuses a parameter sent twice, nested or stray brackets, each at its name as sent", () => {
+    const refused = (search: string) => {
+      try {
+        queryOf(params(search));
+      } catch (error) {
+        return (error as { code: string; errors: unknown }).errors;
+      }
+      throw new Error(`${search} was read`);
+    };
+    expect(refused("limit=5&limit=6&limit=7")).toEqual([
+      { path: "limit", message: "Sent more than once" },
+    ]);
+    expect(refused("metadata[team]=a&metadata[team]=b")).toEqual([
+      { path: "metadata[team]", message: "Sent more than once" },
+    ]);
+    expect(refused("metadata[a][b]=c&metadata[=x&]=y&[k]=v")).toEqual([
+      { path: "metadata[a][b]", message: "Brackets hold one key: name[key]=value" },
+      { path: "metadata[", message: "Brackets hold one key: name[key]=value" },
+      { path: "]", message: "Brackets hold one key: name[key]=value" },
+      { path: "[k]", message: "Brackets hold one key: name[key]=value" },
+    ]);
+    expect(refused("metadata=x&metadata[a]=b")).toEqual([
+      { path: "metadata[a]", message: "Sent beside metadata=" },
+    ]);
+    expect(refused("metadata[a]=b&metadata=x")).toEqual([
+      { path: "metadata", message: "Sent beside metadata[key]=" },
+    ]);
+  });
+
+  it("every route's query refuses a parameter it does not know", () => {
+    const routes = Object.entries(API_ROUTES as Record<string, RouteSpec>).filter(
+      ([, route]) => route.query !== undefined,
+    );
+    expect(routes.map(([id]) => id)).toContain("listThreads");
+    for (const [id, route] of routes) {
+      const parsed = route.query?.safeParse(Object.assign(Object.create(null), { zz: "1" }));
+      expect({ id, issues: parsed?.error?.issues.map((i) => i.code) }).toEqual({
+        id,
+        issues: ["unrecognized_keys"],
+      });
+    }
+  });
+
+  it("a listing refuses what it cannot filter on, with the failing parameter, reaching no tenant", async () => {
+    const { request, fake } = setup();
+    const reserved = "a metadata key may not be constructor or prototype";
+    const cases: [string, { path: string; message: unknown }[]][] = [
+      [
+        "metadata[__proto__]=x",
+        [{ path: "metadata[__proto__]", message: "__proto__ cannot be a key" }],
+      ],
+      ["metadata[constructor]=x", [{ path: "metadata[constructor]", message: reserved }]],
+      ["metadata[prototype]=x", [{ path: "metadata[prototype]", message: reserved }]],
+      ["metadata[]=x", [{ path: "metadata[]", message: "a metadata key is 1-64 characters" }]],
+      [
+        `metadata[${"k".repeat(65)}]=x`,
+        [{ path: `metadata[${"k".repeat(65)}]`, message: "a metadata key is 1-64 characters" }],
+      ],
+      [
+        `metadata[team]=${"v".repeat(513)}`,
+        [{ path: "metadata[team]", message: "a metadata value is at most 512 characters" }],
+      ],
+      ["metadata=x", [{ path: "metadata", message: anyMessage }]],
+      ["state=idle", [{ path: "state", message: "Unknown field" }]],
+      ["__proto__=x", [{ path: "__proto__", message: "Unknown field" }]],
+    ];
+    for (const [search, errors] of cases) {
+      const res = await request(`/v1/threads?${search}`);
+      expect({ search, problem: await problemOf(res) }).toEqual({
+        search,
+        problem: invalid("query", errors),
+      });
+    }
+    const nested = await request("/v1/threads?metadata[a][b]=c");
+    expect(await problemOf(nested)).toEqual({
+      ...invalid("query", [
+        { path: "metadata[a][b]", message: "Brackets hold one key: name[key]=value" },
+      ]),
+      detail: "The query is invalid.",
     });
+    const twice = await request("/v1/threads?status=idle&status=running");
+    expect(await problemOf(twice)).toMatchObject({
+      code: "invalid_request",
+      errors: [{ path: "status", message: "Sent more than once" }],
+    });
+    const many = Array.from({ length: 17 }, (_, i) => `metadata[k${i}]=v`).join("&");
+    expect(await problemOf(await request(`/v1/threads?${many}`))).toEqual(
+      invalid("query", [{ path: "metadata", message: "at most 16 metadata filters" }]),
+    );
+    expect(fake.calls).toEqual([]);
+  });
+
+  it("the other lists refuse an unknown or repeated parameter too", async () => {
+    const { request, fake } = setup();
+    for (const path of ["/v1/threads/t1/history", "/v1/keys", "/v1/usage", "/v1/hooks"]) {
+      const unknown = await request(`${path}?limit=5&zz=1`);
+      expect(await problemOf(unknown)).toEqual(
+        invalid("query", [{ path: "zz", message: "Unknown field" }]),
+      );
+      const twice = await request(`${path}?limit=5&limit=5`);
+      expect(await problemOf(twice)).toMatchObject({
+        code: "invalid_request",
+        errors: [{ path: "limit", message: "Sent more than once" }],
+      });
+    }
+    expect(fake.calls).toEqual([]);
+  });
+});
+
+describe("metadata keys a request sets", () => {
+  it("a create, a fork and a patch refuse the reserved names, __proto__ included", async () => {
+    const { json, request, fake } = setup();
+    const reserved = "a metadata key may not be constructor or prototype";
+    for (const key of ["__proto__", "constructor", "prototype"]) {
+      const metadata = `{"${key}":"x"}`;
+      const sends = [
+        json("/v1/threads", undefined, { body: `{"id":"t1","metadata":${metadata}}` }),
+        json("/v1/threads/t1/fork", undefined, { body: `{"metadata":${metadata}}` }),
+        request("/v1/threads/t1", {
+          method: "PATCH",
+          headers: { "content-type": "application/merge-patch+json" },
+          body: `{"metadata":${metadata}}`,
+        }),
+      ];
+      for (const res of await Promise.all(sends)) {
+        expect(await problemOf(res)).toEqual(
+          invalid("request body", [
+            {
+              path: `/metadata/${key}`,
+              message: key === "__proto__" ? "__proto__ cannot be a key" : reserved,
+            },
+          ]),
+        );
+      }
+    }
+    expect(fake.calls).toEqual([]);
   });
 });
