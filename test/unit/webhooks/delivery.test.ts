@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { DeliveryBodyError, passesFilter, readDelivery } from "../../../shared/webhooks/index.ts";
+import {
+  DeliveryBodyError,
+  dedupKeyOf,
+  passesFilter,
+  readDelivery,
+} from "../../../shared/webhooks/index.ts";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 const headers = (values: Record<string, string>) => (name: string) => values[name];
@@ -31,7 +36,7 @@ describe("reading a verified delivery, as each scheme sends it", () => {
   it("GitHub: X-GitHub-Delivery and X-GitHub-Event, JSON or a form's payload; ping is ignored", () => {
     const json = readDelivery(
       "github",
-      bytes('{"action":"created","issue":{"number":7}}'),
+      bytes('{"action":"created","issue":{"number":7},"comment":{"id":1}}'),
       headers({ "x-github-delivery": "guid-1", "x-github-event": "issue_comment" }),
     );
     expect(json).toEqual({
@@ -39,11 +44,11 @@ describe("reading a verified delivery, as each scheme sends it", () => {
       deliveryId: "guid-1",
       event: "issue_comment",
       action: "created",
-      body: { action: "created", issue: { number: 7 } },
+      body: { action: "created", issue: { number: 7 }, comment: { id: 1 } },
     });
     const form = readDelivery(
       "github",
-      bytes(`payload=${encodeURIComponent('{"zen":"Keep it logically awesome."}')}`),
+      bytes(`payload=${encodeURIComponent('{"zen":"Keep it logically awesome.","hook_id":1}')}`),
       headers({
         "x-github-delivery": "guid-2",
         "x-github-event": "ping",
@@ -54,9 +59,39 @@ describe("reading a verified delivery, as each scheme sends it", () => {
       kind: "delivery",
       deliveryId: "guid-2",
       event: "ping",
-      body: { zen: "Keep it logically awesome." },
+      body: { zen: "Keep it logically awesome.", hook_id: 1 },
       ignore: "ping",
     });
+  });
+
+  it("GitHub: an event label the signed body contradicts is refused; an unknown one is taken", () => {
+    const read = (event: string, body: unknown) =>
+      readDelivery(
+        "github",
+        bytes(JSON.stringify(body)),
+        headers({ "x-github-delivery": "guid", "x-github-event": event }),
+      );
+    const ping = { zen: "Design for failure.", hook_id: 1 };
+    const comment = { action: "created", issue: { number: 1 }, comment: { id: 2 } };
+    expect(() => read("issue_comment", ping)).toThrow(DeliveryBodyError);
+    expect(() => read("issues", comment)).toThrow(/not a `issues` event/);
+    expect(() => read("push", comment)).toThrow(DeliveryBodyError);
+    expect(read("issue_comment", comment)).toMatchObject({ event: "issue_comment" });
+    expect(read("issues", { action: "opened", issue: { number: 1 } })).toMatchObject({
+      event: "issues",
+    });
+    expect(read("star", comment)).toMatchObject({ event: "star" });
+  });
+
+  it("the dedup key: the delivery id, or the body's SHA-256", () => {
+    const body = bytes("{}");
+    expect(dedupKeyOf("delivery_id", { deliveryId: "d-1" }, body)).toBe("d-1");
+    expect(dedupKeyOf("body", { deliveryId: "d-1" }, body)).toBe(
+      "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a",
+    );
+    expect(dedupKeyOf("body", { deliveryId: "d-2" }, body)).toBe(
+      dedupKeyOf("body", { deliveryId: "d-1" }, body),
+    );
   });
 
   it("Slack: url_verification is a challenge; an event_callback is keyed by event_id; a bot's message is ignored", () => {
