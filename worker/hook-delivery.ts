@@ -2,9 +2,9 @@
  * `POST /hooks/{tenant}/{hook}.{tag}` (design §12): a sender's delivery, with no API key. The
  * URL's tag is checked first, so a forged URL addresses no object (design §18 invariant 20). The
  * hook's configuration comes from the isolate's cache (or, once per 30 s, the tenant's object:
- * never a global one); the signature is verified over the exact bytes; the delivery is read as its scheme
- * sends it, filtered, mapped to a thread and an input by the hook's templates, and handed to the
- * thread, which makes it durable with its turn queued before this answers 202.
+ * never a global one); the signature is verified over the exact bytes; the delivery is read as
+ * its scheme sends it, filtered, mapped to a thread and an input by the hook's templates, and
+ * handed to the thread, which makes it durable with its turn queued before this answers 202.
  */
 import type { Context } from "hono";
 import { v7 as uuidv7 } from "uuid";
