@@ -29,6 +29,17 @@ export interface Env {
   SPINDLE_API_KEYS?: string;
   /** Secret: JSON array of lowercase hex SHA-256 of each admin key (`worker/auth.ts`). */
   SPINDLE_ADMIN_KEYS?: string;
+  /**
+   * Secret: the key of the tags in tenant key ids and hook URLs (`durable-objects/id-tags.ts`).
+   * Required in production; a fixed value in development when unset. Changing it invalidates
+   * every tenant key and hook URL.
+   */
+  SPINDLE_ID_SECRET?: string;
+  /**
+   * `true`: key ids and hook URLs made before they had tags are still accepted (they address
+   * their tenant's object unchecked, so a forged one creates an object). Default false.
+   */
+  SPINDLE_ACCEPT_UNTAGGED_IDS?: string | boolean;
   /** Lines between checkpoints (default 250); tests lower it to exercise checkpoints. */
   SPINDLE_CHECKPOINT_EVERY_LINES?: string;
   /** History items per stored checkpoint group (default 250); tests lower it too. */

@@ -14,7 +14,7 @@ import {
 import type { Clock } from "../shared/ports/index.ts";
 import { tablePage } from "./cursor.ts";
 import { digestsEqual, keyDigest } from "./digests.ts";
-import { randomId } from "./random-ids.ts";
+import { type IdTagsEnv, idTagsOf } from "./id-tags.ts";
 import { ok } from "./results.ts";
 import type { Sql } from "./sql.ts";
 import { refusedByLimit } from "./tenant-limits.ts";
@@ -50,20 +50,26 @@ interface KeyRow extends Record<string, SqlStorageValue> {
 export class KeyStore {
   readonly #sql: Sql;
   readonly #clock: Clock;
+  readonly #env: IdTagsEnv;
 
-  constructor(sql: Sql, clock: Clock) {
+  /** `env` gives the key ids their tags (`id-tags.ts`). */
+  constructor(sql: Sql, clock: Clock, env: IdTagsEnv) {
     this.#sql = sql;
     this.#clock = clock;
+    this.#env = env;
   }
 
   /** The new key; `limit_exceeded` when the tenant holds `api_keys_per_tenant` keys. */
   create(tenant: TenantResource, req: CreateKeyRequest): RpcResult<CreatedApiKey> {
     const refused = refusedByLimit(this.#sql, "api_keys_per_tenant");
     if (refused) return refused;
+    const tags = idTagsOf(this.#env);
+    // The worker refuses first, with its problem; this guards any other caller.
+    if (!tags) throw new Error("SPINDLE_ID_SECRET is not set: no key can be made");
     const parts = {
       jurisdiction: tenant.jurisdiction,
       tenant: tenant.id,
-      keyId: randomId("key"),
+      keyId: tags.newKeyId(tenant.jurisdiction, tenant.id),
       secret: randomSecret(),
     };
     const key = formatApiKey(parts);

@@ -93,7 +93,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     super(ctx, env);
     migrate(ctx.storage.sql, TENANT_MIGRATIONS);
     this.#sql = sqlOf(ctx.storage.sql);
-    this.#keys = new KeyStore(this.#sql, systemClock);
+    this.#keys = new KeyStore(this.#sql, systemClock, env);
     this.#index = new ThreadIndex(this.#sql, systemClock);
     this.#admissions = new TenantAdmissions({
       sql: this.#sql,

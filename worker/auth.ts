@@ -10,9 +10,11 @@
  *
  *   (`sk-local-dev`, tenant `local`, too, in development). Such a key has every scope;
  * - a **tenant key** made through the API (`sk_{place}.{tenant}.{key id}.{secret}`,
- *   `shared/api/api-keys.ts`): verified by its tenant's object, which the key itself addresses,
- *   then trusted by this isolate for at most 30 s (`key-cache.ts`), so authentication reaches no
- *   global object and a revoked key fails everywhere within 30 s.
+ *   `shared/api/api-keys.ts`): its key id's tag is checked here first (`id-tags.ts`), so a forged
+ *   key addresses no object (design §18 invariant 20); then it is verified by its tenant's
+ *   object, which the key itself addresses, and trusted by this isolate for at most 30 s
+ *   (`key-cache.ts`), so authentication reaches no global object and a revoked key fails
+ *   everywhere within 30 s.
  *
  * A digest comes from `printf %s "$KEY" | sha256sum` (no trailing newline is hashed). Tenant ids
  * are 1-64 of `[A-Za-z0-9_-]`. Every failure is the same 401; a key without the scope a route
@@ -22,6 +24,7 @@ import { hexToBytes } from "@noble/hashes/utils.js";
 import type { MiddlewareHandler } from "hono";
 import * as z from "zod";
 import { digestsEqual, keyDigest } from "../durable-objects/digests.ts";
+import { type IdTags, idTagsOf } from "../durable-objects/id-tags.ts";
 import { tenantStubIn } from "../durable-objects/placement.ts";
 import type { Env } from "../env.ts";
 import { parseApiKey, SCOPES, type Scope, TenantIdSchema } from "../shared/api/index.ts";
@@ -128,6 +131,9 @@ export async function principalForKey(
   }
   const parts = parseApiKey(key);
   if (parts === undefined) return undefined;
+  if (!requireIdTags(env).keyIdValid(parts.jurisdiction, parts.tenant, parts.keyId)) {
+    return undefined;
+  }
   const cached = cache.get(digest);
   if (cached !== undefined) return cached;
   const askedAt = cache.now();
@@ -148,6 +154,22 @@ export async function principalForKey(
   };
   cache.set(digest, principal, askedAt);
   return principal;
+}
+
+/**
+ * The tags of tenant key ids and hook URLs. Without `SPINDLE_ID_SECRET` (in production) no tag can
+ * be checked or made: every tenant key and hook delivery fails closed, as a malformed key secret
+ * does.
+ */
+export function requireIdTags(env: Env): IdTags {
+  const tags = idTagsOf(env);
+  if (tags === undefined) {
+    throw new ApiError(
+      "internal",
+      "The server's id secret is not set (SPINDLE_ID_SECRET): tenant keys and hooks are refused.",
+    );
+  }
+  return tags;
 }
 
 /**

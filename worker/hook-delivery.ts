@@ -1,9 +1,10 @@
 /**
- * `POST /hooks/{tenant}/{hook}` (design §12): a sender's delivery, with no API key. The hook's
- * configuration comes from the isolate's cache (or, once per 30 s, the tenant's object: never a
- * global one); the signature is verified over the exact bytes; the delivery is read as its scheme
- * sends it, filtered, mapped to a thread and an input by the hook's templates, and handed to the
- * thread, which makes it durable with its turn queued before this answers 202.
+ * `POST /hooks/{tenant}/{hook}.{tag}` (design §12): a sender's delivery, with no API key. The
+ * URL's tag is checked first, so a forged URL addresses no object (design §18 invariant 20). The
+ * hook's configuration comes from the isolate's cache (or, once per 30 s, the tenant's object:
+ * never a global one); the signature is verified over the exact bytes; the delivery is read as
+ * its scheme sends it, filtered, mapped to a thread and an input by the hook's templates, and
+ * handed to the thread, which makes it durable with its turn queued before this answers 202.
  */
 import type { Context } from "hono";
 import { v7 as uuidv7 } from "uuid";
@@ -11,10 +12,9 @@ import { tenantStubIn, threadStubIn } from "../durable-objects/placement.ts";
 import {
   type AcceptDeliveryRequest,
   type DeliveryResource,
-  HookIdSchema,
   hookDedupOf,
   type Jurisdiction,
-  parseHookUrlTenant,
+  parseHookPath,
   type RpcFailure,
   type TenantCaller,
   type TenantHome,
@@ -31,6 +31,7 @@ import {
   verifySignature,
 } from "../shared/webhooks/index.ts";
 import type { AppEnv } from "./app-env.ts";
+import { requireIdTags } from "./auth.ts";
 import { ApiError, unwrap } from "./errors.ts";
 import { type CachedHook, type HookCache, hookCacheKey, RECHECK_AFTER_MS } from "./hook-cache.ts";
 import { brokenBody } from "./validate.ts";
@@ -81,12 +82,16 @@ export async function deliverHook(
   param: { tenant: string; hook: string },
   cache: HookCache,
 ): Promise<Response> {
-  const owner = parseHookUrlTenant(param.tenant);
-  if (!owner || !HookIdSchema.safeParse(param.hook).success) throw UNKNOWN_HOOK();
+  const address = parseHookPath(param);
+  if (!address) throw UNKNOWN_HOOK();
+  const { jurisdiction, tenant, hookId, tag } = address;
+  // A wrong tag is an unknown hook: nothing is read or addressed for it.
+  if (!requireIdTags(c.env).hookTagValid(jurisdiction, tenant, hookId, tag)) throw UNKNOWN_HOOK();
   const place: Place = {
-    ...owner,
-    hookId: param.hook,
-    key: hookCacheKey(owner.jurisdiction, owner.tenant, param.hook),
+    jurisdiction,
+    tenant,
+    hookId,
+    key: hookCacheKey(jurisdiction, tenant, hookId),
   };
   let body: Uint8Array;
   try {

@@ -9,7 +9,7 @@ import {
   type CreatedHook,
   type HookRecord,
   type HookResource,
-  hookUrlTenant,
+  hookPath,
   type WebhookDelivery,
   type WebhookMessage,
 } from "../shared/api/index.ts";
@@ -23,6 +23,7 @@ import {
 } from "../shared/webhooks/index.ts";
 import type { Handlers } from "./app.ts";
 import type { AppEnv } from "./app-env.ts";
+import { requireIdTags } from "./auth.ts";
 import { ApiError, unwrap } from "./errors.ts";
 import { type HookCache, hookCacheKey } from "./hook-cache.ts";
 import { deliverHook } from "./hook-delivery.ts";
@@ -47,10 +48,20 @@ type HookOperation =
   | "testEndpoint"
   | "listEndpointDeliveries";
 
-/** The hook with its URL: `POST /hooks/{tenant}/{hook}` on the host this request reached. */
-function withUrl(c: Context<AppEnv>, hook: HookRecord): HookResource {
-  const tenant = hookUrlTenant(c.var.tenant, jurisdictionOf(c));
-  return { ...hook, url: `${new URL(c.req.url).origin}/hooks/${tenant}/${hook.id}` };
+/**
+ * The caller's hooks with their URLs, `POST /hooks/{tenant}/{hook}.{tag}` on the host this request
+ * reached. Made before the hook is, so a deployment without an id secret refuses before it stores
+ * a hook nobody could deliver to.
+ */
+function hookUrls(c: Context<AppEnv>): (hook: HookRecord) => HookResource {
+  const tags = requireIdTags(c.env);
+  const origin = new URL(c.req.url).origin;
+  const jurisdiction = jurisdictionOf(c);
+  const tenant = c.var.tenant;
+  return (hook) => {
+    const tag = tags.hookTag(jurisdiction, tenant, hook.id);
+    return { ...hook, url: `${origin}${hookPath({ jurisdiction, tenant, hookId: hook.id, tag })}` };
+  };
 }
 
 /**
@@ -96,6 +107,7 @@ export function hookHandlers(cache: HookCache): Pick<Handlers, HookOperation> {
     cache.forget(hookCacheKey(jurisdictionOf(c), c.var.tenant, hookId));
   return {
     createHook: async (c, { body }) => {
+      const withUrl = hookUrls(c);
       const { secret, generated } = hookSecret(
         body.verify.scheme,
         body.verify.secret,
@@ -106,17 +118,20 @@ export function hookHandlers(cache: HookCache): Pick<Handlers, HookOperation> {
           body: { ...body, verify: { ...body.verify, secret } },
         }),
       );
-      const created: CreatedHook = { ...withUrl(c, hook), ...(generated ? { secret } : {}) };
+      const created: CreatedHook = { ...withUrl(hook), ...(generated ? { secret } : {}) };
       return c.json(created, 201, { Location: `/v1/hooks/${hook.id}` });
     },
 
     listHooks: async (c, { query }) => {
+      const withUrl = hookUrls(c);
       const page = unwrap(await ownTenant(c).listHooks(callerOf(c), query));
-      return c.json({ ...page, data: page.data.map((hook) => withUrl(c, hook)) });
+      return c.json({ ...page, data: page.data.map(withUrl) });
     },
 
-    getHook: async (c, { param }) =>
-      c.json(withUrl(c, unwrap(await ownTenant(c).getHook(callerOf(c), param.id)))),
+    getHook: async (c, { param }) => {
+      const withUrl = hookUrls(c);
+      return c.json(withUrl(unwrap(await ownTenant(c).getHook(callerOf(c), param.id))));
+    },
 
     deleteHook: async (c, { param }) => {
       unwrap(await ownTenant(c).deleteHook(callerOf(c), param.id));
@@ -125,12 +140,13 @@ export function hookHandlers(cache: HookCache): Pick<Handlers, HookOperation> {
     },
 
     rotateHookSecret: async (c, { param, body }) => {
+      const withUrl = hookUrls(c);
       const tenant = ownTenant(c);
       const current = unwrap(await tenant.getHook(callerOf(c), param.id));
       const { secret, generated } = hookSecret(current.verify.scheme, body.secret, "/secret");
       const hook = unwrap(await tenant.rotateHookSecret(callerOf(c), param.id, secret));
       forget(c, param.id);
-      const rotated: CreatedHook = { ...withUrl(c, hook), ...(generated ? { secret } : {}) };
+      const rotated: CreatedHook = { ...withUrl(hook), ...(generated ? { secret } : {}) };
       return c.json(rotated);
     },
 

@@ -19,7 +19,7 @@ import {
 } from "../shared/api/index.ts";
 import type { Handlers } from "./app.ts";
 import type { AppEnv } from "./app-env.ts";
-import { staticTenants } from "./auth.ts";
+import { requireIdTags, staticTenants } from "./auth.ts";
 import { ApiError, unwrap } from "./errors.ts";
 import type { HookCache } from "./hook-cache.ts";
 import type { KeyCache } from "./key-cache.ts";
@@ -188,6 +188,8 @@ export function tenancyHandlers(
     },
 
     createTenantKey: async (c, { param, body }) => {
+      // A key is minted with its id's tag: without the secret, refused here with the clear problem.
+      requireIdTags(c.env);
       const { record, tenant } = await managedTenant(c, param.tenant);
       const created = unwrap(
         await tenant.createKey(OPERATOR, {

@@ -8,8 +8,9 @@ import type { Jurisdiction } from "./tenancy.ts";
  * `place` is the tenant's jurisdiction (`eu`, `fedramp`) or `g` (none), so the worker can address
  * the tenant's object from the key alone, without a global lookup. The separator `.` is outside
  * the id alphabet `[A-Za-z0-9_-]`, so the parts split one way only. The key id is public (it names
- * the stored digest); the secret is 32 random bytes, base64url. Only the SHA-256 of the whole key
- * is stored.
+ * the stored digest) and ends in a tag only this deployment can make, checked before the tenant's
+ * object is addressed (`durable-objects/id-tags.ts`); the secret is 32 random bytes, base64url.
+ * Only the SHA-256 of the whole key is stored.
  */
 const KEY_PATTERN =
   /^sk_(g|eu|fedramp)\.([A-Za-z0-9_-]{1,64})\.(key_[A-Za-z0-9]{1,60})\.([A-Za-z0-9_-]{32,128})$/;

@@ -140,7 +140,12 @@ export const HookResourceSchema = z.object({
   object: z.literal("hook"),
   id: HookIdSchema,
   name: z.string().nullable(),
-  url: z.url().describe("Where the sender posts: `POST /hooks/{tenant}/{hook}`, no API key."),
+  url: z
+    .url()
+    .describe(
+      "Where the sender posts, with no API key: `POST /hooks/{tenant}/{hook}.{tag}`, the tag " +
+        "made by the service (use the URL as given).",
+    ),
   verify: z.object({ scheme: HookSchemeSchema }),
   thread: z.string(),
   input: z.string().nullable(),
@@ -296,24 +301,41 @@ export const WebhookEventSchema = z.object({
 });
 
 /**
- * The `{tenant}` segment of a hook's URL (`/hooks/{tenant}/{hook}`): the tenant id, prefixed by
- * its jurisdiction and `.` (outside the id alphabet) when it has one, so the edge reaches the
- * tenant's object from the URL alone, as it does from a key.
+ * What a hook's URL, `/hooks/{tenant}/{hook}.{tag}`, addresses. The `{tenant}` segment is the
+ * tenant id, prefixed by its jurisdiction and `.` (outside the id alphabet) when it has one, so the
+ * edge reaches the tenant's object from the URL alone, as it does from a key. The tag (after the
+ * hook id and `.`) is checked before that (design §18 invariant 20); `null` for a URL made before
+ * tags existed.
  */
-export function hookUrlTenant(tenant: string, jurisdiction: Jurisdiction): string {
-  return jurisdiction === null ? tenant : `${jurisdiction}.${tenant}`;
+export interface HookAddress {
+  jurisdiction: Jurisdiction;
+  tenant: string;
+  hookId: string;
+  tag: string | null;
 }
 
-export function parseHookUrlTenant(
-  segment: string,
-): { tenant: string; jurisdiction: Jurisdiction } | undefined {
-  const match = /^(?:(eu|fedramp)\.)?([A-Za-z0-9_-]{1,64})$/.exec(segment);
-  if (!match?.[2]) return undefined;
-  return { tenant: match[2], jurisdiction: (match[1] as "eu" | "fedramp" | undefined) ?? null };
+export function hookPath({ jurisdiction, tenant, hookId, tag }: HookAddress): string {
+  const owner = jurisdiction === null ? tenant : `${jurisdiction}.${tenant}`;
+  return `/hooks/${owner}/${tag === null ? hookId : `${hookId}.${tag}`}`;
+}
+
+/** The address in a hook URL's two segments, or undefined when they cannot be one. */
+export function parseHookPath(param: { tenant: string; hook: string }): HookAddress | undefined {
+  const owner = /^(?:(eu|fedramp)\.)?([A-Za-z0-9_-]{1,64})$/.exec(param.tenant);
+  const hook = /^([A-Za-z0-9_-]{1,64})(?:\.([A-Za-z0-9]{1,64}))?$/.exec(param.hook);
+  if (!owner?.[2] || !hook?.[1]) return undefined;
+  return {
+    jurisdiction: (owner[1] as "eu" | "fedramp" | undefined) ?? null,
+    tenant: owner[2],
+    hookId: hook[1],
+    tag: hook[2] ?? null,
+  };
 }
 
 /** `POST /hooks/{tenant}/{hook}`: read loosely, so a malformed one is a 404 like an unknown one. */
 export const HookDeliveryParamsSchema = z.object({
   tenant: z.string().describe("The tenant id, prefixed `eu.` or `fedramp.` for its jurisdiction."),
-  hook: z.string(),
+  hook: z
+    .string()
+    .describe("The hook id and its tag, `{hook}.{tag}`, as the hook's `url` has them."),
 });

@@ -7,7 +7,7 @@ import { type LocalWorker, startLocalWorker } from "./local-worker.ts";
 /**
  * Registers a worker on a fresh persist folder for the file's tests (started before them,
  * stopped and its folder removed after), with `vars` (read when it starts). `restart()` is a real
- * restart on the same storage.
+ * restart on the same storage; `persistDir()` is the folder, for tests that look at its files.
  */
 export function persistedWorker(
   prefix: string,
@@ -15,6 +15,7 @@ export function persistedWorker(
 ): {
   base: () => URL;
   restart: () => Promise<void>;
+  persistDir: () => string;
 } {
   let persistDir: string | undefined;
   let worker: LocalWorker | undefined;
@@ -34,6 +35,10 @@ export function persistedWorker(
     base: () => {
       if (!worker) throw new Error("the worker is not running");
       return worker.url;
+    },
+    persistDir: () => {
+      if (!persistDir) throw new Error("the worker has no persist folder yet");
+      return persistDir;
     },
     restart: async () => {
       const old = worker;

@@ -14,6 +14,7 @@ import {
   bodyOf,
   createHook,
   deliver,
+  expectedHookUrl,
   type Scheme,
   signedDelivery,
   signedHeaders,
@@ -218,18 +219,27 @@ describe("what a hook refuses, recording nothing", () => {
     ]);
   });
 
-  it("a body over 1 MiB is 413; an unknown hook, tenant or malformed id is 404", async () => {
+  it("a body over 1 MiB is 413; an unknown hook, tenant, tag or malformed id is 404", async () => {
     const hook = await createHook("github");
     const big = JSON.stringify({ thread: "x", pad: "x".repeat(1024 * 1024) });
     const tooBig = await deliver(hook.url, big, signedHeaders("github", hook.secret, big));
     expect(tooBig.status).toBe(413);
     const body = JSON.stringify({ thread: "x" });
     const headers = signedHeaders("github", hook.secret, body);
-    const base = new URL(hook.url).origin;
+    const { origin: base, pathname } = new URL(hook.url);
+    const segment = pathname.split("/").at(-1) ?? "";
+    const tag = segment.slice(hook.id.length + 1);
+    const otherTag = `${tag.slice(0, -1)}${tag.endsWith("0") ? "1" : "0"}`;
     for (const path of [
       "/hooks/local/hook_nope",
-      `/hooks/nobody/${hook.id}`,
-      `/hooks/xx.local/${hook.id}`,
+      new URL(expectedHookUrl(null, "local", "hook_nope")).pathname,
+      `/hooks/local/${hook.id}`,
+      `/hooks/local/${hook.id}.${otherTag}`,
+      `/hooks/local/${hook.id}.${tag}0`,
+      `/hooks/local/${hook.id}.${"z".repeat(32)}`,
+      `/hooks/nobody/${segment}`,
+      `/hooks/eu.local/${segment}`,
+      `/hooks/xx.local/${segment}`,
       "/hooks/local/bad%20id",
     ]) {
       const res = await deliver(`${base}${path}`, body, headers);

@@ -9,8 +9,8 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { TenantCaller } from "../../shared/api/index.ts";
 import { RECHECK_AFTER_MS } from "../../worker/hook-cache.ts";
-import { api, BASE, json } from "./helpers/api.ts";
-import { createHook, signedDelivery } from "./helpers/hooks.ts";
+import { api, json } from "./helpers/api.ts";
+import { createHook, expectedHookUrl, signedDelivery } from "./helpers/hooks.ts";
 import { ADMIN_KEY, tenantWithKey } from "./helpers/tenancy.ts";
 
 afterEach(() => {
@@ -41,7 +41,7 @@ describe("creating hooks", () => {
       object: "hook",
       id: "hook_ci",
       name: "CI",
-      url: `${BASE}/hooks/${tenant.id}/hook_ci`,
+      url: expectedHookUrl(null, tenant.id, "hook_ci"),
       verify: { scheme: "standard" },
       thread: "ci-{{body.pipeline.id}}",
       input: null,
@@ -109,7 +109,7 @@ describe("creating hooks", () => {
   it("a tenant with a jurisdiction gets URLs that name it; a delivery reaches its objects there", async () => {
     const { key, tenant } = await tenantWithKey({ jurisdiction: "eu" });
     const hook = await createHook("github", {}, key);
-    expect(hook.url).toBe(`${BASE}/hooks/eu.${tenant.id}/${hook.id}`);
+    expect(hook.url).toBe(expectedHookUrl("eu", tenant.id, hook.id));
     // Local workerd cannot place objects: watch which namespace is asked for (residency.test.ts).
     const asked: string[] = [];
     for (const namespace of [env.TENANT, env.THREAD as unknown as DurableObjectNamespace]) {

@@ -6,6 +6,7 @@
 import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { idTagsOf } from "../../durable-objects/id-tags.ts";
 import { ACME_KEY, api, DEV_KEY, importRollout, json, newThreadId } from "./helpers/api.ts";
 import {
   ADMIN_KEY,
@@ -221,7 +222,7 @@ describe("tenant keys", () => {
     );
     const key = created.key as string;
     expect(key).toMatch(
-      new RegExp(`^sk_g\\.${tenant.id}\\.key_[A-Za-z0-9]{16}\\.[A-Za-z0-9_-]{43}$`),
+      new RegExp(`^sk_g\\.${tenant.id}\\.key_[A-Za-z0-9]{16}[0-9a-f]{32}\\.[A-Za-z0-9_-]{43}$`),
     );
     const listed = {
       object: "api_key",
@@ -290,7 +291,12 @@ describe("tenant keys", () => {
   it("an unknown key, a revoked key and a key of a deleted tenant answer the same 401", async () => {
     const { tenant, key, keyId } = await tenantWithKey();
     const other = await tenantWithKey();
-    const unknown = `sk_g.${tenant.id}.key_AAAAAAAAAAAAAAAA.${"A".repeat(43)}`;
+    // A key id the tenant's object never made, tagged as one it made would be: the object's 401.
+    const made = idTagsOf(env)?.newKeyId(null, tenant.id);
+    const unknown = `sk_g.${tenant.id}.${made}.${"A".repeat(43)}`;
+    // Refused before any object: untagged, and the tenant's key moved to another tenant.
+    const untagged = `sk_g.${tenant.id}.key_AAAAAAAAAAAAAAAA.${"A".repeat(43)}`;
+    const moved = key.replace(`.${tenant.id}.`, `.${other.tenant.id}.`);
     const forged = `${key.slice(0, -4)}AAAA`;
     expect((await api("GET", "/v1/threads", undefined, key)).status).toBe(200);
     expect((await api("DELETE", `/v1/keys/${keyId}`, undefined, key)).status).toBe(204);
@@ -299,7 +305,7 @@ describe("tenant keys", () => {
       (await api("DELETE", `/v1/admin/tenants/${other.tenant.id}`, undefined, ADMIN_KEY)).status,
     ).toBe(202);
     const wrongPlace = key.replace("sk_g.", "sk_eu.");
-    for (const presented of [unknown, forged, key, other.key, wrongPlace]) {
+    for (const presented of [unknown, untagged, moved, forged, key, other.key, wrongPlace]) {
       const res = await api("GET", "/v1/threads", undefined, presented);
       expect(res.status).toBe(401);
       expect(await res.json()).toEqual(UNAUTHORIZED);

@@ -34,6 +34,9 @@ import { NO_QUOTAS, parseApiKey } from "../../shared/api/index.ts";
 import { okValue } from "./helpers/results.ts";
 import { newTenantId } from "./helpers/tenancy.ts";
 
+/** Key ids are tagged with the development secret. */
+const DEV_ENV = { SPINDLE_ENV: "development" };
+
 /** Runs `body` over the SQLite of a fresh tenant object, with a clock the test moves. */
 function withTenantStorage<T>(
   body: (parts: { sql: ReturnType<typeof sqlOf>; clock: { nowMs: () => number; at: number } }) => T,
@@ -69,7 +72,7 @@ const sync = (
 describe("KeyStore", () => {
   it("verifies a key by its id and digest only, never from the secret alone", async () => {
     const result = await withTenantStorage(({ sql, clock }) => {
-      const keys = new KeyStore(sql, clock);
+      const keys = new KeyStore(sql, clock, DEV_ENV);
       const made = okValue(keys.create(tenant, { name: "ci", scopes: ["threads", "usage"] }));
       const parts = parseApiKey(made.key);
       const other = okValue(keys.create(tenant, { name: null, scopes: ["keys"] }));
@@ -100,7 +103,7 @@ describe("KeyStore", () => {
 
   it("writes last_used_at at most once a minute, lists keys by creation and revokes them", async () => {
     const result = await withTenantStorage(({ sql, clock }) => {
-      const keys = new KeyStore(sql, clock);
+      const keys = new KeyStore(sql, clock, DEV_ENV);
       const a = okValue(keys.create(tenant, { name: "a", scopes: ["threads"] }));
       clock.at += 1;
       const b = okValue(keys.create(tenant, { name: "b", scopes: ["threads"] }));

@@ -1,7 +1,8 @@
 import { exports } from "cloudflare:workers";
 import { createHmac } from "node:crypto";
 import { Webhook } from "standardwebhooks";
-import { api, DEV_KEY, json } from "./api.ts";
+import { DEV_ID_SECRET } from "../../../durable-objects/id-tags.ts";
+import { api, BASE, DEV_KEY, json } from "./api.ts";
 
 export type Scheme = "standard" | "github" | "slack" | "stripe";
 
@@ -39,6 +40,15 @@ export async function createHook(
 
 const hex = (secret: string, data: string) =>
   createHmac("sha256", secret).update(data).digest("hex");
+
+/**
+ * The URL the service gives `tenant`'s hook `hookId`, its tag made here with Node's HMAC under
+ * the development secret the suites run with (`durable-objects/id-tags.ts`).
+ */
+export function expectedHookUrl(jurisdiction: "eu" | null, tenant: string, hookId: string) {
+  const tag = hex(DEV_ID_SECRET, `hook.${jurisdiction ?? "g"}.${tenant}.${hookId}`).slice(0, 32);
+  return `${BASE}/hooks/${jurisdiction === null ? "" : `${jurisdiction}.`}${tenant}/${hookId}.${tag}`;
+}
 
 export interface SignOptions {
   /** The sender's delivery id (header or body, as the scheme puts it). */
