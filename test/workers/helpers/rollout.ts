@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { checkRollout, type RolloutCheck, type SegmentText } from "../../helpers/rollout-check.ts";
-import { threadStub } from "./api.ts";
+import { tenantPath, threadObjectOf } from "./tenancy.ts";
 
 async function gunzip(bytes: ArrayBuffer): Promise<string> {
   const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
@@ -17,7 +17,9 @@ export async function checkThreadRollout(
   threadId: string,
   tenant = "local",
 ): Promise<RolloutCheck> {
-  const rows = await runInDurableObject(threadStub(threadId, tenant), (_i, state) =>
+  // A managed tenant's objects and R2 keys carry its incarnation.
+  const path = await tenantPath(tenant);
+  const rows = await runInDurableObject(await threadObjectOf(tenant, threadId), (_i, state) =>
     state.storage.sql
       .exec<{ seq: number; part: number; line: string }>(
         "SELECT seq, part, line FROM spindle_rollout ORDER BY seq, part",
@@ -26,7 +28,7 @@ export async function checkThreadRollout(
   );
   const segments: SegmentText[] = [];
   const listed = await env.ROLLOUT.list({
-    prefix: `threads/${tenant}/${threadId}/segments/`,
+    prefix: `threads/${path}/${threadId}/segments/`,
     include: ["customMetadata"],
   });
   for (const object of listed.objects) {
@@ -54,7 +56,7 @@ export async function sqlRows<T extends Record<string, SqlStorageValue>>(
   query: string,
   tenant = "local",
 ): Promise<T[]> {
-  return runInDurableObject(threadStub(threadId, tenant), (_i, state) =>
+  return runInDurableObject(await threadObjectOf(tenant, threadId), (_i, state) =>
     state.storage.sql.exec<T>(query).toArray(),
   );
 }
