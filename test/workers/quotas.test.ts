@@ -223,6 +223,34 @@ describe("tokens_per_day", () => {
     );
   });
 
+  it("a burst of concurrent turns on many threads overshoots the budget by less than one turn", async () => {
+    // About four turns' worth (a first turn of the local model uses about 380 tokens).
+    const limit = 1_460;
+    const { key } = await tenantWithKey({ quotas: { tokens_per_day: limit } });
+    const threads = await Promise.all(Array.from({ length: 20 }, () => newThread(key)));
+    const answers = await Promise.all(
+      threads.map((id, i) => turn(key, id, { input: `/slow 20 burst ${i}` })),
+    );
+    const spent: number[] = [];
+    for (const res of answers) {
+      if (res.status === 429) {
+        const problem = await json<Record<string, unknown>>(res, 429);
+        expect(problem).toMatchObject({ code: "quota_exceeded", quota: "tokens_per_day" });
+        expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+        continue;
+      }
+      const done = await json<Turn & { usage: { input_tokens: number; output_tokens: number } }>(
+        res,
+      );
+      expect(done.status).toBe("completed");
+      spent.push(done.usage.input_tokens + done.usage.output_tokens);
+    }
+    expect(spent.length).toBeGreaterThan(0);
+    const used = spent.reduce((a, b) => a + b, 0);
+    // Past the limit by less than the one turn admitted past it spent.
+    expect(used).toBeLessThan(limit + Math.max(...spent));
+  });
+
   it("refuses the outputs that would resume a paused turn, which stays paused", async () => {
     const { tenant, key } = await tenantWithKey();
     const id = await newThread(key, { tools: [{ name: "lookup", description: "search" }] });
