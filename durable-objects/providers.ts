@@ -38,13 +38,15 @@ export function modelClientFactory(
 ): (model: ModelInfo, provider: string) => ModelClient {
   const inputSerializer = new InputSerializer();
   return (model, provider) => {
-    if (provider === "local") return new LocalModelClient();
+    if (provider === "local")
+      return new LocalModelClient({ maxOutputTokens: model.maxOutputTokens });
     if (provider === "openai") {
       const providerModel = "providerModel" in model ? String(model.providerModel) : model.slug;
       return createOpenAIClientFromEnv(env, {
         // Bound late, so a test's or a runtime's replacement of fetch is used.
         fetch: (input, init) => fetch(input, init),
         model: providerModel,
+        maxOutputTokens: model.maxOutputTokens,
         threadId,
         inputSerializer,
       });

@@ -1,5 +1,4 @@
-import type { RpcResult } from "../shared/api/index.ts";
-import type { Clock } from "../shared/ports/index.ts";
+import type { Quotas, RpcResult, YieldedAdmission } from "../shared/api/index.ts";
 import { AdmissionLease, type AdmissionLeaseDeps } from "./admission-lease.ts";
 import { failQuota, ok } from "./results.ts";
 import type { Sql } from "./sql.ts";
@@ -14,19 +13,19 @@ import type { TenantSync } from "./tenant-sync.ts";
  * - `tokens_per_day` and `max_running_turns`, checked by the tenant's object when a task starts
  *   (a turn, a queued turn, a resumed one, a compaction) and the thread holds no lease that
  *   covers it (`admission-lease.ts`): one call per lease, made only when one of them is set, so a
- *   tenant without them costs its turns nothing here.
+ *   tenant without them costs its turns nothing here. Under `tokens_per_day` a task reserves
+ *   what it may spend (`ThreadSession.reservation`), and steered input, which makes the running
+ *   turn sample once more, reserves that request too before it joins.
  * `max_threads` is checked by the tenant's object when a thread is created (`TenantSync.reserve`).
  */
 export class QuotaGate {
   readonly #sync: TenantSync;
   readonly #sql: Sql;
-  readonly #clock: Clock;
   readonly #lease: AdmissionLease;
 
   constructor(sync: TenantSync, sql: Sql, lease: Omit<AdmissionLeaseDeps, "release">) {
     this.#sync = sync;
     this.#sql = sql;
-    this.#clock = lease.clock;
     this.#lease = new AdmissionLease({
       ...lease,
       release: (grant) => sync.releaseAdmission(grant),
@@ -46,25 +45,55 @@ export class QuotaGate {
   }
 
   /**
-   * The tenant's answer on starting a task, or undefined (synchronously, without a call) when the
-   * tenant sets neither quota a task start needs, or the thread's lease covers the task.
+   * The tenant's answer on starting a task that may spend `reservation()` tokens, or undefined
+   * (synchronously, without a call) when the tenant sets neither quota a task start needs, or the
+   * thread's lease covers the task. The reservation is read only under `tokens_per_day`.
    */
-  taskAdmission(): Promise<RpcResult<void>> | undefined {
+  taskAdmission(reservation: () => number): Promise<RpcResult<void>> | undefined {
     const quotas = this.#sync.quotas;
     if (quotas.tokens_per_day === null && quotas.max_running_turns === null) return undefined;
-    if (this.#lease.covers(quotas)) return undefined;
-    const held = this.#lease.held;
-    const askedAt = this.#clock.nowMs();
-    const asked = this.#sync.admitTask(quotas, held);
+    const tokens = quotas.tokens_per_day === null ? 0 : reservation();
+    if (this.#lease.covers(quotas, tokens)) return undefined;
+    return this.#ask(quotas, this.#lease.held, tokens);
+  }
+
+  /** A task started that may spend `reservation()` tokens (read only under `tokens_per_day`). */
+  taskStarted(reservation: () => number): void {
+    if (this.#sync.quotas.tokens_per_day !== null) this.#lease.taskStarted(reservation());
+  }
+
+  /**
+   * The tenant's answer on steered input that makes the running turn sample once more, spending
+   * up to `reservation()` tokens more, or undefined (no call) without `tokens_per_day` or when the
+   * lease covers it. A refusal drops no hold: the running task keeps its own.
+   */
+  steerAdmission(reservation: () => number): Promise<RpcResult<void>> | undefined {
+    const quotas = this.#sync.quotas;
+    if (quotas.tokens_per_day === null) return undefined;
+    const more = reservation();
+    const tokens = this.#lease.taskReserved + more;
+    if (this.#lease.covers(quotas, tokens)) {
+      this.#lease.taskExtended(more);
+      return undefined;
+    }
+    return this.#ask(quotas, 0, tokens)?.then((answer) => {
+      if (answer.ok) this.#lease.taskExtended(more);
+      return answer;
+    });
+  }
+
+  /** Asks the tenant to admit work reserving `tokens`, holding `held`; the lease takes the answer. */
+  #ask(quotas: Quotas, held: number, tokens: number): Promise<RpcResult<void>> | undefined {
+    const asked = this.#sync.admitTask(quotas, held, tokens);
     if (asked === undefined) return undefined;
-    this.#lease.asking();
+    const at = this.#lease.asking(tokens);
     return asked.then(
       (answer) => {
         if (!answer.ok) {
           this.#lease.refused(held);
           return answer;
         }
-        this.#lease.granted(answer.value, quotas, askedAt);
+        this.#lease.granted(answer.value, quotas, at);
         return ok(undefined);
       },
       (err: unknown) => {
@@ -84,9 +113,12 @@ export class QuotaGate {
     this.#lease.reset();
   }
 
-  /** The tenant wants the admission back (`ThreadRpc.yieldAdmission`). */
-  yieldAdmission(grant: number): boolean {
-    return this.#lease.yield(grant);
+  /**
+   * The tenant wants the admission back (`ThreadRpc.yieldAdmission`): the answer carries the
+   * thread's pending ledger entries, which the tenant takes in the step that changes the hold.
+   */
+  yieldAdmission(grant: number): YieldedAdmission {
+    return { ...this.#lease.yield(grant), usage: this.#sync.pendingUsage() };
   }
 }
 

@@ -6,7 +6,11 @@ import type {
   TurnResource,
 } from "../shared/api/index.ts";
 import type { ContentItem } from "../shared/protocol/index.ts";
-import { type ToolCallOutput, UnknownCallIdError } from "../shared/session/index.ts";
+import {
+  type PlannedWork,
+  type ToolCallOutput,
+  UnknownCallIdError,
+} from "../shared/session/index.ts";
 import type { AlarmSchedule } from "./alarms.ts";
 import type { EventLog } from "./event-log.ts";
 import type { LiveThread } from "./live-thread.ts";
@@ -29,13 +33,35 @@ export interface TaskControlDeps {
   /** Whether the thread is being deleted: no queued turn starts. */
   halted: () => boolean;
   waitUntil: (work: Promise<unknown>) => void;
-  /**
-   * The tenant's answer on starting a task under its quotas, or undefined (no call, no wait)
-   * when it sets none that a task start needs (`quota-gate.ts`).
-   */
-  admit: () => Promise<RpcResult<void>> | undefined;
-  /** A task started or `ended`: the tenant's index shows it, and the admission lease hears of an end. */
+  /** The tenant's quotas as tasks meet them (`quota-gate.ts`). */
+  quotas: TaskQuotas;
+  /** A task started or `ended`: the tenant's index shows it. */
   taskChanged: (ended: boolean) => void;
+}
+
+/** What a task may spend (`ThreadSession.reservation`), read once and only when a quota needs it. */
+export type Reservation = () => number;
+
+/** The reservation of `work`, computed on first read (before the work starts). */
+export function reservationOf(live: LiveThread, work: PlannedWork): Reservation {
+  let tokens: number | undefined;
+  return () => {
+    tokens ??= live.session.reservation(work);
+    return tokens;
+  };
+}
+
+/** The tenant's quotas at a task's start, at steered input, and at a task's end. */
+export interface TaskQuotas {
+  /**
+   * The tenant's answer on starting a task, or undefined (no call, no wait) when it sets no
+   * quota a task start needs or the thread's lease covers it.
+   */
+  taskAdmission(reservation: Reservation): Promise<RpcResult<void>> | undefined;
+  /** The same for steered input, which makes the running turn sample once more. */
+  steerAdmission(reservation: Reservation): Promise<RpcResult<void>> | undefined;
+  taskStarted(reservation: Reservation): void;
+  taskEnded(): void;
 }
 
 /** What admitting a turn request did: started or joined a task, or queued the turn. */
@@ -86,6 +112,7 @@ export class TaskControl {
     live: LiveThread,
     turnId: string,
     start: (signal: AbortSignal) => TaskGenerator,
+    reservation: Reservation,
     resumed?: TurnRow,
   ): { task: RunningTask; started: Promise<void> } {
     const configBefore = JSON.stringify(live.session.state.config);
@@ -102,10 +129,12 @@ export class TaskControl {
       resumed,
     );
     this.#running = task;
+    this.#deps.quotas.taskStarted(reservation);
     this.#deps.waitUntil(this.#deps.alarms.within(RUNNING_TASK_ALARM_MS));
     this.#deps.taskChanged(false);
     const settle = () => {
       if (this.#running === task) this.#running = undefined;
+      this.#deps.quotas.taskEnded();
       this.#deps.taskChanged(true);
       this.#deps.events.prune();
       this.#deps.waitUntil(this.#deps.afterTask().then(() => this.drainQueue()));
@@ -115,12 +144,15 @@ export class TaskControl {
   }
 
   /**
-   * Asks the tenant whether a task may start (its quotas), when it sets any a start needs; then
-   * checks again that nothing started meanwhile. Undefined: it may. Without such quotas this
-   * answers at once, so the caller's checks and its start stay one synchronous step.
+   * Asks the tenant whether a task that may spend `reservation()` may start (its quotas), when it
+   * sets any a start needs; then checks again that nothing started meanwhile. Undefined: it may.
+   * Without such quotas this answers at once, so the caller's checks and its start stay one
+   * synchronous step.
    */
-  admitted(): Promise<RpcResult<never> | undefined> | undefined {
-    return this.#deps.admit()?.then((answer) => (answer.ok ? this.busy() : answer));
+  admitted(reservation: Reservation): Promise<RpcResult<never> | undefined> | undefined {
+    return this.#deps.quotas
+      .taskAdmission(reservation)
+      ?.then((answer) => (answer.ok ? this.busy() : answer));
   }
 
   /**
@@ -131,8 +163,9 @@ export class TaskControl {
     live: LiveThread,
     turnId: string,
     start: (signal: AbortSignal) => TaskGenerator,
+    reservation: Reservation,
   ): Promise<RpcResult<RunningTask>> {
-    const { task, started } = this.start(live, turnId, start);
+    const { task, started } = this.start(live, turnId, start, reservation);
     return guarded(async () => {
       await started;
       return ok(task);
@@ -150,16 +183,13 @@ export class TaskControl {
   ): Promise<RpcResult<Admitted>> {
     await this.drainQueue();
     const running = this.#running;
+    const content = contentOf(req.input);
     if (running) {
       switch (req.onBusy) {
         case "reject":
           return fail("thread_busy", `Turn ${running.currentId} is running.`);
         case "queue":
-          this.#deps.queue.push({
-            turnId,
-            content: contentOf(req.input),
-            overrides: req.overrides,
-          });
+          this.#deps.queue.push({ turnId, content, overrides: req.overrides });
           // An alarm soon, so a queue left behind by an eviction still drains.
           await this.#deps.alarms.within(FLUSH_DELAY_MS);
           return ok({ queued: turnId });
@@ -170,8 +200,8 @@ export class TaskControl {
           if (running.currentKind !== "turn") {
             return fail("turn_not_steerable", "A compaction is running; it takes no input.");
           }
-          live.session.steer(contentOf(req.input));
-          return ok({ task: running });
+          const joined = await this.#steerInto(live, running, content, (steer) => steer());
+          return joined.ok ? ok({ task: running }) : joined;
         }
         case "interrupt":
           running.controller.abort(new Error("interrupted by a new turn"));
@@ -179,16 +209,44 @@ export class TaskControl {
           break;
       }
     }
-    const admitting = this.admitted();
+    const reservation = reservationOf(live, { kind: "turn", content, overrides: req.overrides });
+    const admitting = this.admitted(reservation);
     if (admitting) {
       const refused = await admitting;
       if (refused) return refused;
     }
     this.abandonPausedTurn(live, "replaced");
-    const begun = await this.started(live, turnId, (signal) =>
-      live.session.runTurn({ content: contentOf(req.input) }, req.overrides, signal, { turnId }),
+    const begun = await this.started(
+      live,
+      turnId,
+      (signal) => live.session.runTurn({ content }, req.overrides, signal, { turnId }),
+      reservation,
     );
     return begun.ok ? ok({ task: begun.value }) : begun;
+  }
+
+  /**
+   * Adds `content` to the running turn once the tenant's quotas admit the sampling step it adds
+   * (`join` wraps the engine call); a turn that ended while the tenant answered takes nothing.
+   */
+  async #steerInto(
+    live: LiveThread,
+    running: RunningTask,
+    content: ContentItem[],
+    join: (steer: () => void) => void,
+  ): Promise<RpcResult<null>> {
+    const admitting = this.#deps.quotas.steerAdmission(
+      reservationOf(live, { kind: "steer", content }),
+    );
+    if (admitting) {
+      const answer = await admitting;
+      if (!answer.ok) return answer;
+      if (this.#running !== running || running.currentKind !== "turn") {
+        return fail("turn_mismatch", `Turn ${running.turnId} ended before the input joined it.`);
+      }
+    }
+    join(() => live.session.steer(content));
+    return ok(null);
   }
 
   /**
@@ -203,13 +261,20 @@ export class TaskControl {
     admitted: () => void,
   ): Promise<RpcResult<RunningTask>> {
     let checked = this.#resumable(live, turnId, items);
-    const admitting = checked.ok ? this.admitted() : undefined;
+    if (!checked.ok) return checked;
+    const { outputs: planned, row: paused } = checked.value;
+    const reservation = reservationOf(live, {
+      kind: "resume",
+      outputs: planned,
+      queued: paused.queued_input,
+    });
+    const admitting = this.admitted(reservation);
     if (admitting) {
       const refused = await admitting;
       if (refused) return refused;
       checked = this.#resumable(live, turnId, items);
+      if (!checked.ok) return checked;
     }
-    if (!checked.ok) return checked;
     const { row, outputs } = checked.value;
     admitted();
     const { task } = this.start(
@@ -217,6 +282,7 @@ export class TaskControl {
       row.id,
       (signal) =>
         live.session.resumeTurn(row.id, row.pending_calls, outputs, signal, row.queued_input),
+      reservation,
       row,
     );
     return ok(task);
@@ -267,7 +333,8 @@ export class TaskControl {
       if (running.currentKind !== "turn") {
         return fail("turn_not_steerable", "A compaction is running; it takes no input.");
       }
-      join(() => live.session.steer(content));
+      const joined = await this.#steerInto(live, running, content, join);
+      if (!joined.ok) return joined;
       const row = meta.turn(running.currentId);
       return ok(row ? await turnResource(live, row) : queuedTurnResource(live.meta.id, turnId));
     }
@@ -361,7 +428,12 @@ export class TaskControl {
     if (!head) return;
     // The turn leaves the queue only once it starts or is refused: an instance lost while the
     // tenant answers leaves it queued.
-    const admitting = this.admitted();
+    const reservation = reservationOf(live, {
+      kind: "turn",
+      content: head.content,
+      overrides: head.overrides,
+    });
+    const admitting = this.admitted(reservation);
     if (admitting) {
       const refused = await admitting;
       if (refused && !refused.ok && refused.error.code === "quota_exceeded") {
@@ -376,10 +448,14 @@ export class TaskControl {
     const next = this.#deps.queue.shift();
     if (!next) return;
     this.abandonPausedTurn(live, "replaced");
-    const { task, started } = this.start(live, next.turnId, (signal) =>
-      live.session.runTurn({ content: next.content }, next.overrides, signal, {
-        turnId: next.turnId,
-      }),
+    const { task, started } = this.start(
+      live,
+      next.turnId,
+      (signal) =>
+        live.session.runTurn({ content: next.content }, next.overrides, signal, {
+          turnId: next.turnId,
+        }),
+      reservation,
     );
     this.#deps.waitUntil(task.done.catch(() => undefined));
     // A turn that cannot start (its input cannot fit, its overrides are refused) has no caller

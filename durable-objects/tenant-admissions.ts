@@ -1,25 +1,26 @@
 import type {
   AdmissionGrant,
   AdmitTaskRequest,
+  LedgerEntry,
   ReleaseAdmissionRequest,
   RpcResult,
+  YieldedAdmission,
 } from "../shared/api/index.ts";
 import type { Clock } from "../shared/ports/index.ts";
 import { failQuota, ok } from "./results.ts";
 import type { Sql } from "./sql.ts";
+import { tokenAdmission } from "./token-admission.ts";
 import { secondsToNextUtcDay } from "./usage-rollup.ts";
 
 /** How long an admission lets a thread start tasks without asking again. */
 export const ADMISSION_LEASE_MS = 30_000;
-/**
- * How long the tenant keeps a share reserved past the lease's length: the thread counts its
- * lease from before it asked, so this only absorbs clock skew between objects.
- */
-export const SHARE_SKEW_MS = 2_000;
-/** A share is this part of the day's tokens neither used nor reserved by other threads' shares. */
-const TOKEN_SHARE_PARTS = 4;
 /** Holders asked at once when the tenant wants slots or shares back. */
 export const RECLAIM_PARALLEL = 16;
+/**
+ * `Retry-After` of a refusal while the tokens left are reserved by tasks running in other
+ * threads: their reservations are settled as they end.
+ */
+export const RESERVED_RETRY_AFTER_S = 5;
 
 /** Why an admission is refused now, and whether asking holders could change that. */
 interface Blocked {
@@ -30,23 +31,23 @@ interface Blocked {
 /** What a thread holds: a running slot (counted under `max_running_turns`) and maybe a share. */
 interface Hold {
   grant: number;
-  /** Tokens reserved for the thread's lease; null: none (no `tokens_per_day`, or given back). */
+  /**
+   * Tokens still reserved for the thread: its share, less what the ledger has taken of its usage
+   * since; null: none (no `tokens_per_day`).
+   */
   share: number | null;
-  grantedAt: number;
 }
 
-/**
- * How a holder answered a request to give its admission back: released (it runs nothing), kept
- * (it runs a task: it dropped its lease and share, and releases the slot when the task ends), or
- * unknown (the call failed: nothing changes).
- */
-export type YieldAnswer = "released" | "kept" | "unknown";
+/** A holder's answer when asked to give its admission back; undefined: the call failed. */
+export type YieldAnswer = YieldedAdmission | undefined;
 
 export interface AdmissionsDeps {
   sql: Sql;
   clock: Clock;
   /** Asks `threadId` to give back `grant` (and anything older). */
   yieldOf: (threadId: string, grant: number) => Promise<YieldAnswer>;
+  /** Takes a thread's ledger entries into the ledger (whose counting calls `settle`). */
+  take: (threadId: string, usage: readonly LedgerEntry[]) => void;
 }
 
 /**
@@ -56,13 +57,16 @@ export interface AdmissionsDeps {
  *   ended with no task running) or gives it back when asked. A tenant at `max_running_turns`
  *   asks the other holders to give back slots they do not use before it refuses, so an idle
  *   holder never costs another thread its turn;
- * - a share: under `tokens_per_day`, an admission reserves a part of the day's tokens that are
- *   neither used nor reserved already, which the thread spends without asking. A thread is
- *   refused when the day's tokens are used; when they are not, but other threads' shares cover
- *   the rest, those threads are asked to give their shares back first.
- * So a task starts only while the tokens used and reserved are below the limit, and only while
- * fewer than `max_running_turns` other threads hold a slot. Holds are rows (written once per
- * admission, not per task), so a new instance of the object knows every lease still out.
+ * - a share: under `tokens_per_day`, an admission reserves at least what the task may spend
+ *   (`AdmitTaskRequest.tokens`), by the rule of `token-admission.ts`; the thread starts its next
+ *   tasks on what is left of it without asking. The ledger's counting of the thread's usage
+ *   settles the share (`settle`: what is counted is no longer reserved), and a hold ends only in
+ *   a step that also takes the thread's uncounted entries (a release, an answer, a refusal), so
+ *   every token a thread spends is reserved or counted, never neither. When other threads' shares
+ *   keep a task out, those threads are asked to give back what they do not need (all of it when
+ *   idle; a running task keeps what it may still spend) before a refusal.
+ * Holds are rows (written once per admission, and when a share is settled), so a new instance of
+ * the object knows every lease still out.
  */
 export class TenantAdmissions {
   readonly #deps: AdmissionsDeps;
@@ -74,24 +78,27 @@ export class TenantAdmissions {
   }
 
   /**
-   * Admits `req` when its quotas allow (`used` counts the day's tokens, the request's pending
-   * entries included). A quota blocked only by what other threads hold is asked back from them,
+   * Admits `req` when its quotas allow (`used` counts the day's tokens, read after the request's
+   * entries are taken). A quota blocked only by what other threads hold is asked back from them,
    * once per kind; after every call both quotas are checked again, since pushes and other
    * admissions land meanwhile, and the last check and the grant are one synchronous step.
    */
   async admit(req: AdmitTaskRequest, used: () => number): Promise<RpcResult<AdmissionGrant>> {
+    this.#deps.take(req.threadId, req.usage);
     const asked = new Set<Blocked["reclaim"]>();
     for (;;) {
-      const tokens = used();
-      const blocked = this.#blocked(req, tokens);
-      if (blocked === undefined) return ok(this.#grant(req, tokens));
-      const kind = blocked.reclaim;
-      if (kind === undefined || asked.has(kind)) return this.#refuse(req, blocked.refusal());
+      const checked = this.#check(req, used());
+      if (!("refusal" in checked)) return ok(this.#grant(req, checked.share));
+      const kind = checked.reclaim;
+      if (kind === undefined || asked.has(kind)) return this.#refuse(req, checked.refusal());
       asked.add(kind);
       await this.#reclaim(
         req.threadId,
-        kind === "shares" ? (hold) => this.#fresh(hold) : () => true,
-        () => this.#blocked(req, used())?.reclaim !== kind,
+        kind === "shares" ? (hold) => (hold.share ?? 0) > 0 : () => true,
+        () => {
+          const now = this.#check(req, used());
+          return !("refusal" in now) || now.reclaim !== kind;
+        },
       );
     }
   }
@@ -99,25 +106,36 @@ export class TenantAdmissions {
   /**
    * What refuses `req` now, if anything: the day's tokens used (final), or the rest of them
    * reserved by other threads' shares, or every slot held by other threads (both of which the
-   * holders may give back).
+   * holders may give back); else the share it gets.
    */
-  #blocked(req: AdmitTaskRequest, used: number): Blocked | undefined {
+  #check(req: AdmitTaskRequest, used: number): Blocked | { share: number | null } {
     const { tokens_per_day: limit, max_running_turns: max } = req.quotas;
+    let share: number | null = null;
     if (limit !== null) {
-      if (used >= limit) {
+      const answer = tokenAdmission(limit, used, this.#reserved(req.threadId), req.tokens);
+      if ("refused" in answer) {
         const now = this.#deps.clock.nowMs();
+        if (answer.refused === "used") {
+          return {
+            refusal: () =>
+              failQuota(
+                "tokens_per_day",
+                `The tenant used ${used} of its ${limit} tokens today (UTC).`,
+                secondsToNextUtcDay(now),
+              ),
+          };
+        }
         return {
+          reclaim: "shares",
           refusal: () =>
             failQuota(
               "tokens_per_day",
-              `The tenant used ${used} of its ${limit} tokens today (UTC).`,
-              secondsToNextUtcDay(now),
+              `The task may use ${req.tokens} tokens; the tenant's tokens left today are reserved by tasks running in other threads.`,
+              Math.min(RESERVED_RETRY_AFTER_S, secondsToNextUtcDay(now)),
             ),
         };
       }
-      if (used + this.#reserved(req.threadId) >= limit) {
-        return { reclaim: "shares", refusal: () => this.#sharesRefusal(req) };
-      }
+      share = answer.share;
     }
     const count = this.#othersHolding(req.threadId);
     if (max !== null && count >= max) {
@@ -130,30 +148,35 @@ export class TenantAdmissions {
           ),
       };
     }
-    return undefined;
+    return { share };
   }
 
-  /** The hold `req` gets, its share sized from the tokens `used`. */
-  #grant(req: AdmitTaskRequest, used: number): AdmissionGrant {
-    const limit = req.quotas.tokens_per_day;
-    const share =
-      limit === null
-        ? null
-        : Math.max(
-            0,
-            Math.floor((limit - used - this.#reserved(req.threadId)) / TOKEN_SHARE_PARTS),
-          );
-    const hold: Hold = { grant: this.#nextGrant(), share, grantedAt: this.#deps.clock.nowMs() };
+  /** The hold `req` gets, with `share`. */
+  #grant(req: AdmitTaskRequest, share: number | null): AdmissionGrant {
+    const hold: Hold = { grant: this.#nextGrant(), share };
     this.#load().set(req.threadId, hold);
     this.#deps.sql`INSERT INTO tenant_admissions (thread_id, grant_id, share, granted_at)
-      VALUES (${req.threadId}, ${hold.grant}, ${share}, ${hold.grantedAt})
+      VALUES (${req.threadId}, ${hold.grant}, ${share}, ${this.#deps.clock.nowMs()})
       ON CONFLICT (thread_id) DO UPDATE SET grant_id = excluded.grant_id, share = excluded.share,
         granted_at = excluded.granted_at`;
     return { grant: hold.grant, leaseMs: ADMISSION_LEASE_MS, tokens: share };
   }
 
-  /** `threadId` no longer holds `grant` nor anything older. */
+  /**
+   * The ledger counted `tokens` of the thread's usage: no longer reserved by its share (they
+   * were spent on it, since a hold's entries from before it were taken when it was granted).
+   */
+  settle(threadId: string, tokens: number): void {
+    const hold = this.#load().get(threadId);
+    if (hold === undefined || hold.share === null || hold.share === 0 || tokens <= 0) return;
+    hold.share = Math.max(0, hold.share - tokens);
+    this.#deps
+      .sql`UPDATE tenant_admissions SET share = ${hold.share} WHERE thread_id = ${threadId}`;
+  }
+
+  /** `threadId` no longer holds `grant` nor anything older; its entries are taken first. */
   release(req: ReleaseAdmissionRequest): void {
+    this.#deps.take(req.threadId, req.usage);
     const hold = this.#load().get(req.threadId);
     if (hold && hold.grant <= req.grant) this.forget(req.threadId);
   }
@@ -164,20 +187,6 @@ export class TenantAdmissions {
     this.#deps.sql`DELETE FROM tenant_admissions WHERE thread_id = ${threadId}`;
   }
 
-  /** Shares still out after asking for them: retry once the oldest of them lapses. */
-  #sharesRefusal(req: AdmitTaskRequest): RpcResult<never> {
-    const now = this.#deps.clock.nowMs();
-    const lapses = [...this.#load()]
-      .filter(([threadId, hold]) => threadId !== req.threadId && this.#fresh(hold))
-      .map(([, hold]) => hold.grantedAt + ADMISSION_LEASE_MS + SHARE_SKEW_MS - now);
-    const wait = Math.max(1, Math.ceil(Math.min(...lapses) / 1000));
-    return failQuota(
-      "tokens_per_day",
-      "The tenant's tokens left today are reserved by turns of other threads.",
-      wait,
-    );
-  }
-
   /** A refused thread is not starting a task: the hold it asked with goes. */
   #refuse(req: AdmitTaskRequest, refusal: RpcResult<never>): RpcResult<never> {
     const hold = this.#load().get(req.threadId);
@@ -185,18 +194,11 @@ export class TenantAdmissions {
     return refusal;
   }
 
-  #fresh(hold: Hold): boolean {
-    return (
-      hold.share !== null &&
-      hold.grantedAt + ADMISSION_LEASE_MS + SHARE_SKEW_MS > this.#deps.clock.nowMs()
-    );
-  }
-
   /** Tokens reserved by the shares of threads other than `threadId`. */
   #reserved(threadId: string): number {
     let sum = 0;
     for (const [holder, hold] of this.#load()) {
-      if (holder !== threadId && this.#fresh(hold)) sum += hold.share ?? 0;
+      if (holder !== threadId) sum += hold.share ?? 0;
     }
     return sum;
   }
@@ -226,14 +228,18 @@ export class TenantAdmissions {
         }),
       );
       for (const { holder, grant, answer } of answers) {
+        if (answer === undefined) continue;
+        // Usage all the same, whichever hold it was spent under.
+        this.#deps.take(holder, answer.usage);
         const now = this.#load().get(holder);
         // A hold granted while the question was out is newer than the answer.
-        if (now === undefined || now.grant > grant || answer === "unknown") continue;
-        if (answer === "released") {
+        if (now === undefined || now.grant > grant) continue;
+        if (answer.released) {
           this.forget(holder);
-        } else if (now.share !== null) {
-          now.share = null;
-          this.#deps.sql`UPDATE tenant_admissions SET share = NULL WHERE thread_id = ${holder}`;
+        } else if (now.share !== null && now.share > answer.reserved) {
+          now.share = answer.reserved;
+          this.#deps
+            .sql`UPDATE tenant_admissions SET share = ${now.share} WHERE thread_id = ${holder}`;
         }
       }
     }
@@ -250,13 +256,9 @@ export class TenantAdmissions {
         thread_id: string;
         grant_id: number;
         share: number | null;
-        granted_at: number;
-      }>`SELECT thread_id, grant_id, share, granted_at FROM tenant_admissions`.toArray();
+      }>`SELECT thread_id, grant_id, share FROM tenant_admissions`.toArray();
       this.#holds = new Map(
-        rows.map((row) => [
-          row.thread_id,
-          { grant: row.grant_id, share: row.share, grantedAt: row.granted_at },
-        ]),
+        rows.map((row) => [row.thread_id, { grant: row.grant_id, share: row.share }]),
       );
       this.#lastGrant = Math.max(0, ...rows.map((row) => row.grant_id));
     }

@@ -21,7 +21,8 @@
  * - tenant_webhook_deliveries: each event to each endpoint (`webhook-id`), its status and
  *   attempts; kept 7 days.
  * - tenant_admissions: the admission each thread holds under `max_running_turns` and
- *   `tokens_per_day` (`tenant-admissions.ts`): its grant, its share of the day's tokens, when.
+ *   `tokens_per_day` (`tenant-admissions.ts`): its grant, the tokens its share still reserves
+ *   (the share less the thread's usage counted since), when it was granted.
  * - tenant_delivery_claims: the hooks' dedup keys of the last 72 hours, each with the thread its
  *   first copy went to (`delivery-claims.ts`).
  */

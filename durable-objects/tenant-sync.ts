@@ -4,6 +4,7 @@ import type { Env } from "../env.ts";
 import {
   type AdmissionGrant,
   type DeliveryEntry,
+  type LedgerEntry,
   NO_QUOTAS,
   type Quotas,
   type RpcResult,
@@ -248,7 +249,7 @@ export class TenantSync {
     const thread = current && indexEntryOf(current);
     // From here to the version, one synchronous step: versions follow the snapshots' order.
     const hash = bytesToHex(sha256(utf8ToBytes(JSON.stringify(thread))));
-    const usage = pendingEntries(this.#deps.sql, SYNC_BATCH_ENTRIES);
+    const usage = this.pendingUsage();
     const deliveries = this.#deps.deliveries.pending();
     const pushed = this.#values.get<Pushed>("pushed");
     if (pushed?.hash === hash && usage.length === 0 && deliveries.length === 0) {
@@ -277,12 +278,25 @@ export class TenantSync {
   }
 
   /**
-   * Asks the tenant's object to admit a task under `quotas` (`tokens_per_day`,
-   * `max_running_turns`), holding grant `held`, with the thread's ledger entries not acknowledged
-   * yet, so its own newest usage counts (they stay the pushes' to deliver). A small request: the
-   * index entry is left to the pushes too. Undefined for an object that has no tenant.
+   * The thread's ledger entries not acknowledged yet (a batch): what an admission, a release and
+   * an answer to the tenant carry, so the tenant counts them in the step that changes the hold
+   * (they stay the pushes' to deliver; the tenant takes each once).
    */
-  admitTask(quotas: Quotas, held: number): Promise<RpcResult<AdmissionGrant>> | undefined {
+  pendingUsage(): LedgerEntry[] {
+    return pendingEntries(this.#deps.sql, SYNC_BATCH_ENTRIES);
+  }
+
+  /**
+   * Asks the tenant's object to admit a task under `quotas` (`tokens_per_day`,
+   * `max_running_turns`), holding grant `held`, reserving `tokens`, with the thread's pending
+   * ledger entries. A small request: the index entry is left to the pushes. Undefined for an
+   * object that has no tenant.
+   */
+  admitTask(
+    quotas: Quotas,
+    held: number,
+    tokens: number,
+  ): Promise<RpcResult<AdmissionGrant>> | undefined {
     const tenant = this.tenant();
     const name = this.#deps.name;
     if (!tenant || !name) return undefined;
@@ -290,28 +304,34 @@ export class TenantSync {
       threadId: name.threadId,
       incarnation: name.incarnation,
       held,
-      usage: pendingEntries(this.#deps.sql, SYNC_BATCH_ENTRIES),
+      usage: this.pendingUsage(),
       quotas,
+      tokens,
     });
   }
 
   /**
-   * Tells the tenant's object that the thread no longer holds `grant`, off the response path.
-   * If it never arrives, the tenant finds out when it asks for the grant back.
+   * Tells the tenant's object that the thread no longer holds `grant`, off the response path,
+   * with its pending ledger entries. If it never arrives, the tenant finds out when it asks for
+   * the grant back.
    */
   releaseAdmission(grant: number): void {
     const tenant = this.tenant();
     const name = this.#deps.name;
     if (!tenant || !name) return;
+    const release = {
+      threadId: name.threadId,
+      incarnation: name.incarnation,
+      grant,
+      usage: this.pendingUsage(),
+    };
     this.#deps.waitUntil(
-      tenant
-        .releaseAdmission({ threadId: name.threadId, incarnation: name.incarnation, grant })
-        .catch((err: unknown) => {
-          console.warn(
-            "[tenant-sync] releaseAdmission failed; the tenant asks for it when it needs it",
-            err,
-          );
-        }),
+      tenant.releaseAdmission(release).catch((err: unknown) => {
+        console.warn(
+          "[tenant-sync] releaseAdmission failed; the tenant asks for it when it needs it",
+          err,
+        );
+      }),
     );
   }
 

@@ -99,8 +99,11 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
       sql: this.#sql,
       clock: systemClock,
       yieldOf: (threadId, grant) => this.#yieldOf(threadId, grant),
+      take: (threadId, usage) => this.#usage.apply(threadId, usage),
     });
-    this.#usage = new UsageRollup(this.#sql);
+    this.#usage = new UsageRollup(this.#sql, (threadId, tokens) =>
+      this.#admissions.settle(threadId, tokens),
+    );
     this.#hooks = new HookStore(this.#sql, systemClock);
     this.#endpoints = new EndpointStore(this.#sql, systemClock);
     this.#claims = new DeliveryClaims(this.#sql, systemClock);
@@ -302,12 +305,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
 
   async admitTask(req: AdmitTaskRequest): Promise<RpcResult<AdmissionGrant>> {
     if (this.#gone() || this.#foreign(req.incarnation)) return UNAUTHORIZED;
-    return this.#admissions.admit(req, () => {
-      const today = utcDay(systemClock.nowMs());
-      return (
-        this.#usage.tokensOn(today) + this.#usage.pendingTokensOn(req.threadId, req.usage, today)
-      );
-    });
+    return this.#admissions.admit(req, () => this.#usage.tokensOn(utcDay(systemClock.nowMs())));
   }
 
   async releaseAdmission(req: ReleaseAdmissionRequest): Promise<RpcResult<null>> {
@@ -318,15 +316,18 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
   /** A holder's answer when asked to give its admission back. */
   async #yieldOf(threadId: string, grant: number): Promise<YieldAnswer> {
     const record = this.#record();
-    if (!record) return "unknown";
+    if (!record) return undefined;
     try {
       const stub = threadStubIn(this.env, this.#home(record), threadId);
       const answer = await stub.yieldAdmission(grant);
-      if (!answer.ok) return answer.error.code === "not_found" ? "released" : "unknown";
-      return answer.value.released ? "released" : "kept";
+      if (answer.ok) return answer.value;
+      // A thread that is gone holds nothing; its entries came with its tombstone.
+      return answer.error.code === "not_found"
+        ? { released: true, reserved: 0, usage: [] }
+        : undefined;
     } catch (err) {
       console.warn(`[tenant] asking thread ${threadId} for its admission failed`, err);
-      return "unknown";
+      return undefined;
     }
   }
 

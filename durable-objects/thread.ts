@@ -26,6 +26,7 @@ import type {
   ThreadResource,
   ThreadRpc,
   TurnResource,
+  YieldedAdmission,
 } from "../shared/api/index.ts";
 import type { Prompt, ResponseItem } from "../shared/protocol/index.ts";
 import { Admission } from "./admission.ts";
@@ -41,7 +42,7 @@ import { historyPage, queuedTurnResource, threadResource, turnResource } from ".
 import { fail, guarded, ok, THREAD_NOT_FOUND } from "./results.ts";
 import { exportedRollout, rolloutPrefix } from "./rollout-export.ts";
 import { migrate } from "./schema.ts";
-import { contentOf, newTurnId, TaskControl } from "./task-control.ts";
+import { contentOf, newTurnId, reservationOf, TaskControl } from "./task-control.ts";
 import { TenantSync } from "./tenant-sync.ts";
 import { ThreadCreation } from "./thread-creation.ts";
 import { deleteThreadState } from "./thread-deletion.ts";
@@ -127,11 +128,8 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       ...common,
       queue: this.#queue,
       afterTask: () => this.#upkeep.scheduleFlush(),
-      admit: () => this.#quotas.taskAdmission(),
-      taskChanged: (ended) => {
-        if (ended) this.#quotas.taskEnded();
-        this.#sync.kick();
-      },
+      quotas: this.#quotas,
+      taskChanged: () => this.#sync.kick(),
     });
     this.#upkeep = new Upkeep({
       ...common,
@@ -295,8 +293,8 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     });
   }
 
-  async yieldAdmission(grant: number): Promise<RpcResult<{ released: boolean }>> {
-    return ok({ released: this.#quotas.yieldAdmission(grant) });
+  async yieldAdmission(grant: number): Promise<RpcResult<YieldedAdmission>> {
+    return ok(this.#quotas.yieldAdmission(grant));
   }
 
   // --- Turns ------------------------------------------------------------------------------------
@@ -442,12 +440,16 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       const busy = this.#tasks.busy();
       if (busy) return busy;
       const turnId = newTurnId();
-      const admitting = this.#tasks.admitted();
+      const reservation = reservationOf(live, { kind: "compaction" });
+      const admitting = this.#tasks.admitted(reservation);
       const refused = admitting && (await admitting);
       if (refused) return refused;
       const admitted = await this.#admission.keyed(req.idempotency, turnId, () =>
-        this.#tasks.started(live, turnId, (signal) =>
-          live.session.compact("manual", signal, { turnId }),
+        this.#tasks.started(
+          live,
+          turnId,
+          (signal) => live.session.compact("manual", signal, { turnId }),
+          reservation,
         ),
       );
       return admitted.ok ? ok(await admitted.value.done) : admitted;

@@ -46,9 +46,12 @@ const BucketCursorSchema = z.object({ g: z.enum(["day", "thread", "model"]), b: 
  */
 export class UsageRollup {
   readonly #sql: Sql;
+  readonly #counted: (threadId: string, tokens: number) => void;
 
-  constructor(sql: Sql) {
+  /** `counted` hears the input + output tokens of the entries each `apply` takes. */
+  constructor(sql: Sql, counted: (threadId: string, tokens: number) => void = () => {}) {
     this.#sql = sql;
+    this.#counted = counted;
   }
 
   /**
@@ -58,7 +61,9 @@ export class UsageRollup {
   apply(threadId: string, entries: readonly LedgerEntry[]): EntryMark | null {
     let through = this.#taken(threadId);
     let taken = false;
+    let tokens = 0;
     for (const e of this.#notTaken(through, entries)) {
+      tokens += e.input_tokens + e.output_tokens;
       const turns = e.first_of_turn ? 1 : 0;
       this.#sql`INSERT INTO tenant_usage (day, thread_id, model, input_tokens, cached_input_tokens,
           output_tokens, reasoning_tokens, requests, turns)
@@ -82,6 +87,7 @@ export class UsageRollup {
         VALUES (${threadId}, ${through.incarnation}, ${through.seq})
         ON CONFLICT (thread_id) DO UPDATE SET usage_incarnation = excluded.usage_incarnation,
           usage_seq = excluded.usage_seq`;
+      this.#counted(threadId, tokens);
     }
     return through;
   }
@@ -99,16 +105,6 @@ export class UsageRollup {
   /** `entries` after `through`, in order. */
   #notTaken(through: EntryMark | null, entries: readonly LedgerEntry[]): LedgerEntry[] {
     return [...entries].sort(byMark).filter((e) => through === null || byMark(e, through) > 0);
-  }
-
-  /**
-   * The input + output tokens of `day` in the thread's entries not taken yet: counted for a quota
-   * without being taken (the thread's next push brings them), so an admission takes none.
-   */
-  pendingTokensOn(threadId: string, entries: readonly LedgerEntry[], day: string): number {
-    return this.#notTaken(this.#taken(threadId), entries)
-      .filter((e) => e.day === day)
-      .reduce((sum, e) => sum + e.input_tokens + e.output_tokens, 0);
   }
 
   /** Input + output tokens the tenant used on `day`. */

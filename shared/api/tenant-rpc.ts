@@ -148,20 +148,31 @@ export interface SyncAck {
 export interface AdmitTaskRequest {
   threadId: string;
   incarnation: string | null;
-  /** The grant the thread holds now (0: none): a refusal drops that hold, never a newer one. */
+  /**
+   * The grant the thread holds now (0: none, or one a refusal must not drop: that of a running
+   * task): a refusal drops that hold, never a newer one.
+   */
   held: number;
   /**
-   * The thread's ledger entries not acknowledged yet: counted for `tokens_per_day` (its own
-   * newest usage counts), not taken (its next push brings them).
+   * The thread's ledger entries not acknowledged yet: taken into the ledger before the check, so
+   * its own newest usage counts and what it spent before this admission is not counted against
+   * the new share (pushing them again changes nothing).
    */
   usage: LedgerEntry[];
   quotas: Quotas;
+  /**
+   * Under `tokens_per_day`: the tokens the thread may spend from now until its next admission
+   * could be needed, at least the task's reservation (its requests' estimated prompts plus their
+   * output limits; with a task running, also what that task may still spend). 0 without it.
+   */
+  tokens: number;
 }
 
 /**
  * An admission, leased: for `leaseMs` after it arrives, the thread starts its tasks without
- * asking again, while it has used fewer than `tokens` tokens since (null: no `tokens_per_day`),
- * on the same UTC day and under the same quotas. The tenant counts the thread as holding a
+ * asking again while each one's reservation fits in what is left of `tokens` (null: no
+ * `tokens_per_day`) after what it spent since it asked, on the same UTC day and under the same
+ * quotas. The tenant counts the thread as holding a
  * running slot until the thread releases the grant or gives it back when asked
  * (`ThreadRpc.yieldAdmission`).
  */
@@ -169,15 +180,32 @@ export interface AdmissionGrant {
   /** Grows with every admission of the tenant: names this hold in a release or a yield. */
   grant: number;
   leaseMs: number;
-  /** The share of the day's tokens reserved for the thread. */
+  /** The share of the day's tokens reserved for the thread: at least the request's `tokens`. */
   tokens: number | null;
 }
 
-/** `releaseAdmission`: the thread's lease ended (or was refused) with no task running. */
+/**
+ * `releaseAdmission`: the thread's lease ended (or was refused) with no task running. Its ledger
+ * entries not acknowledged yet are taken in the same step as the hold ends, so the tokens its
+ * share reserved are counted as used before they stop being reserved.
+ */
 export interface ReleaseAdmissionRequest {
   threadId: string;
   incarnation: string | null;
   grant: number;
+  usage: LedgerEntry[];
+}
+
+/**
+ * A thread's answer when its tenant asks an admission back (`ThreadRpc.yieldAdmission`), with its
+ * ledger entries not acknowledged yet (taken in the step that changes the hold, as for a release).
+ */
+export interface YieldedAdmission {
+  /** True: the thread holds nothing any more. False: it keeps its slot (a task runs, or a request is out). */
+  released: boolean;
+  /** What the kept hold must still reserve: the most the running or admitted task may still spend. */
+  reserved: number;
+  usage: LedgerEntry[];
 }
 
 /** `reserveThread`: room for one more thread under `max_threads`, before it is created. */

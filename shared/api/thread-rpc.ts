@@ -23,7 +23,7 @@ import type { FieldError, ProblemCode, QuotaName } from "./problems.ts";
 import type { FunctionCallOutputInput, InputMessage, OnBusy } from "./requests.ts";
 import type { ListResource, ThreadResource, TurnResource } from "./resources.ts";
 import type { PatchThreadBody } from "./tenancy.ts";
-import type { TenantPolicy } from "./tenant-rpc.ts";
+import type { TenantPolicy, YieldedAdmission } from "./tenant-rpc.ts";
 import type { AcceptDeliveryRequest, AcceptedDelivery } from "./webhook-rpc.ts";
 
 export interface RpcFailure {
@@ -237,7 +237,7 @@ export interface ThreadRpc {
    * drops its lease, and its running slot too unless a task runs (`released: false`; the slot
    * is released when that task ends).
    */
-  yieldAdmission(grant: number): Promise<RpcResult<{ released: boolean }>>;
+  yieldAdmission(grant: number): Promise<RpcResult<YieldedAdmission>>;
   /**
    * Resolves when the turn ends or pauses (`requires_action`), or at once when queued. With an
    * `idempotency` key already used by the same request: nothing new is done, and the answer is

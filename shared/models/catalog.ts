@@ -15,6 +15,11 @@ export interface ModelInfo {
   /** Base instructions sent in the prompt's `instructions` channel. */
   instructions: string;
   contextWindowTokens: number;
+  /**
+   * The most tokens one request may produce (output, reasoning included): sent to the provider as
+   * `max_output_tokens`, and what a `tokens_per_day` reservation counts for a request's output.
+   */
+  maxOutputTokens: number;
   inputModalities: readonly InputModality[];
   supportsParallelToolCalls: boolean;
   /** Personality name → the message rendered in `<personality_spec>`. */
@@ -41,6 +46,7 @@ export const SPINDLE_LOCAL: ModelInfo = {
   instructions:
     "You are Spindle's local test model. You answer deterministically from the prompt you receive so that the behaviour of the thread runtime can be observed.",
   contextWindowTokens: 1_000_000,
+  maxOutputTokens: 4_096,
   inputModalities: ["text", "image"],
   supportsParallelToolCalls: true,
   personalities: SHARED_PERSONALITIES,
@@ -52,6 +58,7 @@ export const SPINDLE_LOCAL_LITE: ModelInfo = {
   instructions:
     "You are Spindle's lightweight local test model. You read text only and keep your answers short.",
   contextWindowTokens: 16_000,
+  maxOutputTokens: 1_024,
   inputModalities: ["text"],
   supportsParallelToolCalls: false,
   personalities: SHARED_PERSONALITIES,

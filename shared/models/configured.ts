@@ -2,12 +2,17 @@ import * as z from "zod";
 import { ReasoningConfigSchema, VerbositySchema } from "../protocol/index.ts";
 import type { ModelInfo } from "./catalog.ts";
 
+/** A configured model's `max_output_tokens` when its entry sets none. */
+export const DEFAULT_MAX_OUTPUT_TOKENS = 32_768;
+
 /** A model served by a remote provider, as configured by the operator (e.g. `SPINDLE_OPENAI_MODELS`). */
 export const ConfiguredModelSchema = z.strictObject({
   slug: z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/),
   /** The provider's own model name, when it differs from the slug. */
   model: z.string().min(1).optional(),
   context_window: z.number().int().positive(),
+  /** The most tokens one request may produce (sent as `max_output_tokens`). */
+  max_output_tokens: z.number().int().positive().default(DEFAULT_MAX_OUTPUT_TOKENS),
   input_modalities: z
     .array(z.enum(["text", "image"]))
     .min(1)
@@ -48,6 +53,7 @@ export function parseConfiguredModels(provider: string, json: string | undefined
       providerModel: e.model ?? e.slug,
       instructions: e.instructions,
       contextWindowTokens: e.context_window,
+      maxOutputTokens: e.max_output_tokens,
       inputModalities: e.input_modalities,
       supportsParallelToolCalls: e.parallel_tool_calls,
       personalities: {},

@@ -80,19 +80,23 @@ function approxTokens(text: string): number {
  *   and the quote being the newest real user message before it (earlier summaries skipped).
  * - last user text `/slow MS …`: the usual answer, but each delta waits MS milliseconds first, so
  *   a turn stays running long enough to be steered, queued behind or interrupted.
- * Usage is estimated from the prompt with the context manager's estimator, counting what a model
- * would be sent (no turn-id bookkeeping).
+ * A message answer longer than the model's output limit is cut to it. Usage is estimated from the
+ * prompt with the context manager's estimator, counting what a model would be sent (no turn-id
+ * bookkeeping).
  */
 export class LocalModelClient implements ModelClient {
   readonly #sleep: Sleep;
+  readonly #maxOutputTokens: number | undefined;
 
-  constructor(options: { sleep?: Sleep } = {}) {
+  /** `maxOutputTokens`: the catalog entry's limit on an answer (none: answers are not cut). */
+  constructor(options: { sleep?: Sleep; maxOutputTokens?: number } = {}) {
     this.#sleep = options.sleep ?? timerSleep;
+    this.#maxOutputTokens = options.maxOutputTokens;
   }
 
   async *stream(prompt: ModelPrompt, signal?: AbortSignal): AsyncIterable<ModelEvent> {
     signal?.throwIfAborted();
-    const item = this.respond(prompt);
+    const item = withinOutputLimit(this.respond(prompt), this.#maxOutputTokens);
     const delayMs = Number(SLOW_COMMAND.exec(lastUserText(prompt))?.[1] ?? 0);
     if (item.type === "message") {
       const text = item.content.map((p) => (p.type === "output_text" ? p.text : "")).join("");
@@ -175,6 +179,22 @@ function summarize(earlier: readonly KnownResponseItem[]): string {
     break;
   }
   return `Summary of ${earlier.length} earlier items; last user request: ${JSON.stringify(request)}`;
+}
+
+/**
+ * The answer within `max` output tokens, as a model stops at `max_output_tokens`: a message's
+ * text cut until it fits. A call is the one the user wrote in `/call`, as it is.
+ */
+function withinOutputLimit(item: KnownResponseItem, max: number | undefined): KnownResponseItem {
+  if (item.type !== "message" || max === undefined) return item;
+  if (estimateSentItemTokenCount(item) <= max) return item;
+  let text = item.content.map((p) => (p.type === "output_text" ? p.text : "")).join("");
+  for (;;) {
+    const cut = assistant(text);
+    const tokens = estimateSentItemTokenCount(cut);
+    if (tokens <= max || text === "") return cut;
+    text = text.slice(0, Math.max(0, Math.floor((text.length * max) / tokens) - 1));
+  }
 }
 
 function assistant(text: string): MessageItem {

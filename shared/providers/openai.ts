@@ -8,7 +8,12 @@ import {
 import { InputSerializer } from "./openai/input-text.ts";
 import { backoffDelayMs, retryAfterMs } from "./openai/retry.ts";
 import { SseParser } from "./openai/sse.ts";
-import { buildRequestBody, interpretEvent, requestBodyBytes } from "./openai/wire.ts";
+import {
+  buildRequestBody,
+  interpretEvent,
+  type RequestBodyOptions,
+  requestBodyBytes,
+} from "./openai/wire.ts";
 
 export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
 export const OPENAI_DEFAULT_MAX_ATTEMPTS = 4;
@@ -32,6 +37,8 @@ export interface OpenAIResponsesClientConfig {
   model: string;
   /** The thread id, sent as `prompt_cache_key` so a thread's requests share a cache. */
   threadId?: string;
+  /** Sent as `max_output_tokens`: the catalog entry's limit on what one request produces. */
+  maxOutputTokens?: number;
   /** Total tries of one request, counting the first. Default 4. */
   maxAttempts?: number;
   /** Per attempt, for the whole response (headers and stream). Default 120 s. */
@@ -208,6 +215,7 @@ export class OpenAIResponsesClient implements ModelClient {
   readonly #url: string;
   readonly #apiKey: string;
   readonly #threadId: string | undefined;
+  readonly #maxOutputTokens: number | undefined;
   readonly #maxAttempts: number;
   readonly #timeoutMs: number;
   readonly #maxRetryAfterMs: number;
@@ -225,6 +233,7 @@ export class OpenAIResponsesClient implements ModelClient {
     this.#url = `${normalizeBaseUrl(config.baseUrl ?? OPENAI_DEFAULT_BASE_URL)}/responses`;
     this.#apiKey = config.apiKey;
     this.#threadId = config.threadId;
+    this.#maxOutputTokens = config.maxOutputTokens;
     this.#maxAttempts = positiveInteger(
       config.maxAttempts,
       OPENAI_DEFAULT_MAX_ATTEMPTS,
@@ -244,11 +253,11 @@ export class OpenAIResponsesClient implements ModelClient {
     return buildRequestBody(prompt, this.#bodyOptions());
   }
 
-  #bodyOptions() {
-    return {
-      model: this.model,
-      ...(this.#threadId !== undefined ? { promptCacheKey: this.#threadId } : {}),
-    };
+  #bodyOptions(): RequestBodyOptions {
+    const options: RequestBodyOptions = { model: this.model };
+    if (this.#threadId !== undefined) options.promptCacheKey = this.#threadId;
+    if (this.#maxOutputTokens !== undefined) options.maxOutputTokens = this.#maxOutputTokens;
+    return options;
   }
 
   async *stream(prompt: ModelPrompt, signal?: AbortSignal): AsyncGenerator<ModelEvent> {

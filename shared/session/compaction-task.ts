@@ -26,40 +26,59 @@ import {
 } from "./turn-context.ts";
 
 /**
- * Whether the context is above `auto_compact_fraction` × `model`'s window, measured as Codex
- * does (reference §4.6): the provider's last reported total plus an estimate of what was
- * recorded since the model last answered, O(new items); the whole-history estimate only until a
- * provider has reported usage.
+ * The tokens the context holds, measured as Codex does (reference §4.6): the provider's last
+ * reported total plus an estimate of what was recorded since the model last answered, O(new
+ * items); the whole-history estimate (with `model`'s base instructions) only until a provider
+ * has reported usage.
  */
-export function contextExceedsAutoCompactLimit(state: SessionState, model: ModelInfo): boolean {
+export function contextTokens(state: SessionState, model: ModelInfo): number {
   const { config, history } = state;
-  const fraction = config.auto_compact_fraction ?? DEFAULT_AUTO_COMPACT_FRACTION;
-  const estimate = history.tokenInfo
+  return history.tokenInfo
     ? history.getTotalTokenUsage(true)
     : history.estimateTokenCount(effectiveBaseInstructions(config, model));
-  return exceedsAutoCompactLimit(estimate, fraction, model.contextWindowTokens);
+}
+
+/** Whether `tokens` of context are above `auto_compact_fraction` × `model`'s window. */
+export function exceedsAutoCompactLimitOf(
+  state: SessionState,
+  model: ModelInfo,
+  tokens: number,
+): boolean {
+  const fraction = state.config.auto_compact_fraction ?? DEFAULT_AUTO_COMPACT_FRACTION;
+  return exceedsAutoCompactLimit(tokens, fraction, model.contextWindowTokens);
+}
+
+/** Whether the context (`contextTokens`) is above `auto_compact_fraction` × `model`'s window. */
+export function contextExceedsAutoCompactLimit(state: SessionState, model: ModelInfo): boolean {
+  return exceedsAutoCompactLimitOf(state, model, contextTokens(state, model));
 }
 
 /**
- * The model that should summarize before the next turn, or undefined when no compaction is
- * needed. After a switch to a model with a smaller window (a downshift), the previous model
- * summarizes: the history was built for it and may not fit the new one.
+ * The model that summarizes before a turn on `current`: after a switch to a model with a smaller
+ * window (a downshift), the previous model, for which the history was built and which it may not
+ * fit; else `current`.
  */
+export function summarizerFor(
+  state: SessionState,
+  current: ModelInfo,
+  catalog: ModelCatalog,
+): ModelInfo {
+  const previous = state.previousTurnSettings?.model;
+  const previousModel = previous === undefined ? undefined : catalog.get(previous);
+  return previousModel !== undefined &&
+    previousModel.contextWindowTokens > current.contextWindowTokens
+    ? previousModel
+    : current;
+}
+
+/** The model that should summarize before the next turn, or undefined when none is needed. */
 export function autoCompactionModel(
   state: SessionState,
   current: ModelInfo,
   catalog: ModelCatalog,
 ): ModelInfo | undefined {
   if (!contextExceedsAutoCompactLimit(state, current)) return undefined;
-  const previous = state.previousTurnSettings?.model;
-  const previousModel = previous === undefined ? undefined : catalog.get(previous);
-  if (
-    previousModel !== undefined &&
-    previousModel.contextWindowTokens > current.contextWindowTokens
-  ) {
-    return previousModel;
-  }
-  return current;
+  return summarizerFor(state, current, catalog);
 }
 
 /** What a compaction did to history, or that it was interrupted (history untouched). */

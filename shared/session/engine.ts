@@ -18,6 +18,7 @@ import { previousTurnSettingsOf, recordContextUpdates, withTurnId } from "./cont
 import { InvalidInputError, SessionBusyError, TurnNotSteerableError } from "./errors.ts";
 import { turnAbortedMessage } from "./notices.ts";
 import { buildPrompt, modelVisiblePrompt } from "./prompt.ts";
+import { type PlannedWork, reservation } from "./reservation.ts";
 import { recordUserInput, sampleTurn } from "./sampling.ts";
 import { taskStartedLine, turnAbortedLine } from "./task-lines.ts";
 import type {
@@ -171,6 +172,14 @@ export class ThreadSession {
   startTurnContext(overrides: ThreadConfig | undefined): TurnContext {
     this.#applyOverrides(overrides);
     return this.#newTurnContext(`turn_${this.#deps.ids.uuidv7()}`);
+  }
+
+  /**
+   * The tokens `work` may use (input and output of every request it makes, estimated from above:
+   * `reservation.ts`), what a `tokens_per_day` admission reserves for it. Reads only.
+   */
+  reservation(work: PlannedWork): number {
+    return reservation(this.state, this.#deps, work);
   }
 
   /** The prompt the next sampling step would send with the current configuration, as the model sees it. */

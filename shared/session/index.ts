@@ -17,5 +17,6 @@ export * from "./errors.ts";
 export * from "./imported-config.ts";
 export * from "./notices.ts";
 export { buildCompactionPrompt, buildPrompt, modelVisiblePrompt } from "./prompt.ts";
+export type { PlannedWork } from "./reservation.ts";
 export * from "./rollout-sink.ts";
 export * from "./turn-context.ts";

@@ -6,7 +6,7 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, type MockInstance, vi } from "vitest";
-import { api, importRollout, json, newThreadId, untilRunning } from "./helpers/api.ts";
+import { api, importRollout, json, newThreadId, readSse, untilRunning } from "./helpers/api.ts";
 import { answerEvents, responsesStream } from "./helpers/openai.ts";
 import { ADMIN_KEY, tenantWithKey, threadObjectOf } from "./helpers/tenancy.ts";
 
@@ -221,6 +221,67 @@ describe("tokens_per_day", () => {
     expect(await (await api("GET", `/v1/threads/${id}/rollout`, undefined, key)).text()).toBe(
       before,
     );
+  });
+
+  it("a burst of concurrent turns on many threads overshoots the budget by less than one turn", async () => {
+    // About four turns' worth (a first turn of the local model uses about 380 tokens).
+    const limit = 1_460;
+    const { key } = await tenantWithKey({ quotas: { tokens_per_day: limit } });
+    const threads = await Promise.all(Array.from({ length: 20 }, () => newThread(key)));
+    const answers = await Promise.all(
+      threads.map((id, i) => turn(key, id, { input: `/slow 20 burst ${i}` })),
+    );
+    const spent: number[] = [];
+    for (const res of answers) {
+      if (res.status === 429) {
+        const problem = await json<Record<string, unknown>>(res, 429);
+        expect(problem).toMatchObject({ code: "quota_exceeded", quota: "tokens_per_day" });
+        expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+        continue;
+      }
+      const done = await json<Turn & { usage: { input_tokens: number; output_tokens: number } }>(
+        res,
+      );
+      expect(done.status).toBe("completed");
+      spent.push(done.usage.input_tokens + done.usage.output_tokens);
+    }
+    expect(spent.length).toBeGreaterThan(0);
+    const used = spent.reduce((a, b) => a + b, 0);
+    // Past the limit by less than the one turn admitted past it spent.
+    expect(used).toBeLessThan(limit + Math.max(...spent));
+  });
+
+  it("steered input reserves the request it adds: refused while other running turns hold the rest, the turn going on without it", async () => {
+    // Room for two turns of the local model (about 4,400 tokens reserved each), not for a
+    // steered step on top (its prompt holds the running step's answer, so more than a turn).
+    const { key } = await tenantWithKey({ quotas: { tokens_per_day: 10_000 } });
+    const [a, b] = [await newThread(key), await newThread(key)];
+    const streamed = await turn(key, a, { input: "/slow 200 steer me", stream: true });
+    const [started] = await readSse(streamed, (frames) => frames.length > 0);
+    const running = (JSON.parse(started?.data ?? "{}") as { turn_id: string }).turn_id;
+    const second = turn(key, b, { input: "/slow 200 hold the rest" });
+    await untilRunning(b, key);
+    const steer = await api(
+      "POST",
+      `/v1/threads/${a}/turns/${running}/steer`,
+      { input: "and this" },
+      key,
+    );
+    const problem = await json<Record<string, unknown>>(steer, 429);
+    expect(problem).toMatchObject({ code: "quota_exceeded", quota: "tokens_per_day" });
+    expect(Number(steer.headers.get("retry-after"))).toBeGreaterThan(0);
+    const done = await vi.waitFor(
+      async () => {
+        const t = await json<Turn & { items: unknown[] }>(
+          await api("GET", `/v1/threads/${a}/turns/${running}`, undefined, key),
+        );
+        expect(t.status).toBe("completed");
+        return t;
+      },
+      { timeout: 5_000, interval: 20 },
+    );
+    expect(JSON.stringify(done.items)).not.toContain("and this");
+    expect((await json<Turn>(await second)).status).toBe("completed");
   });
 
   it("refuses the outputs that would resume a paused turn, which stays paused", async () => {

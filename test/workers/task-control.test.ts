@@ -71,7 +71,12 @@ function withTasks<T>(body: (setup: Setup) => Promise<T>): Promise<T> {
       waitUntil: (work) => {
         waited.push(work);
       },
-      admit: () => undefined,
+      quotas: {
+        taskAdmission: () => undefined,
+        steerAdmission: () => undefined,
+        taskStarted: () => {},
+        taskEnded: () => {},
+      },
       taskChanged: () => {},
     });
     const idle = async () => {

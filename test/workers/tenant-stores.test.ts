@@ -10,9 +10,8 @@ import { keyDigest } from "../../durable-objects/digests.ts";
 import { migrate } from "../../durable-objects/schema.ts";
 import { sqlOf } from "../../durable-objects/sql.ts";
 import {
-  ADMISSION_LEASE_MS,
   RECLAIM_PARALLEL,
-  SHARE_SKEW_MS,
+  RESERVED_RETRY_AFTER_S,
   TenantAdmissions,
   type YieldAnswer,
 } from "../../durable-objects/tenant-admissions.ts";
@@ -234,29 +233,40 @@ describe("ThreadIndex", () => {
 
 describe("TenantAdmissions", () => {
   const quotas = (q: Partial<Quotas>): Quotas => ({ ...NO_QUOTAS, ...q });
-  const ask = (threadId: string, q: Partial<Quotas>, held = 0): AdmitTaskRequest => ({
+  const ask = (threadId: string, q: Partial<Quotas>, held = 0, tokens = 0): AdmitTaskRequest => ({
     threadId,
     incarnation: null,
     held,
     usage: [],
     quotas: quotas(q),
+    tokens,
   });
-  /** Admissions over the object's SQLite, holders answering as `answers` says (else "released"). */
+  const RELEASED: YieldAnswer = { released: true, reserved: 0, usage: [] };
+  /** A holder running a task that may still spend `reserved`. */
+  const kept = (reserved = 0): YieldAnswer => ({ released: false, reserved, usage: [] });
+  /**
+   * Admissions over the object's SQLite, holders answering as `answers` says (else released;
+   * undefined: the call failed); `taken` lists the threads whose entries it took, and how many.
+   */
   const admissionsOver = (
     sql: ReturnType<typeof sqlOf>,
     clock: { nowMs: () => number },
     answers: Record<string, YieldAnswer> = {},
   ) => {
     const asked: string[] = [];
+    const taken: string[] = [];
     const admissions = new TenantAdmissions({
       sql,
       clock,
       yieldOf: async (threadId) => {
         asked.push(threadId);
-        return answers[threadId] ?? "released";
+        return threadId in answers ? answers[threadId] : RELEASED;
+      },
+      take: (threadId, usage) => {
+        if (usage.length > 0) taken.push(`${threadId}:${usage.length}`);
       },
     });
-    return { admissions, asked };
+    return { admissions, asked, taken };
   };
   const outcome = (r: RpcResult<AdmissionGrant>) => (r.ok ? "ok" : r.error.quota);
   /** The threads holding an admission, as the object's rows say. */
@@ -267,7 +277,7 @@ describe("TenantAdmissions", () => {
 
   it("a slot per holder: at the limit it asks the others, oldest first, and admits when one gives its slot back", async () => {
     const result = await withTenantStorage(async ({ sql, clock }) => {
-      const { admissions, asked } = admissionsOver(sql, clock, { a: "kept", c: "kept" });
+      const { admissions, asked } = admissionsOver(sql, clock, { a: kept(), c: kept() });
       const max = { max_running_turns: 2 };
       const steps = [
         outcome(await admissions.admit(ask("a", max), () => 0)),
@@ -313,7 +323,7 @@ describe("TenantAdmissions", () => {
 
   it("a release ends the hold it names, never a newer one; a refusal drops the hold the asker held, never a newer one", async () => {
     const result = await withTenantStorage(async ({ sql, clock }) => {
-      const { admissions } = admissionsOver(sql, clock, { b: "kept" });
+      const { admissions } = admissionsOver(sql, clock, { b: kept() });
       const two = { max_running_turns: 2 };
       const grantOf = async (req: AdmitTaskRequest) => {
         clock.at += 1;
@@ -323,9 +333,9 @@ describe("TenantAdmissions", () => {
       };
       const first = await grantOf(ask("a", two));
       const second = await grantOf(ask("a", two));
-      admissions.release({ threadId: "a", incarnation: null, grant: first });
+      admissions.release({ threadId: "a", incarnation: null, grant: first, usage: [] });
       const afterOld = heldIn(sql);
-      admissions.release({ threadId: "a", incarnation: null, grant: second });
+      admissions.release({ threadId: "a", incarnation: null, grant: second, usage: [] });
       const afterNew = heldIn(sql);
       const held = await grantOf(ask("a", two));
       await grantOf(ask("b", two));
@@ -360,56 +370,105 @@ describe("TenantAdmissions", () => {
     });
   });
 
-  it("shares: a quarter of the tokens neither used nor reserved; reserved ones are asked back before a refusal", async () => {
+  it("shares: the reservation or a quarter of the rest; counted usage settles them; shares out are asked back before a refusal", async () => {
     const result = await withTenantStorage(async ({ sql, clock }) => {
-      const { admissions, asked } = admissionsOver(sql, clock, {
-        a: "kept",
-        c: "unknown",
-        d: "unknown",
-      });
+      const answers: Record<string, YieldAnswer> = { a: kept(3), d: undefined };
+      const { admissions, asked } = admissionsOver(sql, clock, answers);
       const day = { tokens_per_day: 100 };
       let used = 0;
-      const share = async (threadId: string) => {
-        const r = await admissions.admit(ask(threadId, day), () => used);
-        return r.ok ? r.value.tokens : r.error.quota;
+      const share = async (threadId: string, tokens: number) => {
+        clock.at += 1;
+        const r = await admissions.admit(ask(threadId, day, 0, tokens), () => used);
+        return r.ok ? r.value.tokens : { quota: r.error.quota, retry: r.error.retryAfterSeconds };
       };
-      const shares = [await share("a"), await share("b"), await share("c")];
+      const shares = [await share("a", 10), await share("b", 10), await share("c", 10)];
       const askedEarly = asked.splice(0);
-      // 60 used and 25 + 18 + 14 reserved: a gives its share back (it runs on), b releases,
-      // c cannot be reached and keeps its share.
+      // The ledger counts what a, b and c spent (and 12 tokens of others): no longer reserved.
       used = 60;
-      const d = await share("d");
+      admissions.settle("a", 20);
+      admissions.settle("b", 18);
+      admissions.settle("c", 10);
+      // 9 reserved, 31 left: d needs 35, and gets it once a (running: 3 more) and c (idle)
+      // answered; b, whose share is spent, is not asked.
+      const d = await share("d", 35);
       const askedForD = asked.splice(0);
-      // With c and d unreachable, e finds the rest reserved: refused until the oldest share
-      // lapses, well before tomorrow.
-      used = 85;
-      const e = await admissions.admit(ask("e", day), () => used);
-      // Once those shares lapse, they reserve nothing.
-      clock.at += ADMISSION_LEASE_MS + SHARE_SKEW_MS;
-      const f = await share("f");
+      // e needs 10 of the 2 left: a still runs and d cannot be reached.
+      const e = await share("e", 10);
+      const askedForE = asked.splice(0);
+      // Once a and d are done, nothing is reserved: a task past what is left runs alone, with
+      // exactly its reservation, and nothing else is admitted meanwhile.
+      admissions.release({
+        threadId: "a",
+        incarnation: null,
+        grant: Number.MAX_SAFE_INTEGER,
+        usage: [],
+      });
+      answers.d = RELEASED;
+      const alone = await share("e", 500);
+      answers.e = kept(500);
+      const meanwhile = await share("f", 1);
       used = 100;
-      const spent = await admissions.admit(ask("g", day), () => used);
+      const spent = await admissions.admit(ask("g", day, 0, 1), () => used);
       return {
         shares,
         askedEarly,
         d,
         askedForD,
-        e: e.ok ? "ok" : { quota: e.error.quota, retry: e.error.retryAfterSeconds },
-        f,
+        e,
+        askedForE,
+        alone,
+        meanwhile,
         spent: spent.ok
           ? "ok"
           : { quota: spent.error.quota, tomorrow: (spent.error.retryAfterSeconds ?? 0) > 3600 },
       };
     });
+    const reserved = { quota: "tokens_per_day", retry: RESERVED_RETRY_AFTER_S };
     expect(result).toEqual({
       shares: [25, 18, 14],
       askedEarly: [],
-      d: Math.floor((100 - 60 - 14) / 4),
-      askedForD: ["a", "b", "c"],
-      e: { quota: "tokens_per_day", retry: Math.ceil((ADMISSION_LEASE_MS + SHARE_SKEW_MS) / 1000) },
-      f: Math.floor((100 - 85) / 4),
+      d: 35,
+      askedForD: ["a", "c"],
+      e: reserved,
+      askedForE: ["a", "d"],
+      alone: 500,
+      meanwhile: reserved,
       spent: { quota: "tokens_per_day", tomorrow: true },
     });
+  });
+
+  it("takes the entries an admission, a release and a holder's answer carry, before the hold changes", async () => {
+    const result = await withTenantStorage(async ({ sql, clock }) => {
+      const usage = [
+        {
+          incarnation: "i",
+          seq: 1,
+          turn_id: "t",
+          model: "m",
+          day: "2026-12-01",
+          first_of_turn: true,
+          input_tokens: 5,
+          cached_input_tokens: 0,
+          output_tokens: 1,
+          reasoning_tokens: 0,
+        },
+      ];
+      const { admissions, taken } = admissionsOver(sql, clock, {
+        a: { released: true, reserved: 0, usage },
+      });
+      const day = { tokens_per_day: 100 };
+      await admissions.admit({ ...ask("a", day, 0, 60), usage }, () => 0);
+      await admissions.admit({ ...ask("b", day, 0, 60) }, () => 0);
+      admissions.release({
+        threadId: "b",
+        incarnation: null,
+        grant: Number.MAX_SAFE_INTEGER,
+        usage,
+      });
+      return { taken, holders: heldIn(sql) };
+    });
+    // a's own request, then a's answer when b needed its share, then b's release.
+    expect(result).toEqual({ taken: ["a:1", "a:1", "b:1"], holders: [] });
   });
 
   it("checks the day's tokens again after asking for a slot: pushes land meanwhile", async () => {
@@ -421,8 +480,9 @@ describe("TenantAdmissions", () => {
         yieldOf: async () => {
           // While the holder is asked, a push brings the tokens the day had left.
           used = 100;
-          return "released";
+          return RELEASED;
         },
+        take: () => {},
       });
       const both = { max_running_turns: 1, tokens_per_day: 100 };
       const first = await admissions.admit(ask("a", both), () => used);
@@ -439,7 +499,7 @@ describe("TenantAdmissions", () => {
         ask("a", { max_running_turns: 1, tokens_per_day: 80 }),
         () => 0,
       );
-      const { admissions: after, asked } = admissionsOver(sql, clock, { a: "kept" });
+      const { admissions: after, asked } = admissionsOver(sql, clock, { a: kept() });
       const refused = await after.admit(ask("b", { max_running_turns: 1 }), () => 0);
       clock.at += 1;
       const later = await after.admit(ask("a", { max_running_turns: 1 }), () => 0);
@@ -480,7 +540,8 @@ describe("UsageRollup", () => {
 
   it("takes each entry once, by incarnation then seq, and a later incarnation starts over", async () => {
     const result = await withTenantStorage(({ sql }) => {
-      const usage = new UsageRollup(sql);
+      const counted: [string, number][] = [];
+      const usage = new UsageRollup(sql, (threadId, tokens) => counted.push([threadId, tokens]));
       const A = "2026-12-01T00:00:00.000Z";
       const B = "2026-12-01T01:00:00.000Z";
       const marks = [
@@ -496,11 +557,7 @@ describe("UsageRollup", () => {
         marks,
         byModel: byModel.ok ? byModel.value.data : byModel,
         tokens: usage.tokensOn("2026-12-01"),
-        pending: usage.pendingTokensOn(
-          "t",
-          [entry(B, 2), entry(B, 4), entry(B, 6, { day: "2026-12-02" })],
-          "2026-12-01",
-        ),
+        counted,
       };
     });
     expect(result.marks).toEqual([
@@ -523,8 +580,12 @@ describe("UsageRollup", () => {
     });
     expect(result.byModel).toEqual([bucket("m", 3, 2), bucket("n", 1, 1)]);
     expect(result.tokens).toBe(48);
-    // Only the entry not taken yet, of that day.
-    expect(result.pending).toBe(12);
+    // Each apply that took entries tells what they counted; one that took none, nothing.
+    expect(result.counted).toEqual([
+      ["t", 24],
+      ["t", 12],
+      ["t", 12],
+    ]);
   });
 
   it("answers a range by UTC day, start included, end excluded, with the default range", async () => {

@@ -1,6 +1,7 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { EVENT_WINDOW_BYTES, EVENT_WINDOW_CUT_BYTES } from "../../durable-objects/event-log.ts";
+import { DEFAULT_MAX_OUTPUT_TOKENS } from "../../shared/models/index.ts";
 import {
   api,
   DEV_KEY,
@@ -1158,6 +1159,8 @@ describe("the openai provider", () => {
       include: ["reasoning.encrypted_content"],
       prompt_cache_key: id,
       text: { verbosity: "low" },
+      // The catalog entry's output limit (the configured default).
+      max_output_tokens: DEFAULT_MAX_OUTPUT_TOKENS,
     });
     expect(second?.reasoning).toEqual({ effort: "xhigh", summary: "auto" });
     expect((await prompt(id)) as unknown).toMatchObject({

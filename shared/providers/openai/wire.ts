@@ -18,6 +18,8 @@ export interface RequestBodyOptions {
   model: string;
   /** Sent as `prompt_cache_key`; absent means the field is omitted. */
   promptCacheKey?: string;
+  /** Sent as `max_output_tokens`; absent means the field is omitted. */
+  maxOutputTokens?: number;
 }
 
 function toWireTool(tool: FunctionTool): Record<string, unknown> {
@@ -50,6 +52,7 @@ function requestMembers(prompt: ModelPrompt, options: RequestBodyOptions) {
   // carries over to the next request. A model that does not reason would refuse the request.
   if (prompt.reasoning !== undefined) tail.include = ["reasoning.encrypted_content"];
   if (options.promptCacheKey !== undefined) tail.prompt_cache_key = options.promptCacheKey;
+  if (options.maxOutputTokens !== undefined) tail.max_output_tokens = options.maxOutputTokens;
   if (prompt.text !== undefined) tail.text = { ...prompt.text };
   return { head, tail };
 }

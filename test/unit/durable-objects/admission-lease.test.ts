@@ -34,50 +34,74 @@ function harness() {
     }
   };
   const pending = () => timers.filter((timer) => timer.live).length;
-  return { state, lease, released, advance, pending };
+  /** A request reserving `reserving` tokens, answered with grant `grant` and share `tokens`. */
+  const grant = (grant: number, tokens: number | null = null, reserving = 0) =>
+    lease.granted({ grant, leaseMs: 30_000, tokens }, QUOTAS, lease.asking(reserving));
+  return { state, lease, released, advance, pending, grant };
 }
 
 describe("AdmissionLease", () => {
   it("covers tasks until the lease ends, counted from the request", () => {
-    const { lease, advance } = harness();
-    expect(lease.covers(QUOTAS)).toBe(false);
-    lease.asking();
-    lease.granted({ grant: 7, leaseMs: 30_000, tokens: null }, QUOTAS, NOON - 1_000);
+    const { lease, advance, state } = harness();
+    expect(lease.covers(QUOTAS, 0)).toBe(false);
+    const asked = lease.asking(0);
+    state.now += 1_000;
+    lease.granted({ grant: 7, leaseMs: 30_000, tokens: null }, QUOTAS, asked);
     expect(lease.held).toBe(7);
-    expect(lease.covers(QUOTAS)).toBe(true);
+    expect(lease.covers(QUOTAS, 0)).toBe(true);
     advance(28_999);
-    expect(lease.covers(QUOTAS)).toBe(true);
+    expect(lease.covers(QUOTAS, 0)).toBe(true);
     advance(1);
-    expect(lease.covers(QUOTAS)).toBe(false);
+    expect(lease.covers(QUOTAS, 0)).toBe(false);
   });
 
-  it("covers no task under other quotas, on another UTC day, or once its share is spent", () => {
+  it("covers work only while its reservation fits in what is left of the share, spent counted from the request", () => {
     const { lease, state } = harness();
     state.spent = 500;
-    lease.asking();
-    lease.granted({ grant: 1, leaseMs: 30_000, tokens: 100 }, QUOTAS, NOON);
-    expect(lease.covers({ ...QUOTAS, max_running_turns: 3 })).toBe(false);
-    expect(lease.covers({ ...QUOTAS, tokens_per_day: 2_000 })).toBe(false);
+    const asked = lease.asking(60);
+    // Spent while the request was out: it counts against the share too.
+    state.spent = 520;
+    lease.granted({ grant: 1, leaseMs: 30_000, tokens: 100 }, QUOTAS, asked);
+    expect(lease.covers({ ...QUOTAS, max_running_turns: 3 }, 0)).toBe(false);
+    expect(lease.covers({ ...QUOTAS, tokens_per_day: 2_000 }, 0)).toBe(false);
     // A byte quota is no turn quota: it changes nothing here.
-    expect(lease.covers({ ...QUOTAS, max_thread_bytes: 10 })).toBe(true);
-    state.spent = 599;
-    expect(lease.covers(QUOTAS)).toBe(true);
-    state.spent = 600;
-    expect(lease.covers(QUOTAS)).toBe(false);
+    expect(lease.covers({ ...QUOTAS, max_thread_bytes: 10 }, 0)).toBe(true);
+    expect(lease.covers(QUOTAS, 80)).toBe(true);
+    expect(lease.covers(QUOTAS, 81)).toBe(false);
+    state.spent = 590;
+    expect(lease.covers(QUOTAS, 10)).toBe(true);
+    expect(lease.covers(QUOTAS, 11)).toBe(false);
 
     const late = harness();
     late.state.now = Date.UTC(2026, 11, 1, 23, 59, 50);
-    late.lease.asking();
-    late.lease.granted({ grant: 1, leaseMs: 30_000, tokens: null }, QUOTAS, late.state.now);
-    expect(late.lease.covers(QUOTAS)).toBe(true);
+    late.grant(1);
+    expect(late.lease.covers(QUOTAS, 0)).toBe(true);
     late.advance(10_000);
-    expect(late.lease.covers(QUOTAS)).toBe(false);
+    expect(late.lease.covers(QUOTAS, 0)).toBe(false);
+  });
+
+  it("knows what the running task may still spend: its reservation, more for steered input, none once it ended", () => {
+    const { lease, state, grant } = harness();
+    grant(1, 1_000, 300);
+    state.spent = 40;
+    lease.taskStarted(300);
+    expect(lease.taskReserved).toBe(300);
+    state.spent = 140;
+    expect(lease.taskReserved).toBe(200);
+    lease.taskExtended(150);
+    expect(lease.taskReserved).toBe(350);
+    // A task that spends past its reservation (an estimate) reserves nothing more.
+    state.spent = 600;
+    expect(lease.taskReserved).toBe(0);
+    lease.taskEnded();
+    expect(lease.taskReserved).toBe(0);
+    lease.taskExtended(10);
+    expect(lease.taskReserved).toBe(0);
   });
 
   it("keeps the slot after a task while the lease lasts, and releases it when it ends with nothing running", () => {
-    const { lease, state, released, advance, pending } = harness();
-    lease.asking();
-    lease.granted({ grant: 3, leaseMs: 30_000, tokens: null }, QUOTAS, NOON);
+    const { lease, state, released, advance, pending, grant } = harness();
+    grant(3);
     advance(5_000);
     lease.taskEnded();
     expect(released).toEqual([]);
@@ -91,23 +115,23 @@ describe("AdmissionLease", () => {
     lease.taskEnded();
     expect(released).toEqual([3]);
     expect(lease.held).toBe(0);
-    expect(lease.covers(QUOTAS)).toBe(false);
+    expect(lease.covers(QUOTAS, 0)).toBe(false);
 
+    // A grant no task follows (the thread was busy, or the turn a steer was for ended) is
+    // released when its lease ends all the same.
     const idle = harness();
-    idle.lease.asking();
-    idle.lease.granted({ grant: 4, leaseMs: 30_000, tokens: null }, QUOTAS, NOON);
-    idle.lease.taskEnded();
+    idle.grant(4);
     idle.advance(30_000);
     expect(idle.released).toEqual([4]);
     expect(idle.pending()).toBe(0);
   });
 
-  it("gives the admission back when asked: all of it when idle, the lease only while a task runs", () => {
+  it("gives the admission back when asked: all of it when idle, all but the running task's reservation while one runs", () => {
     const idle = harness();
-    idle.lease.asking();
-    idle.lease.granted({ grant: 5, leaseMs: 30_000, tokens: null }, QUOTAS, NOON);
+    idle.grant(5, 1_000, 200);
+    idle.lease.taskStarted(200);
     idle.lease.taskEnded();
-    expect(idle.lease.yield(5)).toBe(true);
+    expect(idle.lease.yield(5)).toEqual({ released: true, reserved: 0 });
     expect(idle.lease.held).toBe(0);
     expect(idle.pending()).toBe(0);
     // Nothing is released later: the tenant already dropped the hold.
@@ -115,11 +139,12 @@ describe("AdmissionLease", () => {
     expect(idle.released).toEqual([]);
 
     const busy = harness();
-    busy.lease.asking();
-    busy.lease.granted({ grant: 6, leaseMs: 30_000, tokens: null }, QUOTAS, NOON);
+    busy.grant(6, 1_000, 200);
     busy.state.running = true;
-    expect(busy.lease.yield(6)).toBe(false);
-    expect(busy.lease.covers(QUOTAS)).toBe(false);
+    busy.lease.taskStarted(200);
+    busy.state.spent = 50;
+    expect(busy.lease.yield(6)).toEqual({ released: false, reserved: 150 });
+    expect(busy.lease.covers(QUOTAS, 0)).toBe(false);
     expect(busy.lease.held).toBe(6);
     busy.state.running = false;
     busy.lease.taskEnded();
@@ -127,41 +152,38 @@ describe("AdmissionLease", () => {
   });
 
   it("keeps a newer grant than the one asked back, and forgets only the refused request's hold", () => {
-    const { lease } = harness();
-    lease.asking();
-    lease.granted({ grant: 9, leaseMs: 30_000, tokens: null }, QUOTAS, NOON);
-    expect(lease.yield(8)).toBe(false);
-    expect(lease.covers(QUOTAS)).toBe(true);
+    const { lease, grant } = harness();
+    grant(9);
+    expect(lease.yield(8).released).toBe(false);
+    expect(lease.covers(QUOTAS, 0)).toBe(true);
     // A refusal of a request made holding 8 leaves grant 9 held (not usable: it was refused).
-    lease.asking();
+    lease.asking(0);
     lease.refused(8);
     expect(lease.held).toBe(9);
-    expect(lease.covers(QUOTAS)).toBe(false);
-    lease.asking();
+    expect(lease.covers(QUOTAS, 0)).toBe(false);
+    lease.asking(0);
     lease.refused(9);
     expect(lease.held).toBe(0);
   });
 
-  it("a grant asked back while a request was out holds the slot but gives no lease", () => {
-    const { lease, released } = harness();
-    lease.asking();
+  it("a grant asked back while a request was out holds the slot and that request's reservation, but gives no lease", () => {
+    const { lease, released, grant } = harness();
+    const asked = lease.asking(250);
     // The tenant granted 4 and, before the answer arrived, asked for it back.
-    expect(lease.yield(4)).toBe(false);
-    lease.granted({ grant: 4, leaseMs: 30_000, tokens: null }, QUOTAS, NOON);
+    expect(lease.yield(4)).toEqual({ released: false, reserved: 250 });
+    lease.granted({ grant: 4, leaseMs: 30_000, tokens: 250 }, QUOTAS, asked);
     expect(lease.held).toBe(4);
-    expect(lease.covers(QUOTAS)).toBe(false);
+    expect(lease.covers(QUOTAS, 0)).toBe(false);
     lease.taskEnded();
     expect(released).toEqual([4]);
     // A grant made after that question is a lease as usual.
-    lease.asking();
-    lease.granted({ grant: 5, leaseMs: 30_000, tokens: null }, QUOTAS, NOON);
-    expect(lease.covers(QUOTAS)).toBe(true);
+    grant(5);
+    expect(lease.covers(QUOTAS, 0)).toBe(true);
   });
 
   it("a reset forgets the grant without releasing it", () => {
-    const { lease, released, advance, pending } = harness();
-    lease.asking();
-    lease.granted({ grant: 2, leaseMs: 30_000, tokens: null }, QUOTAS, NOON);
+    const { lease, released, advance, pending, grant } = harness();
+    grant(2);
     lease.taskEnded();
     lease.reset();
     expect(lease.held).toBe(0);

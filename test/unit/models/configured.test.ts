@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_MODEL_CATALOG, parseConfiguredModels } from "../../../shared/models/index.ts";
+import {
+  DEFAULT_MAX_OUTPUT_TOKENS,
+  DEFAULT_MODEL_CATALOG,
+  parseConfiguredModels,
+} from "../../../shared/models/index.ts";
 
 describe("parseConfiguredModels", () => {
   it("turns configured entries into catalog models of the provider", () => {
@@ -26,7 +30,7 @@ describe("parseConfiguredModels", () => {
       JSON.stringify([
         { slug: "gpt-r", context_window: 400000, reasoning: { effort: "high" }, verbosity: "low" },
         { slug: "gpt-s", context_window: 400000, reasoning: { summary: "none" } },
-        { slug: "gpt-plain", context_window: 128000 },
+        { slug: "gpt-plain", context_window: 128000, max_output_tokens: 8192 },
       ]),
     );
     expect(models).toEqual([
@@ -36,6 +40,7 @@ describe("parseConfiguredModels", () => {
         providerModel: "gpt-r",
         instructions: expect.any(String),
         contextWindowTokens: 400000,
+        maxOutputTokens: DEFAULT_MAX_OUTPUT_TOKENS,
         inputModalities: ["text", "image"],
         supportsParallelToolCalls: true,
         personalities: {},
@@ -48,6 +53,7 @@ describe("parseConfiguredModels", () => {
         providerModel: "gpt-s",
         instructions: expect.any(String),
         contextWindowTokens: 400000,
+        maxOutputTokens: DEFAULT_MAX_OUTPUT_TOKENS,
         inputModalities: ["text", "image"],
         supportsParallelToolCalls: true,
         personalities: {},
@@ -59,6 +65,7 @@ describe("parseConfiguredModels", () => {
         providerModel: "gpt-plain",
         instructions: expect.any(String),
         contextWindowTokens: 128000,
+        maxOutputTokens: 8192,
         inputModalities: ["text", "image"],
         supportsParallelToolCalls: true,
         personalities: {},
@@ -70,6 +77,7 @@ describe("parseConfiguredModels", () => {
     expect(() => bad({ reasoning: { summary: "short" } })).toThrow();
     expect(() => bad({ reasoning: { effort: "low", budget: 3 } })).toThrow();
     expect(() => bad({ verbosity: "loud" })).toThrow();
+    expect(() => bad({ max_output_tokens: 0 })).toThrow();
   });
 
   it("gives no models when unset and fails loudly on a malformed configuration", () => {

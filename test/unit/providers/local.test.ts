@@ -61,6 +61,41 @@ describe("LocalModelClient", () => {
     expect(shortDeltas.slice(0, -1).every((d) => d.length === 24)).toBe(true);
   });
 
+  it("cuts a message answer to its output limit", async () => {
+    const limited = new LocalModelClient({ maxOutputTokens: 100 });
+    const events: ModelEvent[] = [];
+    for await (const e of limited.stream(prompt([user("y".repeat(10_000))]))) events.push(e);
+    const done = events.find((e) => e.type === "output_item_done");
+    const completed = events.find((e) => e.type === "completed");
+    const text =
+      done?.type === "output_item_done" && done.item.type === "message" ? done.item : null;
+    const part = text?.content[0];
+    expect(part?.type === "output_text" && part.text).toMatch(
+      /^Received 1 input items\. Last user message: "y+$/,
+    );
+    const out = completed?.type === "completed" ? completed.usage?.output_tokens : undefined;
+    expect(out).toBeLessThanOrEqual(100);
+    expect(out).toBeGreaterThan(90);
+    const deltas = events.flatMap((e) => (e.type === "output_text_delta" ? [e.delta] : []));
+    expect(text?.content[0]).toEqual({ type: "output_text", text: deltas.join("") });
+    // Within the limit: as without one.
+    const p = prompt([user("hello")]);
+    expect(new LocalModelClient({ maxOutputTokens: 100 }).respond(p)).toEqual(
+      new LocalModelClient().respond(p),
+    );
+    // A call is the one written in `/call`, as it is.
+    const args = JSON.stringify({ q: "z".repeat(2_000) });
+    const call: ModelEvent[] = [];
+    for await (const e of limited.stream(prompt([user(`/call lookup ${args}`)], [tool]))) {
+      call.push(e);
+    }
+    const item = call.find((e) => e.type === "output_item_done");
+    expect(item?.type === "output_item_done" && item.item).toMatchObject({
+      type: "function_call",
+      arguments: args,
+    });
+  });
+
   it("emits a function call with a deterministic call id for /call on a declared tool", async () => {
     const p = prompt([user('/call lookup {"q":1}')], [tool]);
     const a = new LocalModelClient().respond(p);

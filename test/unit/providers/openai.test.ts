@@ -468,6 +468,13 @@ describe("OpenAIResponsesClient request", () => {
     ]);
   });
 
+  it("sends the model's output limit as max_output_tokens, last, when it has one", () => {
+    const body = harness({ maxOutputTokens: 8_192 }).client.requestBody(prompt());
+    expect(body.max_output_tokens).toBe(8_192);
+    expect(Object.keys(body).at(-1)).toBe("max_output_tokens");
+    expect(harness().client.requestBody(prompt())).not.toHaveProperty("max_output_tokens");
+  });
+
   it("a reasoning model with no effort and no summary still reasons: reasoning {} and encrypted reasoning", () => {
     const body = harness().client.requestBody({ ...prompt(), reasoning: {} });
     expect(body.reasoning).toEqual({});

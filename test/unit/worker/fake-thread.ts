@@ -99,7 +99,10 @@ export class FakeThreads {
           return { ok: true, value: null };
         }),
       yieldAdmission: (grant: number) =>
-        call("yieldAdmission", [grant], () => ({ ok: true, value: { released: true } })),
+        call("yieldAdmission", [grant], () => ({
+          ok: true,
+          value: { released: true, reserved: 0, usage: [] },
+        })),
       startTurn: (req: StartTurnRequest) =>
         call("startTurn", [req], () => {
           const found = existing();
