@@ -22,6 +22,9 @@
  *   attempts; kept 7 days.
  * - tenant_admissions: the admission each thread holds under `max_running_turns` and
  *   `tokens_per_day` (`tenant-admissions.ts`): its grant, its share of the day's tokens, when.
+ * - tenant_webhook_leases: each delivery still under way (`webhook-leases.ts`): its queue message
+ *   (to send it again), the current hand-off to the queue, and until when that one is in flight
+ *   (epoch ms). A row with a payload is up to 20 KB, so the table keeps its rowid.
  */
 export const TENANT_MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS tenant_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -70,6 +73,10 @@ export const TENANT_MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS tenant_admissions (
      thread_id TEXT PRIMARY KEY, grant_id INTEGER NOT NULL, share INTEGER,
      granted_at INTEGER NOT NULL);`,
+  `CREATE TABLE IF NOT EXISTS tenant_webhook_leases (
+     id TEXT PRIMARY KEY, endpoint_id TEXT NOT NULL, handoff INTEGER NOT NULL,
+     in_flight_until INTEGER NOT NULL, message TEXT NOT NULL);
+   CREATE INDEX IF NOT EXISTS tenant_webhook_leases_due ON tenant_webhook_leases (in_flight_until);`,
 ];
 
 /** The directory object's tables: every managed tenant's record, by id. */

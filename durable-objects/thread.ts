@@ -111,7 +111,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
         return () => clearTimeout(timer);
       },
     });
-    this.#outbox = WebhookOutbox.ofObject(ctx, env, this.#alarms, this.#sync);
+    this.#outbox = WebhookOutbox.ofObject(ctx, this.#alarms, this.#sync);
     this.#events = new EventLog(sql, systemClock);
     this.#queue = new TurnQueue(sql);
     this.#idempotency = new IdempotencyKeys(sql, systemClock);

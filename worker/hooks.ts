@@ -11,7 +11,7 @@ import {
   type HookResource,
   hookUrlTenant,
   type WebhookDelivery,
-  type WebhookMessage,
+  type WebhookEvent,
 } from "../shared/api/index.ts";
 import {
   endpointUrlProblem,
@@ -27,7 +27,6 @@ import { ApiError, unwrap } from "./errors.ts";
 import { type HookCache, hookCacheKey } from "./hook-cache.ts";
 import { deliverHook } from "./hook-delivery.ts";
 import { jurisdictionOf, ownTenant } from "./tenancy.ts";
-import { recordOf } from "./webhook-consumer.ts";
 
 type HookOperation =
   | "createHook"
@@ -176,7 +175,7 @@ export function hookHandlers(cache: HookCache): Pick<Handlers, HookOperation> {
       const tenant = ownTenant(c);
       const endpoint = unwrap(await tenant.getEndpoint(param.id));
       const createdAt = new Date().toISOString();
-      const message: WebhookMessage = {
+      const event: WebhookEvent = {
         tenant: c.var.tenant,
         jurisdiction: jurisdictionOf(c),
         endpointId: endpoint.id,
@@ -191,12 +190,11 @@ export function hookHandlers(cache: HookCache): Pick<Handlers, HookOperation> {
           data: { endpoint_id: endpoint.id },
         }),
       };
-      await c.env.WEBHOOKS.send(message);
-      // Listed at once, before its first attempt (one already delivered stays delivered).
-      unwrap(await tenant.recordWebhookAttempts([recordOf(message, "pending", null)]));
+      // Recorded (listed at once, before its first attempt), then sent to the queue.
+      unwrap(await tenant.enqueueWebhooks([event]));
       const delivery: WebhookDelivery = {
         object: "webhook_delivery",
-        id: message.webhookId,
+        id: event.webhookId,
         endpoint_id: endpoint.id,
         type: TEST_EVENT_TYPE,
         thread_id: null,
