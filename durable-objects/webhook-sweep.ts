@@ -62,7 +62,7 @@ export class WebhookSweep {
     const messages = this.#deps.leases.takeExpired(SWEEP_BATCH);
     if (messages.length > 0) {
       console.warn(
-        `[webhooks] sending ${messages.length} deliveries again: no attempt was under way`,
+        `[webhooks] sending again ${messages.length} of the tenant's deliveries: no attempt took them in time`,
       );
       await this.#send(messages);
     }

@@ -3,20 +3,27 @@
  * through the running service: the tenant's sweep sends again a delivery whose message the queue
  * lost (a local runtime killed with its in-memory queue loses every message in it), with the same
  * `webhook-id`, the schedule going on from the attempts made; a late copy of a message sent
- * again is dropped, so one delivery never has two streams of attempts; and a receiver that hangs
- * holds back no other delivery of its batch, of its tenant or another
- * (`durable-objects/webhook-sweep.ts`, `worker/webhook-consumer.ts`).
+ * again is dropped, so one delivery never has two streams of attempts; the sweep shares the
+ * tenant's one alarm with its deletion; and a receiver that hangs holds back no other delivery of
+ * its batch, of its tenant or another (`durable-objects/webhook-sweep.ts`, `webhook-leases.ts`,
+ * `worker/webhook-consumer.ts`).
  */
-import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import {
+  createExecutionContext,
+  createMessageBatch,
+  getQueueResult,
+  runInDurableObject,
+} from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { sweepGraceMs } from "../../durable-objects/webhook-sweep.ts";
 import type { Env } from "../../env.ts";
-import type { WebhookMessage } from "../../shared/api/index.ts";
+import type { TenantRpc, WebhookEvent, WebhookMessage } from "../../shared/api/index.ts";
 import { MAX_ATTEMPTS } from "../../shared/webhooks/index.ts";
 import { consumeWebhooks } from "../../worker/webhook-consumer.ts";
-import { newThreadId } from "./helpers/api.ts";
+import { api, newThreadId } from "./helpers/api.ts";
 import { receiver } from "./helpers/receiver.ts";
-import { tenantWithKey } from "./helpers/tenancy.ts";
+import { ADMIN_KEY, tenantWithKey } from "./helpers/tenancy.ts";
 import {
   createEndpoint,
   deliveriesOf,
@@ -139,6 +146,41 @@ describe("the tenant's sweep", { timeout: SWEEP_TEST_TIMEOUT_MS }, () => {
     expect(received.map((r) => r.id)).toEqual([original.webhookId]);
     const [delivery] = await until(key, endpoint.id, (d) => d[0]?.status === "delivered");
     expect(delivery?.attempts.map((a) => a.status_code)).toEqual([200]);
+  });
+});
+
+describe("the tenant's one alarm", () => {
+  it("stays due for the earliest lease, and a deletion brings it forward", async () => {
+    const { key, tenant } = await tenantWithKey();
+    const endpoint = await createEndpoint(key, { events: ["turn.completed"] });
+    losingSends(2);
+    const object = env.TENANT.getByName(tenant.id);
+    const stub = object as unknown as TenantRpc;
+    const alarm = () => runInDurableObject(object, (_i, state) => state.storage.getAlarm());
+    const event = (webhookId: string): WebhookEvent => {
+      const { handoff: _, ...rest } = queueMessage(tenant.id, endpoint.id, webhookId);
+      return rest;
+    };
+    const before = Date.now();
+    expect(await stub.enqueueWebhooks([event("msg_1")])).toEqual({ ok: true, value: null });
+    const first = (await alarm()) ?? 0;
+    expect(first).toBeGreaterThanOrEqual(before + sweepGraceMs(env));
+    // A second delivery a little later: its lease ends later.
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    await stub.enqueueWebhooks([event("msg_2")]);
+    // The later lease leaves the alarm where the earlier one needs it.
+    expect(await alarm()).toBe(first);
+    expect(
+      (await api("DELETE", `/v1/admin/tenants/${tenant.id}`, undefined, ADMIN_KEY)).status,
+    ).toBe(202);
+    // Due at once (or already run): not left behind the lease's time.
+    const deleting = await alarm();
+    expect(deleting === null || deleting < first).toBe(true);
+    await vi.waitUntil(
+      async () =>
+        (await api("GET", `/v1/admin/tenants/${tenant.id}`, undefined, ADMIN_KEY)).status === 404,
+      { timeout: 5_000, interval: 50 },
+    );
   });
 });
 
