@@ -501,7 +501,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
 
   /**
    * Flushes, checkpoints and prunes, then starts a queued turn left waiting; pushes to the
-   * tenant's object what it has not acknowledged, and hands the outbox to the webhook queue.
+   * tenant's object what it has not acknowledged, and hands the outbox to it.
    */
   override async alarm(): Promise<void> {
     this.#alarms.fired();
