@@ -38,9 +38,9 @@ export interface WebhookSweepDeps {
  * record is the durable truth of an event once its thread hands it over: it is recorded pending
  * and leased (`webhook-leases.ts`) before it is sent to the queue, and the object's alarm (shared
  * with the tenant's deletion) sends again, with the same `webhook-id`, each delivery whose lease
- * ran out with no attempt in flight: its message was lost (the queue is at least once, and a local
- * runtime killed with its in-memory queue loses every message in it) or is hopelessly late. Each
- * run sends at most `SWEEP_BATCH`; a send that fails is left to the next run.
+ * ran out with no attempt in flight: its message was lost (a local runtime killed with its
+ * in-memory queue loses every message in it) or is hopelessly late. Each run sends at most
+ * `SWEEP_BATCH`; a send that fails is left to a later run, when its lease runs out again.
  */
 export class WebhookSweep {
   readonly #deps: WebhookSweepDeps;
