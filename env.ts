@@ -19,8 +19,9 @@ export interface Env {
   /** The same for `fedramp`; without the binding, no FedRAMP tenant can be created. */
   ROLLOUT_FEDRAMP?: R2Bucket;
   /**
-   * The webhook queue (producer and consumer in this worker): each event for each endpoint, from
-   * the threads' outboxes; its consumer delivers them (`worker/webhook-consumer.ts`).
+   * The webhook queue (producer and consumer in this worker): each event for each endpoint, sent
+   * by its tenant's object (`durable-objects/webhook-sweep.ts`); its consumer delivers them
+   * (`worker/webhook-consumer.ts`).
    */
   WEBHOOKS: Queue;
   /** `production` (wrangler.toml) or `development` (`npm start`, the test suites). */

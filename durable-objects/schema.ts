@@ -26,7 +26,7 @@
  * - spindle_deliveries: hook deliveries this thread accepted (the dedup of the sender's id, 72
  *   hours) and duplicates of them, each the log entry the tenant is told of (`rev` grows with
  *   each change, `pushed_rev` is what the tenant acknowledged), with its turn's outcome.
- * - spindle_outbox: events for the tenant's webhook endpoints not yet handed to the queue, one
+ * - spindle_outbox: events for the tenant's webhook endpoints not yet handed to the tenant, one
  *   row per event and endpoint (`endpoint_id` null: the endpoints are not known yet).
  *
  * Every table costs a database page or more even while empty, and a table with a rowid and a

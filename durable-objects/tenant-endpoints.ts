@@ -7,6 +7,8 @@ import type {
   RecordedAttempt,
   RpcResult,
   WebhookDelivery,
+  WebhookEvent,
+  WebhookMessage,
   WebhookSubscriptions,
   WebhookTargetRequest,
   WebhookTargetState,
@@ -18,6 +20,7 @@ import { ok } from "./results.ts";
 import { liveSecrets, rotated, type SecretColumns } from "./rotating-secrets.ts";
 import type { Sql } from "./sql.ts";
 import { refusedByLimit } from "./tenant-limits.ts";
+import type { DeliveryLeases } from "./webhook-leases.ts";
 
 /** Each event's delivery record (status and attempts) is kept this long. */
 export const WEBHOOK_DELIVERY_RETENTION_MS = 7 * 24 * 60 * 60_000;
@@ -43,16 +46,18 @@ interface DeliveryRow extends Record<string, SqlStorageValue> {
  * one for 24 hours after a rotation, and per `webhook-id` its status and every attempt. The
  * subscriptions (which enabled endpoint wants which events) are what threads record events by;
  * they are kept in memory between changes, since every push of every thread is answered with
- * them.
+ * them. A delivery under way also holds a lease (`webhook-leases.ts`), which the attempts move.
  */
 export class EndpointStore {
   readonly #sql: Sql;
   readonly #clock: Clock;
+  readonly #leases: DeliveryLeases;
   #subscriptions: WebhookSubscriptions | undefined;
 
-  constructor(sql: Sql, clock: Clock) {
+  constructor(sql: Sql, clock: Clock, leases: DeliveryLeases) {
     this.#sql = sql;
     this.#clock = clock;
+    this.#leases = leases;
   }
 
   /** The new endpoint; `limit_exceeded` when the tenant holds `webhook_endpoints_per_tenant`. */
@@ -120,7 +125,10 @@ export class EndpointStore {
   /** False when there is no such endpoint. Its delivery records go with it. */
   delete(id: string): boolean {
     const deleted = this.#sql`DELETE FROM tenant_endpoints WHERE id = ${id}`.rowsWritten > 0;
-    if (deleted) this.#sql`DELETE FROM tenant_webhook_deliveries WHERE endpoint_id = ${id}`;
+    if (deleted) {
+      this.#sql`DELETE FROM tenant_webhook_deliveries WHERE endpoint_id = ${id}`;
+      this.#leases.endEndpoint(id);
+    }
     this.#subscriptions = undefined;
     return deleted;
   }
@@ -152,8 +160,42 @@ export class EndpointStore {
     return this.#subscriptions;
   }
 
-  /** For each delivery: where it goes and with which secrets, and whether it was delivered. */
-  targets(deliveries: readonly Omit<WebhookTargetRequest, "incarnation">[]): WebhookTargetState[] {
+  /**
+   * New deliveries, recorded pending with no attempt and leased to their first hand-off; answers
+   * their queue messages. One already recorded (a hand-off repeated) or for an endpoint that no
+   * longer exists is left out.
+   */
+  accept(events: readonly WebhookEvent[]): WebhookMessage[] {
+    const endpoints = new Map<string, boolean>();
+    const fresh = events.filter((event) => {
+      if (!endpoints.has(event.endpointId)) {
+        endpoints.set(event.endpointId, this.#row(event.endpointId) !== undefined);
+      }
+      return endpoints.get(event.endpointId) && this.#delivery(event.webhookId) === undefined;
+    });
+    for (const event of fresh) {
+      const delivery: WebhookDelivery = {
+        object: "webhook_delivery",
+        id: event.webhookId,
+        endpoint_id: event.endpointId,
+        type: event.type,
+        thread_id: event.threadId,
+        turn_id: event.turnId,
+        status: "pending",
+        created_at: event.createdAt,
+        attempts: [],
+      };
+      this.#putDelivery(delivery);
+    }
+    return this.#leases.add(fresh);
+  }
+
+  /**
+   * For each delivery the consumer is about to attempt: where it goes and with which secrets,
+   * whether it was delivered, whether a later hand-off superseded its message, and how many
+   * attempts it had. The current hand-off's lease runs from now: its attempt is under way.
+   */
+  targets(deliveries: readonly WebhookTargetRequest[]): WebhookTargetState[] {
     const now = this.#clock.nowMs();
     // A batch's messages are mostly for a few endpoints: each is read once.
     const targets = new Map<string, WebhookTargetState["endpoint"]>();
@@ -174,12 +216,18 @@ export class EndpointStore {
       }
       return targets.get(endpointId) ?? null;
     };
-    return deliveries.map(({ webhookId, endpointId }) => {
-      const delivered =
-        this.#sql<{ status: string }>`
-          SELECT status FROM tenant_webhook_deliveries WHERE id = ${webhookId}`.toArray()[0]
-          ?.status === "delivered";
-      return { webhookId, endpoint: targetOf(endpointId), delivered };
+    return deliveries.map(({ webhookId, endpointId, handoff }) => {
+      const delivery = this.#delivery(webhookId);
+      const delivered = delivery?.status === "delivered";
+      const superseded = this.#leases.standing(webhookId, handoff) === "superseded";
+      if (!delivered && !superseded) this.#leases.attempting(webhookId);
+      return {
+        webhookId,
+        endpoint: targetOf(endpointId),
+        delivered,
+        superseded,
+        attempts: delivery?.attempts.length ?? 0,
+      };
     });
   }
 
@@ -189,9 +237,18 @@ export class EndpointStore {
     return row && (JSON.parse(row.body) as WebhookDelivery);
   }
 
+  #putDelivery(delivery: WebhookDelivery): void {
+    this.#sql`INSERT INTO tenant_webhook_deliveries (id, endpoint_id, created_at, status, body)
+      VALUES (${delivery.id}, ${delivery.endpoint_id}, ${delivery.created_at}, ${delivery.status},
+        ${JSON.stringify(delivery)})
+      ON CONFLICT (id) DO UPDATE SET status = excluded.status, body = excluded.body`;
+  }
+
   /**
    * Records attempts and the statuses they leave. A delivered event stays delivered (a copy of
-   * its message that the queue delivered twice may fail later); a 410 disables the endpoint.
+   * its message that the queue delivered twice may fail later); an attempt of a superseded
+   * hand-off is listed but moves nothing else, unless it delivered; a 410 disables the endpoint.
+   * A delivery that ended drops its lease; one retried is in flight until its retry is due.
    * Records of endpoints that no longer exist are dropped.
    */
   record(attempts: readonly RecordedAttempt[]): void {
@@ -206,6 +263,7 @@ export class EndpointStore {
       const endpoint = endpoints.get(message.endpointId);
       if (!endpoint) continue;
       const before = this.#delivery(message.webhookId);
+      const standing = this.#leases.standing(message.webhookId, message.handoff);
       const delivery: WebhookDelivery = {
         object: "webhook_delivery",
         id: message.webhookId,
@@ -213,16 +271,22 @@ export class EndpointStore {
         type: message.type,
         thread_id: message.threadId,
         turn_id: message.turnId,
-        status: before?.status === "delivered" ? "delivered" : status,
+        status:
+          before?.status === "delivered" || status === "delivered"
+            ? "delivered"
+            : standing === "superseded"
+              ? (before?.status ?? status)
+              : status,
         created_at: message.createdAt,
         attempts: [...(before?.attempts ?? []), ...(attempt ? [attempt] : [])].slice(
           -MAX_RECORDED_ATTEMPTS,
         ),
       };
-      this.#sql`INSERT INTO tenant_webhook_deliveries (id, endpoint_id, created_at, status, body)
-        VALUES (${delivery.id}, ${delivery.endpoint_id}, ${delivery.created_at}, ${delivery.status},
-          ${JSON.stringify(delivery)})
-        ON CONFLICT (id) DO UPDATE SET status = excluded.status, body = excluded.body`;
+      this.#putDelivery(delivery);
+      if (delivery.status !== "pending") this.#leases.end(delivery.id);
+      else if (standing === "current" && attempt?.next_retry_at) {
+        this.#leases.retrying(delivery.id, Date.parse(attempt.next_retry_at));
+      }
       if (gone && !endpoint.disabled) {
         const disabled: EndpointResource = { ...endpoint, disabled: true, disabled_reason: "gone" };
         this.#put(disabled);

@@ -25,6 +25,9 @@
  *   (the share less the thread's usage counted since), when it was granted.
  * - tenant_delivery_claims: the hooks' dedup keys of the last 72 hours, each with the thread its
  *   first copy went to (`delivery-claims.ts`).
+ * - tenant_webhook_leases: each delivery still under way (`webhook-leases.ts`): its queue message
+ *   (to send it again), the current hand-off to the queue, and until when that one is in flight
+ *   (epoch ms). A row with a payload is up to 20 KB, so the table keeps its rowid.
  */
 export const TENANT_MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS tenant_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -77,6 +80,10 @@ export const TENANT_MIGRATIONS: readonly string[] = [
      hook_id TEXT NOT NULL, key TEXT NOT NULL, thread_id TEXT NOT NULL,
      claimed_at INTEGER NOT NULL, PRIMARY KEY (hook_id, key));
    CREATE INDEX IF NOT EXISTS tenant_delivery_claims_at ON tenant_delivery_claims (claimed_at);`,
+  `CREATE TABLE IF NOT EXISTS tenant_webhook_leases (
+     id TEXT PRIMARY KEY, endpoint_id TEXT NOT NULL, handoff INTEGER NOT NULL,
+     in_flight_until INTEGER NOT NULL, message TEXT NOT NULL);
+   CREATE INDEX IF NOT EXISTS tenant_webhook_leases_due ON tenant_webhook_leases (in_flight_until);`,
 ];
 
 /** The directory object's tables: every managed tenant's record, by id. */

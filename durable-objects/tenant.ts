@@ -34,10 +34,12 @@ import type {
   VerifiedKey,
   VerifyKeyRequest,
   WebhookDelivery,
+  WebhookEvent,
   WebhookSubscriptions,
   WebhookTargetRequest,
   WebhookTargetState,
 } from "../shared/api/index.ts";
+import { AlarmSchedule } from "./alarms.ts";
 import { badCursor } from "./cursor.ts";
 import { DeliveryClaims } from "./delivery-claims.ts";
 import { systemClock } from "./live-thread.ts";
@@ -53,6 +55,8 @@ import { KeyStore } from "./tenant-keys.ts";
 import { TENANT_MIGRATIONS } from "./tenant-schema.ts";
 import { ThreadIndex } from "./thread-index.ts";
 import { UsageRollup, utcDay } from "./usage-rollup.ts";
+import { DeliveryLeases } from "./webhook-leases.ts";
+import { sweepGraceMs, WebhookSweep } from "./webhook-sweep.ts";
 
 /** Threads deleted per alarm run while a tenant is being deleted, at most this many at once. */
 export const DELETION_BATCH = 20;
@@ -87,6 +91,9 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
   readonly #hooks: HookStore;
   readonly #endpoints: EndpointStore;
   readonly #claims: DeliveryClaims;
+  /** One alarm for the deletion and the webhook sweep. */
+  readonly #alarms: AlarmSchedule;
+  readonly #sweep: WebhookSweep;
   readonly #metaRead = new Map<string, unknown>();
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -105,7 +112,16 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
       this.#admissions.settle(threadId, tokens),
     );
     this.#hooks = new HookStore(this.#sql, systemClock);
-    this.#endpoints = new EndpointStore(this.#sql, systemClock);
+    const leases = new DeliveryLeases(this.#sql, systemClock, sweepGraceMs(env));
+    this.#endpoints = new EndpointStore(this.#sql, systemClock, leases);
+    this.#alarms = new AlarmSchedule(ctx.storage, systemClock);
+    this.#sweep = new WebhookSweep({
+      endpoints: this.#endpoints,
+      leases,
+      queue: env.WEBHOOKS,
+      alarms: this.#alarms,
+      clock: systemClock,
+    });
     this.#claims = new DeliveryClaims(this.#sql, systemClock);
   }
 
@@ -199,14 +215,18 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     const deleting: TenantResource = { ...record, status: "deleting" };
     this.#putMeta("record", deleting);
     this.#keys.clear();
-    await this.ctx.storage.setAlarm(systemClock.nowMs());
+    await this.#alarms.within(0);
     return ok(deleting);
   }
 
-  /** A batch of the deleting tenant's threads goes; then the next batch, until none is left. */
+  /**
+   * A batch of the deleting tenant's threads goes; then the next batch, until none is left. Any
+   * other tenant's alarm is the webhook sweep's.
+   */
   override async alarm(): Promise<void> {
+    this.#alarms.fired();
     const record = this.#record();
-    if (record?.status !== "deleting") return;
+    if (record?.status !== "deleting") return this.#sweep.run();
     const batch = this.#index.threadIds(DELETION_BATCH);
     if (batch.length === 0) {
       await directoryStub(this.env).forget(record.id);
@@ -234,7 +254,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
         }),
       );
     }
-    await this.ctx.storage.setAlarm(systemClock.nowMs() + (failed ? DELETION_RETRY_MS : 0));
+    await this.#alarms.within(failed ? DELETION_RETRY_MS : 0);
   }
 
   async createKey(
@@ -493,15 +513,26 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
 
   /** Events of another incarnation (or of a deleted tenant) find no endpoint. */
   async webhookTargets(req: WebhookTargetRequest[]): Promise<RpcResult<WebhookTargetState[]>> {
-    const ours = this.#gone()
-      ? []
-      : req.filter((r) => r.incarnation === undefined || !this.#foreign(r.incarnation));
-    const found = new Map(this.#endpoints.targets(ours).map((t) => [t.webhookId, t]));
-    return ok(
-      req.map(
-        ({ webhookId }) => found.get(webhookId) ?? { webhookId, endpoint: null, delivered: false },
-      ),
-    );
+    if (this.#gone()) {
+      return ok(
+        req.map(({ webhookId }) => ({
+          webhookId,
+          endpoint: null,
+          delivered: false,
+          superseded: false,
+          attempts: 0,
+        })),
+      );
+    }
+    return ok(this.#endpoints.targets(req));
+  }
+
+  async enqueueWebhooks(events: WebhookEvent[]): Promise<RpcResult<null>> {
+    // A tenant being deleted takes no more events (its endpoints are as good as gone).
+    // Nor events of a thread of another incarnation (one recorded before them carries none).
+    const ours = events.filter((e) => e.incarnation === undefined || !this.#foreign(e.incarnation));
+    if (!this.#gone()) await this.#sweep.enqueue(ours);
+    return ok(null);
   }
 
   async recordWebhookAttempts(attempts: RecordedAttempt[]): Promise<RpcResult<null>> {

@@ -112,7 +112,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
         return () => clearTimeout(timer);
       },
     });
-    this.#outbox = WebhookOutbox.ofObject(ctx, env, this.#alarms, this.#sync);
+    this.#outbox = WebhookOutbox.ofObject(ctx, this.#alarms, this.#sync);
     this.#events = new EventLog(sql, systemClock);
     this.#queue = new TurnQueue(sql);
     this.#idempotency = new IdempotencyKeys(sql, systemClock);
@@ -503,7 +503,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
 
   /**
    * Flushes, checkpoints and prunes, then starts a queued turn left waiting; pushes to the
-   * tenant's object what it has not acknowledged, and hands the outbox to the webhook queue.
+   * tenant's object what it has not acknowledged, and hands the outbox to it.
    */
   override async alarm(): Promise<void> {
     this.#alarms.fired();

@@ -1,10 +1,9 @@
 import { v7 as uuidv7 } from "uuid";
-import type { Env } from "../env.ts";
 import type {
   DeliveryResource,
   Jurisdiction,
   TenantRpc,
-  WebhookMessage,
+  WebhookEvent,
   WebhookSubscriptions,
 } from "../shared/api/index.ts";
 import type { Clock } from "../shared/ports/index.ts";
@@ -29,7 +28,7 @@ import type { TenantSync } from "./tenant-sync.ts";
  * it is handed off (one call to the tenant's object, off the turn's path).
  */
 export const SUBSCRIPTIONS_TTL_MS = 10_000;
-/** Rows per hand-off (the queue takes at most 100 messages per batch). */
+/** Rows per hand-off. */
 export const HANDOFF_BATCH = 100;
 
 /** The `spindle_sync` keys of the outbox, which outlive a delete of the thread. */
@@ -40,8 +39,8 @@ interface Known {
   at: number;
 }
 
-/** An outbox row's body: the message without its routing (tenant, endpoint, id). */
-type RowBody = Omit<WebhookMessage, "tenant" | "jurisdiction" | "endpointId" | "webhookId">;
+/** An outbox row's body: the event without its routing (tenant, endpoint, id). */
+type RowBody = Omit<WebhookEvent, "tenant" | "jurisdiction" | "endpointId" | "webhookId">;
 
 interface OutboxRow extends Record<string, SqlStorageValue> {
   id: string;
@@ -58,7 +57,6 @@ export interface WebhookOutboxDeps {
   name: { tenant: string; incarnation: string | null; threadId: string } | undefined;
   jurisdiction: () => Jurisdiction;
   tenant: () => TenantRpc | undefined;
-  queue: Queue;
   waitUntil: (work: Promise<unknown>) => void;
 }
 
@@ -67,8 +65,9 @@ export interface WebhookOutboxDeps {
  * `spindle_outbox` in the synchronous step that stores what it reports (a turn's row after its
  * last line, the thread's first lines, its deletion), one row per subscribed endpoint, so an
  * event exists exactly when its line does and an eviction right after loses none. Rows are then
- * handed to the webhook queue off the turn's path and deleted; a hand-off that failed, or that
- * an instance lost, is made again by the alarm.
+ * handed to the tenant's object off the turn's path (which records each delivery, sends it to the
+ * webhook queue, and sends it again if the queue loses it: `webhook-sweep.ts`) and deleted once
+ * it has them; a hand-off that failed, or that an instance lost, is made again by the alarm.
  *
  * A tenant without endpoints costs a turn nothing here: the thread knows its tenant's
  * subscriptions (answered with each push, at most `SUBSCRIPTIONS_TTL_MS` old) and writes no row
@@ -89,12 +88,7 @@ export class WebhookOutbox {
   }
 
   /** The outbox of a Thread object: its tenant and placement are its sync's. */
-  static ofObject(
-    ctx: DurableObjectState,
-    env: Env,
-    alarms: AlarmSchedule,
-    sync: TenantSync,
-  ): WebhookOutbox {
+  static ofObject(ctx: DurableObjectState, alarms: AlarmSchedule, sync: TenantSync): WebhookOutbox {
     return new WebhookOutbox({
       sql: sqlOf(ctx.storage.sql),
       storage: ctx.storage,
@@ -103,7 +97,6 @@ export class WebhookOutbox {
       name: threadNameOf(ctx),
       jurisdiction: () => sync.policy.jurisdiction,
       tenant: () => sync.tenant(),
-      queue: env.WEBHOOKS,
       waitUntil: (work) => ctx.waitUntil(work),
     });
   }
@@ -210,7 +203,7 @@ export class WebhookOutbox {
     return this.#rows;
   }
 
-  /** Hands the outbox to the queue in the background (one hand-off at a time). */
+  /** Hands the outbox to the tenant in the background (one hand-off at a time). */
   handOff(): void {
     if (this.#inFlight) {
       this.#again = true;
@@ -295,7 +288,7 @@ export class WebhookOutbox {
     return unresolved.length;
   }
 
-  /** Sends the oldest rows to the queue and deletes them; answers how many. */
+  /** Hands the oldest rows to the tenant and deletes them; answers how many. */
   async #sendBatch(): Promise<number> {
     const name = this.#deps.name;
     if (name === undefined) return 0;
@@ -305,20 +298,23 @@ export class WebhookOutbox {
         WHERE endpoint_id IS NOT NULL ORDER BY created_at, id LIMIT ${HANDOFF_BATCH}`.toArray(),
     );
     if (rows.length === 0) return 0;
+    const tenant = this.#deps.tenant();
+    if (!tenant) throw new Error("the thread has no tenant to hand its events to");
     const jurisdiction = this.#deps.jurisdiction();
-    const messages = rows.map((row) => ({
-      body: {
+    const events = rows.map(
+      (row): WebhookEvent => ({
         ...(JSON.parse(row.body) as RowBody),
         tenant: name.tenant,
         jurisdiction,
         incarnation: name.incarnation,
         endpointId: row.endpoint_id ?? "",
         webhookId: row.id,
-      } satisfies WebhookMessage,
-    }));
-    await this.#deps.queue.sendBatch(messages);
-    // A row sent twice (this instance lost before the delete) is the same webhook-id twice: the
-    // consumer delivers it once.
+      }),
+    );
+    const answer = await tenant.enqueueWebhooks(events);
+    if (!answer.ok) throw new Error(`${answer.error.code}: ${answer.error.detail}`);
+    // A row handed off twice (this instance lost before the delete) is the same webhook-id twice:
+    // the tenant takes it once.
     this.#deps.sql`DELETE FROM spindle_outbox
       WHERE id IN (SELECT value FROM json_each(${JSON.stringify(rows.map((row) => row.id))}))`;
     this.#rows = Math.max(0, this.#count() - rows.length);

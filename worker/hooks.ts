@@ -11,7 +11,7 @@ import {
   type HookResource,
   hookPath,
   type WebhookDelivery,
-  type WebhookMessage,
+  type WebhookEvent,
 } from "../shared/api/index.ts";
 import { outboundUrlRefusal } from "../shared/outbound/index.ts";
 import {
@@ -29,7 +29,6 @@ import { type HookCache, hookCacheKey } from "./hook-cache.ts";
 import { deliverHook } from "./hook-delivery.ts";
 import { outboundPolicy } from "./outbound-policy.ts";
 import { callerOf, homeOf, jurisdictionOf, ownTenant } from "./tenancy.ts";
-import { recordOf } from "./webhook-consumer.ts";
 
 type HookOperation =
   | "createHook"
@@ -199,7 +198,7 @@ export function hookHandlers(cache: HookCache): Pick<Handlers, HookOperation> {
       const tenant = ownTenant(c);
       const endpoint = unwrap(await tenant.getEndpoint(callerOf(c), param.id));
       const createdAt = new Date().toISOString();
-      const message: WebhookMessage = {
+      const event: WebhookEvent = {
         tenant: c.var.tenant,
         jurisdiction: jurisdictionOf(c),
         incarnation: homeOf(c).incarnation,
@@ -215,12 +214,11 @@ export function hookHandlers(cache: HookCache): Pick<Handlers, HookOperation> {
           data: { endpoint_id: endpoint.id },
         }),
       };
-      await c.env.WEBHOOKS.send(message);
-      // Listed at once, before its first attempt (one already delivered stays delivered).
-      unwrap(await tenant.recordWebhookAttempts([recordOf(message, "pending", null)]));
+      // Recorded (listed at once, before its first attempt), then sent to the queue.
+      unwrap(await tenant.enqueueWebhooks([event]));
       const delivery: WebhookDelivery = {
         object: "webhook_delivery",
-        id: message.webhookId,
+        id: event.webhookId,
         endpoint_id: endpoint.id,
         type: TEST_EVENT_TYPE,
         thread_id: null,

@@ -1,25 +1,28 @@
 /**
  * The consumer of the webhook queue (design §12, §15 invariant 12): each message is one event
- * for one endpoint, handed over by a thread's outbox (or the test route). It is signed per
- * Standard Webhooks (a fresh `webhook-timestamp` on each attempt, the same `webhook-id`), posted
- * with a 15 s timeout and redirects not followed, and on failure retried through the queue on the
- * schedule 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (`msg.retry({delaySeconds})`, by the
- * message's attempts), then recorded as failed. Every attempt is recorded in the tenant's object,
- * one call per tenant per batch; an event it already shows delivered (the queue delivered its
- * message twice, or a thread handed it over twice) is not sent again. Messages the dead-letter
+ * for one endpoint, sent by the tenant's object (a thread's event, the test event, or one the
+ * tenant's sweep sent again). It is signed per Standard Webhooks (a fresh `webhook-timestamp` on
+ * each attempt, the same `webhook-id`), posted with a 15 s timeout and redirects not followed, and
+ * on failure retried through the queue on the schedule 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h
+ * (`msg.retry({delaySeconds})`, by the attempts the delivery had), then recorded as failed. An
+ * event the tenant already shows delivered (the queue delivered its message twice) and a message
+ * of a hand-off the sweep superseded are dropped unsent.
+ *
+ * One receiver that hangs holds back no other: a batch's attempts run at once, each bounded by the
+ * timeout, and each is recorded in the tenant's object and acked (or retried) as soon as it ends,
+ * the attempts that end while a record is in flight going together in the next (one call for the
+ * endpoints per tenant per batch, then at most one record in flight). Messages the dead-letter
  * queue receives (a consumer that kept failing) are recorded as failed.
  */
 import { tenantStubIn } from "../durable-objects/placement.ts";
 import type { Env } from "../env.ts";
 import type { RecordedAttempt, WebhookMessage, WebhookTargetState } from "../shared/api/index.ts";
 import { outboundUrlRefusal } from "../shared/outbound/index.ts";
-import { retryDelaySeconds, signStandard } from "../shared/webhooks/index.ts";
+import { deliveryTimeoutMs, retryDelaySeconds, signStandard } from "../shared/webhooks/index.ts";
 import { outboundPolicy } from "./outbound-policy.ts";
 
 /** The dead-letter queue's name ends so; its messages are past every retry. */
 export const DEAD_LETTER_SUFFIX = "-dlq";
-/** The default bound on one attempt. */
-export const DELIVERY_TIMEOUT_MS = 15_000;
 /** How long before a message whose recording failed is tried again. */
 const RECORD_RETRY_S = 10;
 
@@ -27,7 +30,7 @@ const USER_AGENT = "Spindle-Webhooks/1";
 
 type Outcome =
   | { ack: true; record?: RecordedAttempt }
-  | { ack: false; delaySeconds: number; record: RecordedAttempt };
+  | { ack: false; delaySeconds: number; record?: RecordedAttempt };
 
 export async function consumeWebhooks(batch: MessageBatch, env: Env): Promise<void> {
   const dead = batch.queue.endsWith(DEAD_LETTER_SUFFIX);
@@ -39,7 +42,10 @@ export async function consumeWebhooks(batch: MessageBatch, env: Env): Promise<vo
   await Promise.all([...groups.values()].map((messages) => consumeTenant(messages, env, dead)));
 }
 
-/** One tenant's messages of a batch: one call for their endpoints, one for their attempts. */
+/**
+ * One tenant's messages of a batch: one call for their endpoints, then each attempt recorded and
+ * its message acked or retried as it ends.
+ */
 async function consumeTenant(
   messages: readonly Message<WebhookMessage>[],
   env: Env,
@@ -48,41 +54,76 @@ async function consumeTenant(
   const first = messages[0]?.body;
   if (!first) return;
   const tenant = tenantStubIn(env, first.jurisdiction, first.tenant);
-  let outcomes: Outcome[];
+  let targets: WebhookTargetState[];
   try {
-    const targets = await tenant.webhookTargets(
+    const answer = await tenant.webhookTargets(
       messages.map(({ body }) => ({
-        ...(body.incarnation === undefined ? {} : { incarnation: body.incarnation }),
         webhookId: body.webhookId,
         endpointId: body.endpointId,
+        handoff: body.handoff,
       })),
     );
-    if (!targets.ok) throw new Error(`${targets.error.code}: ${targets.error.detail}`);
-    outcomes = await Promise.all(
-      messages.map((message, i) => {
-        const target = targets.value[i];
-        if (!target) throw new Error("the tenant answered fewer targets than asked");
-        return dead ? deadLetter(message, target) : attempt(message, target, env);
-      }),
-    );
-    const records = outcomes.flatMap((outcome) => (outcome.record ? [outcome.record] : []));
-    if (records.length > 0) {
-      const recorded = await tenant.recordWebhookAttempts(records);
-      if (!recorded.ok) throw new Error(`${recorded.error.code}: ${recorded.error.detail}`);
-    }
+    if (!answer.ok) throw new Error(`${answer.error.code}: ${answer.error.detail}`);
+    targets = answer.value;
   } catch (err) {
-    // Unrecorded: tried again (a repeat of a delivered event may reach the receiver twice, with
-    // the same webhook-id).
-    console.warn("[webhooks] a batch could not be recorded; retrying it", err);
+    console.warn("[webhooks] a tenant's endpoints could not be read; retrying its messages", err);
     for (const message of messages) message.retry({ delaySeconds: RECORD_RETRY_S });
     return;
   }
-  outcomes.forEach((outcome, i) => {
-    const message = messages[i];
-    if (!message) return;
-    if (outcome.ack) message.ack();
-    else message.retry({ delaySeconds: outcome.delaySeconds });
+  const record = coalesced(async (records: RecordedAttempt[]) => {
+    try {
+      const recorded = await tenant.recordWebhookAttempts(records);
+      if (!recorded.ok) throw new Error(`${recorded.error.code}: ${recorded.error.detail}`);
+    } catch (err) {
+      console.warn("[webhooks] attempts could not be recorded; retrying their messages", err);
+      throw err;
+    }
   });
+  await Promise.all(
+    messages.map(async (message, i) => {
+      const target = targets[i];
+      const outcome: Outcome = !target
+        ? { ack: false, delaySeconds: RECORD_RETRY_S }
+        : dead
+          ? deadLetter(message, target)
+          : await attempt(message, target, env);
+      if (outcome.record) {
+        try {
+          await record(outcome.record);
+        } catch {
+          // Unrecorded: tried again (a repeat of a delivered event may reach the receiver twice,
+          // with the same webhook-id).
+          message.retry({ delaySeconds: RECORD_RETRY_S });
+          return;
+        }
+      }
+      if (outcome.ack) message.ack();
+      else message.retry({ delaySeconds: outcome.delaySeconds });
+    }),
+  );
+}
+
+/**
+ * `flush` as a batching call: an item waits for the flush in flight to end, then goes with every
+ * item that came meanwhile; each call answers when its own flush does.
+ */
+function coalesced<T>(flush: (items: T[]) => Promise<void>): (item: T) => Promise<void> {
+  let waiting: T[] = [];
+  let next: Promise<void> | undefined;
+  let last: Promise<unknown> = Promise.resolve();
+  return (item) => {
+    waiting.push(item);
+    if (next === undefined) {
+      next = last.then(() => {
+        const items = waiting;
+        waiting = [];
+        next = undefined;
+        return flush(items);
+      });
+      last = next.catch(() => {});
+    }
+    return next;
+  };
 }
 
 /** A message as its delivery record keeps it: without its tenant, jurisdiction and payload. */
@@ -98,7 +139,7 @@ export function recordOf(
 
 /** A message past every retry: failed, unless it was delivered after all. */
 function deadLetter(message: Message<WebhookMessage>, target: WebhookTargetState): Outcome {
-  if (target.delivered || target.endpoint === null) return { ack: true };
+  if (target.delivered || target.superseded || target.endpoint === null) return { ack: true };
   const at = new Date().toISOString();
   const failed = { at, status_code: null, error: "exhausted", duration_ms: 0, next_retry_at: null };
   return { ack: true, record: recordOf(message.body, "failed", failed) };
@@ -112,7 +153,7 @@ async function attempt(
 ): Promise<Outcome> {
   const { body } = message;
   const { endpoint } = target;
-  if (endpoint === null || target.delivered) return { ack: true };
+  if (endpoint === null || target.delivered || target.superseded) return { ack: true };
   const started = Date.now();
   const at = new Date(started).toISOString();
   const refused = endpoint.disabled
@@ -130,7 +171,9 @@ async function attempt(
   }
   // 410 Gone: the receiver asks for no more (Standard Webhooks): the endpoint is disabled.
   const gone = statusCode === 410;
-  const delay = gone ? undefined : retryDelaySeconds(message.attempts, retryScale(env));
+  // A message the sweep sent again starts the queue's count anew: the delivery's attempts go on.
+  const attempts = Math.max(message.attempts, target.attempts + 1);
+  const delay = gone ? undefined : retryDelaySeconds(attempts, retryScale(env));
   if (delay === undefined) {
     return {
       ack: true,
@@ -165,7 +208,7 @@ async function post(
         "webhook-signature": signStandard(secrets, body.webhookId, timestamp, body.payload),
       },
       body: body.payload,
-      signal: AbortSignal.timeout(Number(env.SPINDLE_WEBHOOK_TIMEOUT_MS) || DELIVERY_TIMEOUT_MS),
+      signal: AbortSignal.timeout(deliveryTimeoutMs(env.SPINDLE_WEBHOOK_TIMEOUT_MS)),
     });
     // The answer's body is not read: only its status counts.
     await res.body?.cancel().catch(() => {});

@@ -8,8 +8,10 @@
  *   synchronous step. The thread reports each delivery and how its turn ended to the tenant with
  *   its index pushes (`ThreadSync.deliveries`).
  * - A thread writes each event for its endpoints to an outbox in the step of the line it reports,
- *   then hands it to the webhook queue (`WebhookMessage`); the queue's consumer asks the tenant
- *   for the endpoint (`webhookTargets`) and records every attempt (`recordWebhookAttempts`).
+ *   then hands it to its tenant (`enqueueWebhooks`), which records the delivery and sends it to
+ *   the webhook queue (`WebhookMessage`), and sends it again if the queue loses it; the queue's
+ *   consumer asks the tenant for the endpoint (`webhookTargets`) and records every attempt
+ *   (`recordWebhookAttempts`).
  */
 import type { ThreadConfig, ThreadMetadata } from "../protocol/index.ts";
 import type { WebhookEventType } from "../webhooks/index.ts";
@@ -101,11 +103,14 @@ export interface DeliveryEntry {
   rev: number;
 }
 
-/** One event to one endpoint, as the thread hands it to the webhook queue. */
+/** One event to one endpoint, as the webhook queue carries it. */
 export interface WebhookMessage {
   tenant: string;
   jurisdiction: Jurisdiction;
-  /** The tenant incarnation of the thread that recorded it; absent in older messages (null). */
+  /**
+   * The tenant incarnation of the thread that recorded it: the tenant takes no event of another
+   * one. Absent in an event recorded before incarnations.
+   */
   incarnation?: string | null;
   endpointId: string;
   /** `webhook-id`: one per event and endpoint, the same on every attempt. */
@@ -116,7 +121,15 @@ export interface WebhookMessage {
   createdAt: string;
   /** The JSON body, signed as is. */
   payload: string;
+  /**
+   * Which hand-off of the delivery to the queue this message is: 1 for the first, one more for
+   * each time the tenant sent it again. A message of an earlier one is superseded: dropped unsent.
+   */
+  handoff: number;
 }
+
+/** One event to one endpoint, as a thread hands it to its tenant (`enqueueWebhooks`). */
+export type WebhookEvent = Omit<WebhookMessage, "handoff">;
 
 /** `createEndpoint`: the validated body (its URL checked) and the generated secret. */
 export interface CreateEndpointRequest {
@@ -128,13 +141,9 @@ export interface CreateEndpointRequest {
 
 /** `webhookTargets`: one delivery the consumer is about to attempt. */
 export interface WebhookTargetRequest {
-  /**
-   * The incarnation the event was recorded in: another one finds no endpoint. Absent for a
-   * message recorded before incarnations (its endpoint id, random, names one endpoint only).
-   */
-  incarnation?: string | null;
   webhookId: string;
   endpointId: string;
+  handoff: number;
 }
 
 /** `webhookTargets`: what the consumer needs for a delivery, and whether it already delivered. */
@@ -143,6 +152,10 @@ export interface WebhookTargetState {
   /** Null when the endpoint no longer exists. */
   endpoint: { url: string; secrets: string[]; disabled: boolean } | null;
   delivered: boolean;
+  /** A later hand-off of the delivery is under way: this message is dropped unsent. */
+  superseded: boolean;
+  /** The attempts recorded so far, by every hand-off: the schedule goes on from them. */
+  attempts: number;
 }
 
 /** `recordWebhookAttempts`: an attempt, and the delivery's status after it. */
@@ -216,6 +229,11 @@ export interface TenantWebhookRpc {
     req: ListQuery,
   ): Promise<RpcResult<ListResource<WebhookDelivery>>>;
   webhookSubscriptions(incarnation: string | null): Promise<RpcResult<WebhookSubscriptions>>;
+  /**
+   * A thread's events: recorded as pending deliveries (those already recorded are left as they
+   * are, so a hand-off may be repeated), then sent to the queue, and sent again if it loses them.
+   */
+  enqueueWebhooks(events: WebhookEvent[]): Promise<RpcResult<null>>;
   webhookTargets(req: WebhookTargetRequest[]): Promise<RpcResult<WebhookTargetState[]>>;
   recordWebhookAttempts(attempts: RecordedAttempt[]): Promise<RpcResult<null>>;
 }

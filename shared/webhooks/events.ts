@@ -30,6 +30,15 @@ const ERROR_MESSAGE_MAX_CHARS = 1_000;
 export const RETRY_SCHEDULE_S: readonly number[] = [5, 300, 1_800, 7_200, 18_000, 36_000, 36_000];
 export const MAX_ATTEMPTS = RETRY_SCHEDULE_S.length + 1;
 
+/** How long an attempt may take by default (design §12: a 15 s timeout is a failed attempt). */
+export const DELIVERY_TIMEOUT_MS = 15_000;
+
+/** The bound on an attempt: `raw` milliseconds (`SPINDLE_WEBHOOK_TIMEOUT_MS`), else the default. */
+export function deliveryTimeoutMs(raw: string | undefined): number {
+  const ms = Number(raw);
+  return Number.isFinite(ms) && ms > 0 ? ms : DELIVERY_TIMEOUT_MS;
+}
+
 /**
  * The wait before the attempt after attempt `attempt` (1 for the first) failed, in whole
  * seconds, the schedule multiplied by `scale` (tests compress it); undefined after the last.

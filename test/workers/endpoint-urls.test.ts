@@ -13,6 +13,7 @@ import worker from "../../worker/index.ts";
 import { api, BASE, json } from "./helpers/api.ts";
 import { RECEIVER_URL } from "./helpers/receiver.ts";
 import { tenantWithKey } from "./helpers/tenancy.ts";
+import { queueMessage } from "./helpers/webhooks.ts";
 
 const PRODUCTION = { ...env, SPINDLE_ENV: "production" } as unknown as Env;
 
@@ -145,17 +146,7 @@ describe("endpoint URLs in production", () => {
       ),
       201,
     );
-    const message: WebhookMessage = {
-      tenant: tenant.id,
-      jurisdiction: null,
-      endpointId: endpoint.id,
-      webhookId: "msg_refused",
-      type: "turn.completed",
-      threadId: "t1",
-      turnId: "turn_1",
-      createdAt: new Date().toISOString(),
-      payload: "{}",
-    };
+    const message = queueMessage(tenant.id, endpoint.id, "msg_refused");
     const batch = createMessageBatch<WebhookMessage>("spindle-webhooks", [
       { id: "m1", timestamp: new Date(), attempts: 1, body: message },
     ]);

@@ -15,110 +15,29 @@ import {
   runInDurableObject,
 } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { sqlOf } from "../../durable-objects/sql.ts";
 import type { Env } from "../../env.ts";
 import type { WebhookMessage } from "../../shared/api/index.ts";
-import { WEBHOOK_EVENT_TYPES } from "../../shared/webhooks/index.ts";
 import { consumeWebhooks } from "../../worker/webhook-consumer.ts";
 import { api, json, newThreadId, post, untilRunning } from "./helpers/api.ts";
 import { RECEIVER_URL, type Received, receiver } from "./helpers/receiver.ts";
 import { tenantWithKey, threadObjectOf } from "./helpers/tenancy.ts";
+import {
+  createEndpoint,
+  type Delivery,
+  deliveriesOf,
+  type Endpoint,
+  queueMessage,
+  thread,
+  turn,
+  until,
+  verified,
+} from "./helpers/webhooks.ts";
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-interface Endpoint {
-  object: "webhook_endpoint";
-  id: string;
-  url: string;
-  events: string[];
-  description: string | null;
-  disabled: boolean;
-  disabled_reason: string | null;
-  created_at: string;
-  secret_rotated_at: string | null;
-  secret?: string;
-}
-
-interface Attempt {
-  at: string;
-  status_code: number | null;
-  error: string | null;
-  duration_ms: number;
-  next_retry_at: string | null;
-}
-
-interface Delivery {
-  id: string;
-  endpoint_id: string;
-  type: string;
-  thread_id: string | null;
-  turn_id: string | null;
-  status: string;
-  created_at: string;
-  attempts: Attempt[];
-}
-
-interface Event {
-  type: string;
-  timestamp: string;
-  data: Record<string, unknown>;
-}
-
-async function createEndpoint(key: string, body: Record<string, unknown> = {}) {
-  return json<Endpoint & { secret: string }>(
-    await api(
-      "POST",
-      "/v1/webhook-endpoints",
-      { url: `${RECEIVER_URL}/${crypto.randomUUID()}`, events: [...WEBHOOK_EVENT_TYPES], ...body },
-      key,
-    ),
-    201,
-  );
-}
-
-/** Verified with the `standardwebhooks` package, as any receiver would. */
-function verified(secret: string, request: Received): Event {
-  return new Webhook(secret).verify(request.body, {
-    "webhook-id": request.id,
-    "webhook-timestamp": request.timestamp,
-    "webhook-signature": request.signature,
-  }) as Event;
-}
-
-async function deliveriesOf(key: string, endpointId: string): Promise<Delivery[]> {
-  return (
-    await json<{ data: Delivery[] }>(
-      await api("GET", `/v1/webhook-endpoints/${endpointId}/deliveries?limit=100`, undefined, key),
-    )
-  ).data;
-}
-
-/** Waits until the endpoint's record shows `done`. */
-async function until(key: string, endpointId: string, done: (d: Delivery[]) => boolean) {
-  let deliveries: Delivery[] = [];
-  await vi.waitUntil(
-    async () => {
-      deliveries = await deliveriesOf(key, endpointId);
-      return done(deliveries);
-    },
-    { timeout: 10_000, interval: 50 },
-  );
-  return deliveries;
-}
-
-const thread =
-  (key: string) =>
-  async (id: string, body: Record<string, unknown> = {}) =>
-    json(await api("POST", "/v1/threads", { id, ...body }, key), 201);
-
-const turn = (key: string) => async (id: string, input: string) =>
-  json<{ id: string; status: string; pending_calls: { call_id: string; name: string }[] }>(
-    await api("POST", `/v1/threads/${id}/turns`, { input }, key),
-  );
 
 describe("the endpoint routes", () => {
   it("create shows the whsec_ secret once; get and list never; patch and delete change them", async () => {
@@ -394,17 +313,7 @@ describe("retries", () => {
     const { key, tenant } = await tenantWithKey();
     const endpoint = await createEndpoint(key);
     receiver(() => 500);
-    const message = (webhookId: string): WebhookMessage => ({
-      tenant: tenant.id,
-      jurisdiction: null,
-      endpointId: endpoint.id,
-      webhookId,
-      type: "turn.completed",
-      threadId: "t1",
-      turnId: "turn_1",
-      createdAt: new Date().toISOString(),
-      payload: "{}",
-    });
+    const message = (webhookId: string) => queueMessage(tenant.id, endpoint.id, webhookId);
     const batch = createMessageBatch<WebhookMessage>("spindle-webhooks", [
       { id: "m1", timestamp: new Date(), attempts: 1, body: message("msg_first") },
       { id: "m2", timestamp: new Date(), attempts: 2, body: message("msg_second") },
@@ -428,17 +337,7 @@ describe("retries", () => {
   it("a message the dead-letter queue receives is recorded as failed, unless it was delivered", async () => {
     const { key, tenant } = await tenantWithKey();
     const endpoint = await createEndpoint(key);
-    const message = (webhookId: string): WebhookMessage => ({
-      tenant: tenant.id,
-      jurisdiction: null,
-      endpointId: endpoint.id,
-      webhookId,
-      type: "turn.completed",
-      threadId: "t1",
-      turnId: "turn_1",
-      createdAt: new Date().toISOString(),
-      payload: "{}",
-    });
+    const message = (webhookId: string) => queueMessage(tenant.id, endpoint.id, webhookId);
     const batch = createMessageBatch<WebhookMessage>("spindle-webhooks-dlq", [
       { id: "m1", timestamp: new Date(), attempts: 1, body: message("msg_dead") },
     ]);
@@ -516,6 +415,25 @@ describe("the endpoint's secret, state and test event", () => {
   });
 });
 
+/** The tenant objects' stubs made in this isolate refuse hand-offs (the object out of reach). */
+function handOffsFail(): void {
+  const getByName = env.TENANT.getByName.bind(env.TENANT);
+  vi.spyOn(env.TENANT, "getByName").mockImplementation((name) => {
+    const stub = getByName(name);
+    return new Proxy(stub, {
+      get: (target, property) => {
+        if (property === "enqueueWebhooks") {
+          return async () => {
+            throw new Error("the tenant's object is out of reach");
+          };
+        }
+        const value: unknown = Reflect.get(target, property);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+  });
+}
+
 /** The thread's outbox rows and webhook values, read in its object. */
 async function outboxOf(tenant: string, id: string) {
   return runInDurableObject(await threadObjectOf(tenant, id), (_i, state) => ({
@@ -551,7 +469,7 @@ describe("the outbox", () => {
     const id = newThreadId();
     await thread(key)(id);
     const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
-    vi.spyOn(env.WEBHOOKS, "sendBatch").mockRejectedValue(new Error("the queue is down"));
+    handOffsFail();
     const done = await turn(key)(id, "hello");
     await vi.waitUntil(() => warn.mock.calls.length > 0, { timeout: 5_000 });
     expect((await outboxOf(tenant.id, id)).rows).toBe(1);

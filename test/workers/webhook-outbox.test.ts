@@ -1,9 +1,9 @@
 /**
  * The thread's outbox (`durable-objects/webhook-outbox.ts`) over a Thread object's SQLite, with
- * a clock, queue and tenant the test controls: nothing written for an event no endpoint wants,
- * one row per subscribed endpoint, rows written unresolved when the subscriptions it knows are
- * older than their bound (10 s) and resolved against the tenant's at the hand-off, a failed hand-off kept
- * and retried, and each turn's end mapped to its event.
+ * a clock and tenant the test controls: nothing written for an event no endpoint wants, one row
+ * per subscribed endpoint handed to the tenant, rows written unresolved when the subscriptions it
+ * knows are older than their bound (10 s) and resolved against the tenant's at the hand-off, a
+ * failed hand-off kept and retried, and each turn's end mapped to its event.
  */
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
@@ -14,7 +14,7 @@ import { SUBSCRIPTIONS_TTL_MS, WebhookOutbox } from "../../durable-objects/webho
 import type {
   DeliveryResource,
   TenantRpc,
-  WebhookMessage,
+  WebhookEvent,
   WebhookSubscriptions,
 } from "../../shared/api/index.ts";
 import { newThreadId, threadStub } from "./helpers/api.ts";
@@ -22,11 +22,11 @@ import { newThreadId, threadStub } from "./helpers/api.ts";
 interface Harness {
   outbox: WebhookOutbox;
   clock: { at: number };
-  sent: WebhookMessage[];
+  sent: WebhookEvent[];
   asked: () => number;
   rows: () => { endpoint_id: string | null }[];
   settle: () => Promise<void>;
-  failSends: (fail: boolean) => void;
+  failHandOffs: (fail: boolean) => void;
   alarm: () => Promise<number | null>;
 }
 
@@ -45,7 +45,7 @@ function withOutbox<T>(
   return runInDurableObject(threadStub(newThreadId()), async (_i, state) => {
     const sql = sqlOf(state.storage.sql);
     const clock = { at: Date.UTC(2026, 11, 1, 12), nowMs: () => clock.at };
-    const sent: WebhookMessage[] = [];
+    const sent: WebhookEvent[] = [];
     let failing = false;
     let asked = 0;
     const work: Promise<unknown>[] = [];
@@ -54,13 +54,12 @@ function withOutbox<T>(
         asked += 1;
         return { ok: true, value: tenantAnswers };
       },
-    } as unknown as TenantRpc;
-    const queue = {
-      sendBatch: async (messages: { body: WebhookMessage }[]) => {
-        if (failing) throw new Error("the queue is down");
-        sent.push(...messages.map((m) => m.body));
+      enqueueWebhooks: async (events: WebhookEvent[]) => {
+        if (failing) throw new Error("the tenant is unreachable");
+        sent.push(...events);
+        return { ok: true, value: null };
       },
-    } as unknown as Queue;
+    } as unknown as TenantRpc;
     const alarms = new AlarmSchedule(state.storage, clock);
     const outbox = new WebhookOutbox({
       sql,
@@ -70,7 +69,6 @@ function withOutbox<T>(
       name: { tenant: "acme", incarnation: null, threadId: "t1" },
       jurisdiction: () => null,
       tenant: () => tenant,
-      queue,
       waitUntil: (promise) => {
         work.push(promise);
       },
@@ -87,7 +85,7 @@ function withOutbox<T>(
       settle: async () => {
         while (work.length > 0) await work.shift();
       },
-      failSends: (fail) => {
+      failHandOffs: (fail) => {
         failing = fail;
       },
       alarm: () => state.storage.getAlarm(),
@@ -120,7 +118,7 @@ describe("WebhookOutbox", () => {
     expect(result).toEqual({ rows: [], sent: [], asked: 0 });
   });
 
-  it("writes one row per endpoint that wants the event and hands each to the queue", async () => {
+  it("writes one row per endpoint that wants the event and hands each to the tenant", async () => {
     const result = await withOutbox(SUBSCRIBED, async (h) => {
       h.outbox.learn(SUBSCRIBED, h.clock.at);
       h.outbox.turnEnded(
@@ -200,12 +198,12 @@ describe("WebhookOutbox", () => {
       // An alarm in the past would fire at once: this test's clock is the real one.
       h.clock.at = Date.now();
       h.outbox.learn(SUBSCRIBED, h.clock.at);
-      h.failSends(true);
+      h.failHandOffs(true);
       h.outbox.turnEnded(row("completed"), undefined);
       await h.settle();
       const kept = h.rows().length;
       const alarm = await h.alarm();
-      h.failSends(false);
+      h.failHandOffs(false);
       await h.outbox.repair();
       warn.mockRestore();
       return { kept, alarmIn: alarm === null ? null : alarm - h.clock.at, sent: h.sent.length };

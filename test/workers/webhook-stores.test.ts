@@ -1,7 +1,8 @@
 /**
  * The webhook stores of the `Tenant` object, each over a fresh tenant object's SQLite with a
  * clock the test moves: hooks and their delivery logs (`tenant-hooks.ts`), endpoints, their
- * subscriptions and delivery records (`tenant-endpoints.ts`).
+ * subscriptions and delivery records (`tenant-endpoints.ts`), and the leases of deliveries under
+ * way that the sweep sends again when they run out (`webhook-leases.ts`).
  */
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
@@ -11,17 +12,21 @@ import { sqlOf } from "../../durable-objects/sql.ts";
 import { EndpointStore, MAX_RECORDED_ATTEMPTS } from "../../durable-objects/tenant-endpoints.ts";
 import { DELIVERY_LOG_RETENTION_MS, HookStore } from "../../durable-objects/tenant-hooks.ts";
 import { TENANT_MIGRATIONS } from "../../durable-objects/tenant-schema.ts";
+import { DeliveryLeases } from "../../durable-objects/webhook-leases.ts";
 import type {
   CreateHookBody,
   DeliveryResource,
   RecordedAttempt,
   WebhookAttempt,
+  WebhookEvent,
 } from "../../shared/api/index.ts";
 import { okValue } from "./helpers/results.ts";
 import { newTenantId } from "./helpers/tenancy.ts";
 
 const START = Date.UTC(2026, 11, 1, 12);
 const DAY = 24 * 60 * 60_000;
+/** The sweep's grace as deployed (an attempt's 15 s twice, and the batch's 1 s). */
+const GRACE = 31_000;
 
 function withTenantStorage<T>(
   body: (parts: { sql: ReturnType<typeof sqlOf>; clock: { nowMs: () => number; at: number } }) => T,
@@ -161,12 +166,16 @@ describe("HookStore", () => {
   });
 });
 
-const attempt = (status: number | null, error: string | null): WebhookAttempt => ({
+const attempt = (
+  status: number | null,
+  error: string | null,
+  nextRetryAt: number | null = null,
+): WebhookAttempt => ({
   at: new Date(START).toISOString(),
   status_code: status,
   error,
   duration_ms: 3,
-  next_retry_at: null,
+  next_retry_at: nextRetryAt === null ? null : new Date(nextRetryAt).toISOString(),
 });
 
 function recorded(
@@ -175,6 +184,7 @@ function recorded(
   status: RecordedAttempt["status"],
   tried: WebhookAttempt | null,
   gone = false,
+  handoff = 1,
 ): RecordedAttempt {
   return {
     message: {
@@ -184,6 +194,7 @@ function recorded(
       threadId: "t",
       turnId: "turn_1",
       createdAt: new Date(START).toISOString(),
+      handoff,
     },
     attempt: tried,
     status,
@@ -194,7 +205,7 @@ function recorded(
 describe("EndpointStore", () => {
   it("subscriptions follow each change: enabled endpoints only, with their events", async () => {
     const result = await withTenantStorage(({ sql, clock }) => {
-      const endpoints = new EndpointStore(sql, clock);
+      const endpoints = new EndpointStore(sql, clock, new DeliveryLeases(sql, clock, GRACE));
       const a = okValue(
         endpoints.create({
           url: "https://a.test/",
@@ -243,7 +254,7 @@ describe("EndpointStore", () => {
 
   it("records attempts: a delivered event stays delivered, attempts are capped, 410 disables, gone endpoints drop them", async () => {
     const result = await withTenantStorage(({ sql, clock }) => {
-      const endpoints = new EndpointStore(sql, clock);
+      const endpoints = new EndpointStore(sql, clock, new DeliveryLeases(sql, clock, GRACE));
       const e = okValue(
         endpoints.create({
           url: "https://e.test/",
@@ -254,8 +265,8 @@ describe("EndpointStore", () => {
       );
       endpoints.rotate(e.id, "whsec_e2");
       const targetsBefore = endpoints.targets([
-        { webhookId: "msg_1", endpointId: e.id },
-        { webhookId: "msg_x", endpointId: "we_gone" },
+        { webhookId: "msg_1", endpointId: e.id, handoff: 1 },
+        { webhookId: "msg_x", endpointId: "we_gone", handoff: 1 },
       ]);
       endpoints.record([recorded(e.id, "msg_1", "pending", attempt(500, "http_500"))]);
       endpoints.record([recorded(e.id, "msg_1", "delivered", attempt(200, null))]);
@@ -269,7 +280,7 @@ describe("EndpointStore", () => {
       const list = endpoints.deliveries(e.id, { limit: 10 });
       return {
         targetsBefore,
-        targetsAfter: endpoints.targets([{ webhookId: "msg_1", endpointId: e.id }]),
+        targetsAfter: endpoints.targets([{ webhookId: "msg_1", endpointId: e.id, handoff: 1 }]),
         statuses: list?.data.map((d) => [d.id, d.status, d.attempts.length]).sort(),
         endpoint: endpoints.get(e.id),
         subscriptions: endpoints.subscriptions(),
@@ -280,10 +291,12 @@ describe("EndpointStore", () => {
         webhookId: "msg_1",
         endpoint: { url: "https://e.test/", secrets: ["whsec_e2", "whsec_e"], disabled: false },
         delivered: false,
+        superseded: false,
+        attempts: 0,
       },
-      { webhookId: "msg_x", endpoint: null, delivered: false },
+      { webhookId: "msg_x", endpoint: null, delivered: false, superseded: false, attempts: 0 },
     ]);
-    expect(result.targetsAfter[0]).toMatchObject({ delivered: true });
+    expect(result.targetsAfter[0]).toMatchObject({ delivered: true, attempts: 3 });
     expect(result.statuses).toEqual([
       ["msg_1", "delivered", 3],
       ["msg_2", "pending", MAX_RECORDED_ATTEMPTS],
@@ -291,5 +304,141 @@ describe("EndpointStore", () => {
     ]);
     expect(result.endpoint).toMatchObject({ disabled: true, disabled_reason: "gone" });
     expect(result.subscriptions).toEqual({ endpoints: [] });
+  });
+});
+
+const event = (endpointId: string, webhookId: string): WebhookEvent => ({
+  tenant: "acme",
+  jurisdiction: null,
+  endpointId,
+  webhookId,
+  type: "turn.completed",
+  threadId: "t",
+  turnId: "turn_1",
+  createdAt: new Date(START).toISOString(),
+  payload: `{"id":"${webhookId}"}`,
+});
+
+/** A fresh tenant's endpoint store and leases, with one endpoint. */
+function leased(sql: ReturnType<typeof sqlOf>, clock: { nowMs: () => number }) {
+  const leases = new DeliveryLeases(sql, clock, GRACE);
+  const endpoints = new EndpointStore(sql, clock, leases);
+  const { id } = okValue(
+    endpoints.create({
+      url: "https://e.test/",
+      events: ["turn.completed"],
+      description: null,
+      secret: "whsec_e",
+    }),
+  );
+  const statuses = () =>
+    endpoints.deliveries(id, { limit: 10 })?.data.map((d) => [d.id, d.status, d.attempts.length]);
+  return { leases, endpoints, id, statuses };
+}
+
+describe("DeliveryLeases", () => {
+  it("a delivery accepted is pending and in flight for the grace; a repeated hand-off adds nothing; the sweep takes the oldest expired first, a batch at a time", async () => {
+    const result = await withTenantStorage(({ sql, clock }) => {
+      const { leases, endpoints, id, statuses } = leased(sql, clock);
+      const first = endpoints.accept([event(id, "msg_1"), event("we_gone", "msg_x")]);
+      clock.at += 1;
+      endpoints.accept([event(id, "msg_2")]);
+      clock.at += 1;
+      const repeated = endpoints.accept([event(id, "msg_1"), event(id, "msg_3")]);
+      const expiresIn = (leases.nextExpiry() ?? 0) - START;
+      clock.at = START + GRACE - 1;
+      const before = leases.takeExpired(10);
+      clock.at = START + GRACE + 2;
+      const batches = [leases.takeExpired(2), leases.takeExpired(2)];
+      return {
+        first: first.map((m) => [m.webhookId, m.handoff, m.payload]),
+        repeated: repeated.map((m) => m.webhookId),
+        listed: statuses()?.sort(),
+        expiresIn,
+        before,
+        batches: batches.map((batch) => batch.map((m) => [m.webhookId, m.handoff])),
+      };
+    });
+    expect(result).toEqual({
+      first: [["msg_1", 1, '{"id":"msg_1"}']],
+      repeated: ["msg_3"],
+      listed: [
+        ["msg_1", "pending", 0],
+        ["msg_2", "pending", 0],
+        ["msg_3", "pending", 0],
+      ],
+      expiresIn: GRACE,
+      before: [],
+      batches: [
+        [
+          ["msg_1", 2],
+          ["msg_2", 2],
+        ],
+        [["msg_3", 2]],
+      ],
+    });
+  });
+
+  it("an attempt holds the lease for the grace, a failed one until its retry is due and the grace, an ended one ends it", async () => {
+    const result = await withTenantStorage(({ sql, clock }) => {
+      const { leases, endpoints, id } = leased(sql, clock);
+      endpoints.accept([event(id, "msg_1")]);
+      // Its message was slow: the attempt begins just before the lease runs out.
+      clock.at += GRACE - 1;
+      endpoints.targets([{ webhookId: "msg_1", endpointId: id, handoff: 1 }]);
+      clock.at += 1;
+      const attempting = leases.takeExpired(10);
+      // It fails, asking for a retry in 5 minutes.
+      const retryAt = clock.at + 300_000;
+      endpoints.record([recorded(id, "msg_1", "pending", attempt(500, "http_500", retryAt))]);
+      clock.at = retryAt + GRACE - 1;
+      const retryDue = leases.takeExpired(10);
+      clock.at += 1;
+      // The retry's message is lost: sent again.
+      const retryLost = leases.takeExpired(10).map((m) => [m.webhookId, m.handoff]);
+      endpoints.record([recorded(id, "msg_1", "delivered", attempt(200, null), false, 2)]);
+      return { attempting, retryDue, retryLost, after: leases.nextExpiry() };
+    });
+    expect(result).toEqual({
+      attempting: [],
+      retryDue: [],
+      retryLost: [["msg_1", 2]],
+      after: null,
+    });
+  });
+
+  it("hand-offs of the sweep back off; a superseded one's message is dropped, its attempts move nothing but a delivery", async () => {
+    const result = await withTenantStorage(({ sql, clock }) => {
+      const { leases, endpoints, id, statuses } = leased(sql, clock);
+      endpoints.accept([event(id, "msg_1")]);
+      const leaseEnds: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const ends = leases.nextExpiry() ?? 0;
+        leaseEnds.push(ends - clock.at);
+        clock.at = ends;
+        leases.takeExpired(10);
+      }
+      // The first two hand-offs' messages arrive late.
+      const [late] = endpoints.targets([{ webhookId: "msg_1", endpointId: id, handoff: 2 }]);
+      const leaseAfterLate = (leases.nextExpiry() ?? 0) - clock.at;
+      endpoints.record([recorded(id, "msg_1", "failed", attempt(500, "http_500"), false, 1)]);
+      const afterLateFailure = [statuses(), leases.nextExpiry() === null];
+      endpoints.record([recorded(id, "msg_1", "delivered", attempt(200, null), false, 2)]);
+      return {
+        leaseEnds,
+        late,
+        leaseAfterLate,
+        afterLateFailure,
+        afterLateDelivery: [statuses(), leases.nextExpiry()],
+      };
+    });
+    expect(result).toEqual({
+      // The first hand-off's grace, then the grace and 2 s, then the grace and 4 s.
+      leaseEnds: [GRACE, GRACE + 2_000, GRACE + 4_000],
+      late: expect.objectContaining({ superseded: true, delivered: false }),
+      leaseAfterLate: GRACE + 8_000,
+      afterLateFailure: [[["msg_1", "pending", 1]], false],
+      afterLateDelivery: [[["msg_1", "delivered", 2]], null],
+    });
   });
 });

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
+  DELIVERY_TIMEOUT_MS,
+  deliveryTimeoutMs,
   eventPayload,
   MAX_ATTEMPTS,
   retryDelaySeconds,
@@ -26,6 +28,17 @@ describe("the retry schedule", () => {
       3,
       undefined,
     ]);
+  });
+});
+
+describe("an attempt's bound", () => {
+  it("is SPINDLE_WEBHOOK_TIMEOUT_MS when it is a positive number, else 15 s", () => {
+    expect(["1000", "2500.5", undefined, "", "0", "-5", "soon"].map(deliveryTimeoutMs)).toEqual([
+      1000,
+      2500.5,
+      ...Array(5).fill(DELIVERY_TIMEOUT_MS),
+    ]);
+    expect(DELIVERY_TIMEOUT_MS).toBe(15_000);
   });
 });
 

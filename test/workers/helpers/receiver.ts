@@ -16,10 +16,11 @@ export interface Received {
  * Answers the outbound webhook requests of this isolate (the queue consumer runs here) with
  * `answer` (by the n-th request, from 0), and records each; any other request goes out as it
  * would (`other`, when given, answers those instead: a provider stand-in). An answer may be
- * `"hang"`: it never comes, until the request's signal aborts.
+ * `"hang"`: it never comes, until the request's signal aborts; or a promise of a status: it comes
+ * when the test settles it (or the signal aborts first).
  */
 export function receiver(
-  answer: (request: Received, n: number) => number | "hang" = () => 200,
+  answer: (request: Received, n: number) => number | "hang" | Promise<number> = () => 200,
   other?: (url: string) => Response,
 ): Received[] {
   const received: Received[] = [];
@@ -39,14 +40,19 @@ export function receiver(
     };
     received.push(seen);
     const status = answer(seen, received.length - 1);
-    if (status === "hang") {
-      return new Promise<Response>((_, reject) => {
+    if (status === "hang" || status instanceof Promise) {
+      return new Promise<Response>((resolve, reject) => {
         init?.signal?.addEventListener("abort", () => reject(init.signal?.reason), { once: true });
+        if (status instanceof Promise) status.then((code) => resolve(answered(code)), reject);
       });
     }
-    const headers: Record<string, string> =
-      status >= 300 && status < 400 ? { location: "https://elsewhere.test/" } : {};
-    return new Response(status === 204 ? null : "ok", { status, headers });
+    return answered(status);
   });
   return received;
+}
+
+function answered(status: number): Response {
+  const headers: Record<string, string> =
+    status >= 300 && status < 400 ? { location: "https://elsewhere.test/" } : {};
+  return new Response(status === 204 ? null : "ok", { status, headers });
 }
