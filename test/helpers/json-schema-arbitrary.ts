@@ -99,9 +99,10 @@ function objectOf(schema: JsonSchema, options: SchemaArbitraryOptions, depth: nu
   const extra =
     typeof schema.additionalProperties === "object" && schema.additionalProperties !== null
       ? fc.dictionary(
-          // The schemas refuse a `__proto__` key, which JSON Schema cannot say.
+          // The schemas refuse a `__proto__` key (and metadata `constructor` and `prototype`),
+          // which the document's JSON Schema does not say.
           stringOf((schema.propertyNames ?? { type: "string" }) as JsonSchema).filter(
-            (key) => key !== "__proto__",
+            (key) => !RESERVED_KEYS.has(key),
           ),
           build(schema.additionalProperties as JsonSchema, options, depth + 1),
           { maxKeys: 3 },
@@ -128,6 +129,8 @@ function arrayOf(schema: JsonSchema, options: SchemaArbitraryOptions, depth: num
   const items = (schema.items ?? {}) as JsonSchema;
   return fc.array(build(items, options, depth + 1), { minLength, maxLength });
 }
+
+const RESERVED_KEYS: ReadonlySet<string> = new Set(["__proto__", "constructor", "prototype"]);
 
 function stringOf(schema: JsonSchema): fc.Arbitrary<string> {
   if (typeof schema.pattern === "string") return fc.stringMatching(new RegExp(schema.pattern));
