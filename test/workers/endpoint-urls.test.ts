@@ -7,6 +7,7 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { DEV_ID_SECRET } from "../../durable-objects/id-tags.ts";
 import type { Env } from "../../env.ts";
 import type { WebhookMessage } from "../../shared/api/index.ts";
 import worker from "../../worker/index.ts";
@@ -15,7 +16,12 @@ import { RECEIVER_URL } from "./helpers/receiver.ts";
 import { tenantWithKey } from "./helpers/tenancy.ts";
 import { queueMessage } from "./helpers/webhooks.ts";
 
-const PRODUCTION = { ...env, SPINDLE_ENV: "production" } as unknown as Env;
+// The keys the suite makes (as development) carry tags under the development secret.
+const PRODUCTION = {
+  ...env,
+  SPINDLE_ENV: "production",
+  SPINDLE_ID_SECRET: DEV_ID_SECRET,
+} as unknown as Env;
 
 /** The forms a textual rule let through (issue 23), each with the words its refusal names. */
 const REFUSED: readonly [string, string][] = [
