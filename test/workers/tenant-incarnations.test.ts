@@ -8,11 +8,13 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import type { TenantRpc, WebhookEvent } from "../../shared/api/index.ts";
 import { createApp } from "../../worker/app.ts";
 import { HookCache, RECHECK_AFTER_MS } from "../../worker/hook-cache.ts";
 import { KeyCache } from "../../worker/key-cache.ts";
 import { bodyOf, type Scheme, signedHeaders } from "./helpers/hooks.ts";
-import { ADMIN_KEY, newTenantId } from "./helpers/tenancy.ts";
+import { ADMIN_KEY, incarnationOf, newTenantId, tenantWithKey } from "./helpers/tenancy.ts";
+import { createEndpoint, deliveriesOf } from "./helpers/webhooks.ts";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -270,5 +272,30 @@ describe("one delivery is one turn whatever the template", () => {
     );
     expect(await ok(asPing, 202)).toMatchObject({ status: "ignored" });
     expect(await threadIds(a, key)).toEqual(["gh-7"]);
+  });
+});
+
+describe("events of another incarnation", () => {
+  it("are taken by no endpoint of the tenant id created again", async () => {
+    const { tenant, key } = await tenantWithKey();
+    const endpoint = await createEndpoint(key, { events: ["turn.completed"] });
+    const object = env.TENANT.get(env.TENANT.idFromName(tenant.id)) as unknown as TenantRpc;
+    const current = await incarnationOf(tenant.id);
+    const event = (webhookId: string, incarnation: string | null): WebhookEvent => ({
+      tenant: tenant.id,
+      jurisdiction: null,
+      incarnation,
+      endpointId: endpoint.id,
+      webhookId,
+      type: "turn.completed",
+      threadId: "t1",
+      turnId: "turn_1",
+      createdAt: new Date().toISOString(),
+      payload: "{}",
+    });
+    await object.enqueueWebhooks([event("msg_old", "an0ther1ncarn"), event("msg_now", current)]);
+    const listed = (await deliveriesOf(key, endpoint.id)).map((d) => d.id);
+    expect(listed).toContain("msg_now");
+    expect(listed).not.toContain("msg_old");
   });
 });
