@@ -193,7 +193,7 @@ describe("event storage", () => {
     const id = newThreadId();
     await createThread(id);
     const res = await post(`/v1/threads/${id}/turns`, {
-      input: "/slow 30 keep going",
+      input: "/slow 150 keep going",
       stream: true,
     });
     const seen = await readSse(
@@ -499,7 +499,7 @@ describe("concurrency (on_busy)", () => {
   it("rejects a second turn with 409 thread_busy by default", async () => {
     const id = newThreadId();
     await createThread(id);
-    const slow = turn(id, "/slow 30 wait");
+    const slow = turn(id, "/slow 150 wait");
     await untilRunning(id);
     const busy = await post(`/v1/threads/${id}/turns`, { input: "me too" });
     expect(busy.status).toBe(409);
@@ -511,7 +511,7 @@ describe("concurrency (on_busy)", () => {
     const id = newThreadId();
     await createThread(id);
     const first = await turn(id, "first");
-    const res = await post(`/v1/threads/${id}/turns`, { input: "/slow 25 working", stream: true });
+    const res = await post(`/v1/threads/${id}/turns`, { input: "/slow 150 working", stream: true });
     const head = await readSse(res, until("item.delta"));
     const runningId = JSON.parse(head[0]?.data ?? "{}").turn_id as string;
 
@@ -533,7 +533,7 @@ describe("concurrency (on_busy)", () => {
     await untilTurnStatus(id, runningId, "completed");
     const done = await json<Turn>(await api("GET", `/v1/threads/${id}/turns/${runningId}`));
     const users = done.items.filter((i) => i.role === "user" && !isContext(i)).map(text);
-    expect(users).toEqual(["/slow 25 working", "also this"]);
+    expect(users).toEqual(["/slow 150 working", "also this"]);
     expect(text(done.items.at(-1))).toContain('"also this"');
   });
 
@@ -705,7 +705,7 @@ describe("Idempotency-Key", () => {
   it("a queued turn's retry answers with the queued turn, then with it done", async () => {
     const id = newThreadId();
     await createThread(id);
-    const slow = turn(id, "/slow 30 first");
+    const slow = turn(id, "/slow 150 first");
     await untilRunning(id);
     const body = { input: "queued once", on_busy: "queue" };
     const queued = await json<Turn>(await keyed(`/v1/threads/${id}/turns`, "q", body), 202);
@@ -715,13 +715,13 @@ describe("Idempotency-Key", () => {
     await untilTurnStatus(id, queued.id, "completed");
     const done = await json<Turn>(await keyed(`/v1/threads/${id}/turns`, "q", body));
     expect(done).toMatchObject({ id: queued.id, status: "completed" });
-    expect(await userTexts(id)).toEqual(["/slow 30 first", "queued once"]);
+    expect(await userTexts(id)).toEqual(["/slow 150 first", "queued once"]);
   });
 
   it("a request refused before it took effect keeps no key: its retry runs", async () => {
     const id = newThreadId();
     await createThread(id);
-    const slow = turn(id, "/slow 30 first");
+    const slow = turn(id, "/slow 150 first");
     await untilRunning(id);
     const body = { input: "after the busy one" };
     const busy = await keyed(`/v1/threads/${id}/turns`, "b", body);
@@ -729,7 +729,7 @@ describe("Idempotency-Key", () => {
     await slow;
     const ran = await json<Turn>(await keyed(`/v1/threads/${id}/turns`, "b", body));
     expect(ran.status).toBe("completed");
-    expect(await userTexts(id)).toEqual(["/slow 30 first", "after the busy one"]);
+    expect(await userTexts(id)).toEqual(["/slow 150 first", "after the busy one"]);
   });
 
   it("a retried inject records its messages once; an expired key is a new request", async () => {
@@ -773,7 +773,7 @@ describe("Idempotency-Key", () => {
     const id = newThreadId();
     await createThread(id);
     const head = await readSse(
-      await post(`/v1/threads/${id}/turns`, { input: "/slow 30 steer me", stream: true }),
+      await post(`/v1/threads/${id}/turns`, { input: "/slow 150 steer me", stream: true }),
       until("turn.started"),
     );
     const running = (JSON.parse(head.at(-1)?.data ?? "{}") as { turn_id: string }).turn_id;
@@ -783,14 +783,14 @@ describe("Idempotency-Key", () => {
     const again = await json<Turn>(await keyed(steerPath, "s", steer));
     expect(again.id).toBe(first.id);
     await untilTurnStatus(id, running, "completed");
-    expect(await userTexts(id)).toEqual(["/slow 30 steer me", "also this"]);
+    expect(await userTexts(id)).toEqual(["/slow 150 steer me", "also this"]);
 
     await turn(id, "two");
     await turn(id, "three");
     const rollback = { turns: 1 };
     await json(await keyed(`/v1/threads/${id}/rollback`, "r", rollback));
     await json(await keyed(`/v1/threads/${id}/rollback`, "r", rollback));
-    expect(await userTexts(id)).toEqual(["/slow 30 steer me", "also this", "two"]);
+    expect(await userTexts(id)).toEqual(["/slow 150 steer me", "also this", "two"]);
     const other = await keyed(`/v1/threads/${id}/rollback`, "r", { turns: 2 });
     expect(await json(other, 422)).toMatchObject({ code: "idempotency_key_reused" });
   });

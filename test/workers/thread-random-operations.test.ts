@@ -460,7 +460,7 @@ class BusyCommand implements fc.AsyncCommand<Model, Real> {
       (JSON.parse(f.data) as { data: { kind: string } }).data.kind === "turn";
     const head = await readSse(
       await post({
-        input: "/slow 30 take your time",
+        input: "/slow 150 take your time",
         stream: true,
         overrides: await localModel(r),
       }),
