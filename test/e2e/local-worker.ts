@@ -101,3 +101,18 @@ export async function text(res: Response, status = 200): Promise<string> {
   if (res.status !== status) throw new Error(`expected ${status}, got ${res.status}: ${body}`);
   return body;
 }
+
+/** `read`'s first defined answer, asked every 200 ms for at most `withinMs`. */
+export async function eventually<T>(
+  read: () => Promise<T | undefined>,
+  what: string,
+  withinMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const value = await read();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${withinMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}

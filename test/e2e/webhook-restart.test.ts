@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, text } from "./local-worker.ts";
+import { call, eventually, text } from "./local-worker.ts";
 import { persistedWorker } from "./persisted-worker.ts";
 
 /**
@@ -59,16 +59,6 @@ async function as<T>(method: string, path: string, body?: unknown, status = 200)
   return JSON.parse(await text(await call(base(), method, path, body), status)) as T;
 }
 
-async function eventually<T>(read: () => Promise<T | undefined>, what: string): Promise<T> {
-  const deadline = Date.now() + 40_000;
-  for (;;) {
-    const value = await read();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what} did not happen within 40 s`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
 interface Delivery {
   id: string;
   status: string;
@@ -91,17 +81,25 @@ describe("a webhook delivery across a restart of the runtime", () => {
     );
     const deliveries = () =>
       as<{ data: Delivery[] }>("GET", `/v1/webhook-endpoints/${endpoint.id}/deliveries`);
-    await eventually(async () => {
-      const [delivery] = (await deliveries()).data;
-      return delivery?.attempts.length === 1 ? delivery : undefined;
-    }, "the first attempt");
+    await eventually(
+      async () => {
+        const [delivery] = (await deliveries()).data;
+        return delivery?.attempts.length === 1 ? delivery : undefined;
+      },
+      "the first attempt",
+      40_000,
+    );
 
     await restart();
 
-    const delivered = await eventually(async () => {
-      const [delivery] = (await deliveries()).data;
-      return delivery?.status === "delivered" ? delivery : undefined;
-    }, "the delivery after the restart");
+    const delivered = await eventually(
+      async () => {
+        const [delivery] = (await deliveries()).data;
+        return delivery?.status === "delivered" ? delivery : undefined;
+      },
+      "the delivery after the restart",
+      40_000,
+    );
     expect(delivered).toMatchObject({ id: queued.id });
     expect(delivered.attempts.map((a) => [a.status_code, a.error])).toEqual([
       [500, "http_500"],

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, text } from "./local-worker.ts";
+import { call, eventually, text } from "./local-worker.ts";
 import { persistedWorker } from "./persisted-worker.ts";
 
 /**
@@ -93,16 +93,6 @@ const { base } = persistedWorker("spindle-e2e-webhooks-", () => ({
 
 async function as<T>(method: string, path: string, body?: unknown, status = 200): Promise<T> {
   return JSON.parse(await text(await call(base(), method, path, body), status)) as T;
-}
-
-async function eventually<T>(read: () => Promise<T | undefined>, what: string): Promise<T> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const value = await read();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what} did not happen within 30 s`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
 }
 
 interface Delivery {

@@ -83,7 +83,8 @@ describe("revocation", () => {
     // by its cached view stay within the TTL.
     b.clock.now += 1_000;
     expect((await b.request("GET", "/v1/threads", created.key)).status).toBe(401);
-    expect((await b.request("POST", "/v1/hooks", created.key, {})).status).toBe(400);
+    const hook = { thread: "x", verify: { scheme: "standard" } };
+    expect((await b.request("POST", "/v1/hooks", created.key, hook)).status).toBe(401);
     b.clock.now += KEY_CACHE_TTL_MS;
     expect((await b.request("GET", "/v1/threads", created.key)).status).toBe(401);
     expect((await b.request("POST", "/v1/threads", created.key, {})).status).toBe(401);

@@ -14,7 +14,7 @@ import { HookCache, RECHECK_AFTER_MS } from "../../worker/hook-cache.ts";
 import { KeyCache } from "../../worker/key-cache.ts";
 import { bodyOf, type Scheme, signedHeaders } from "./helpers/hooks.ts";
 import { ADMIN_KEY, incarnationOf, newTenantId, tenantWithKey } from "./helpers/tenancy.ts";
-import { createEndpoint, deliveriesOf } from "./helpers/webhooks.ts";
+import { createEndpoint, deliveriesOf, queueMessage } from "./helpers/webhooks.ts";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -281,18 +281,10 @@ describe("events of another incarnation", () => {
     const endpoint = await createEndpoint(key, { events: ["turn.completed"] });
     const object = env.TENANT.get(env.TENANT.idFromName(tenant.id)) as unknown as TenantRpc;
     const current = await incarnationOf(tenant.id);
-    const event = (webhookId: string, incarnation: string | null): WebhookEvent => ({
-      tenant: tenant.id,
-      jurisdiction: null,
-      incarnation,
-      endpointId: endpoint.id,
-      webhookId,
-      type: "turn.completed",
-      threadId: "t1",
-      turnId: "turn_1",
-      createdAt: new Date().toISOString(),
-      payload: "{}",
-    });
+    const event = (webhookId: string, incarnation: string | null): WebhookEvent => {
+      const { handoff: _, ...message } = queueMessage(tenant.id, endpoint.id, webhookId);
+      return { ...message, incarnation };
+    };
     await object.enqueueWebhooks([event("msg_old", "an0ther1ncarn"), event("msg_now", current)]);
     const listed = (await deliveriesOf(key, endpoint.id)).map((d) => d.id);
     expect(listed).toContain("msg_now");
