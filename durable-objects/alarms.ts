@@ -35,7 +35,11 @@ export class AlarmSchedule {
    * expiry, a flush retry's backoff) is brought forward.
    */
   async within(ms: number): Promise<void> {
-    const due = this.#clock.nowMs() + ms;
+    await this.by(this.#clock.nowMs() + ms);
+  }
+
+  /** Brings the alarm forward to `due` (epoch ms), never later than it already is. */
+  async by(due: number): Promise<void> {
     if (this.#due === undefined) {
       const stored = await this.#storage.getAlarm();
       // A call that ran during the read (a task's start and its end) may have set one already.

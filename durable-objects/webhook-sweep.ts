@@ -72,7 +72,8 @@ export class WebhookSweep {
   /** Keeps the alarm due when the earliest lease runs out (one already due sooner stays). */
   async #schedule(): Promise<void> {
     const next = this.#deps.leases.nextExpiry();
-    if (next !== null) await this.#deps.alarms.within(Math.max(0, next - this.#deps.clock.nowMs()));
+    // The lease's own time, not a delay from now: a second reading of the clock would move it.
+    if (next !== null) await this.#deps.alarms.by(next);
   }
 
   /** Sends in batches the queue takes; a failure is logged: the leases bring them back. */
