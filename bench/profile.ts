@@ -12,6 +12,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { type CpuProfile, type ProfileNode, sampledTimes } from "./cpu-profile.ts";
 import { sleep, timedFetch } from "./harness.ts";
 import { Inspector, startInspectedWorker } from "./inspector.ts";
 import { median, ms, positiveInt } from "./stats.ts";
@@ -54,17 +55,6 @@ async function heapUsage(cdp: Inspector): Promise<string> {
 
 // --- Reading a profile --------------------------------------------------------------------------
 
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
-interface CpuProfile {
-  nodes: ProfileNode[];
-  samples: number[];
-  timeDeltas: number[];
-}
-
 /** Milliseconds per function name: self (samples in it) and inclusive (it or what it called). */
 interface Breakdown {
   self: Map<string, number>;
@@ -92,14 +82,7 @@ function breakdownOf(profiles: readonly CpuProfile[]): Breakdown {
     const parent = new Map<number, number>();
     for (const node of profile.nodes)
       for (const child of node.children ?? []) parent.set(child, node.id);
-    const sampled = new Map<number, number>();
-    profile.samples.forEach((id, i) => {
-      // A gap far past the interval means the sampler was not scheduled (a busy machine), not
-      // that the sampled function ran that long: a long call is sampled many times.
-      const gap = Math.min(profile.timeDeltas[i] ?? 0, MAX_SAMPLE_GAP_US);
-      sampled.set(id, (sampled.get(id) ?? 0) + gap / 1000);
-    });
-    for (const [id, time] of sampled) {
+    for (const [id, time] of sampledTimes(profile, MAX_SAMPLE_GAP_US)) {
       const leaf = byId.get(id);
       if (!leaf || nameOf(leaf) === "(idle)") continue;
       busy += time;

@@ -19,6 +19,13 @@ export const median = (samples: readonly number[]) => percentile(samples, 50);
 
 export const ms = (value: number) => (Number.isFinite(value) ? `${value.toFixed(1)} ms` : "n/a");
 
+/** The smallest and largest sample, as `a ms–b ms`. */
+export const spread = (values: readonly number[]) =>
+  values.length === 0 ? "n/a" : `${ms(Math.min(...values))}–${ms(Math.max(...values))}`;
+
+/** A size already in KiB (as wrangler prints it). */
+export const kib = (n: number | undefined) => (n === undefined ? "n/a" : `${n.toFixed(2)} KiB`);
+
 export const ratio = (value: number, base: number) =>
   Number.isFinite(value) && Number.isFinite(base) && base > 0
     ? `${(value / base).toFixed(2)}×`

@@ -3,7 +3,8 @@
  * Object. `POST /rows/{name}` inserts one row in that object and answers its newest row number, so the
  * Spindle numbers can be read against the cost of the platform path itself (edge → DO RPC → SQL
  * write → output gate → response). `/chat/{name}/…` is the chat control of `bench:production`
- * (`chat.ts`). Not part of the production worker.
+ * (`chat.ts`); `GET /healthz` the least a request can do, `bench:startup`'s control for Spindle's
+ * `/healthz`. Not part of the production worker.
  */
 import { DurableObject } from "cloudflare:workers";
 import { BareChat, type ChatEnv } from "./chat.ts";
@@ -57,6 +58,7 @@ async function chat(request: Request, env: Env, name: string, action: string): P
 export default {
   async fetch(request: Request, env: Env): Promise<Response> {
     const path = new URL(request.url).pathname;
+    if (path === "/healthz") return Response.json({ ok: true });
     const chatMatch = CHAT_PATH.exec(path);
     if (chatMatch?.[1] && chatMatch[2]) return chat(request, env, chatMatch[1], chatMatch[2]);
     const name = ROWS_PATH.exec(path)?.[1];

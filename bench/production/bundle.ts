@@ -2,12 +2,13 @@
  * The deploy bundle of a worker and the time to evaluate its global scope. The bundle is what
  * `wrangler deploy --dry-run --outdir` writes (its "Total Upload" line gives the sizes Cloudflare
  * counts); the global scope is timed by importing that bundle in fresh Node processes
- * (`evaluate.ts`), one process per sample, so no sample reuses another's compiled code.
+ * (`evaluate.ts`), one process per sample, so no sample reuses another's compiled code. esbuild's
+ * metafile gives how many bytes of the bundle each input (a source file, a package's module) takes.
  */
 import { execFile } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { gzipSync } from "node:zlib";
@@ -26,6 +27,12 @@ export interface Bundle {
   /** Bytes of the modules written (source maps excluded), and of their gzip. */
   bytes: number;
   gzipBytes: number;
+  /** Bytes of the entry module per input file (relative to the repository), from the metafile. */
+  inputs: Map<string, number>;
+}
+
+interface Metafile {
+  outputs: Record<string, { inputs: Record<string, { bytesInOutput: number }> }>;
 }
 
 export async function buildBundle(config: string): Promise<Bundle> {
@@ -38,6 +45,7 @@ export async function buildBundle(config: string): Promise<Bundle> {
       "--dry-run",
       "--outdir",
       outdir,
+      "--metafile",
       "--config",
       config,
     ],
@@ -58,12 +66,21 @@ export async function buildBundle(config: string): Promise<Bundle> {
     bytes += statSync(join(outdir, file)).size;
     gzipBytes += gzipSync(content).length;
   }
+  const metafile = JSON.parse(readFileSync(join(outdir, "bundle-meta.json"), "utf8")) as Metafile;
+  const output = Object.entries(metafile.outputs).find(([file]) => file.endsWith(`/${entry}`));
+  const inputs = new Map(
+    Object.entries(output?.[1].inputs ?? {}).map(([file, { bytesInOutput }]) => [
+      relative(ROOT, resolve(ROOT, file)),
+      bytesInOutput,
+    ]),
+  );
   return {
     path: join(outdir, entry),
     uploadKiB: upload?.[1] === undefined ? undefined : Number(upload[1]),
     uploadGzipKiB: upload?.[2] === undefined ? undefined : Number(upload[2]),
     bytes,
     gzipBytes,
+    inputs,
   };
 }
 

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
 import type { Memory } from "../harness.ts";
-import { bytes, count, median, ms, percentile, ratio, table } from "../stats.ts";
+import { bytes, count, kib, median, ms, percentile, ratio, spread, table } from "../stats.ts";
 import type { Bundle } from "./bundle.ts";
 import { LOCAL_MODEL } from "./clients.ts";
 import type { FilePages } from "./pages.ts";
@@ -80,16 +80,13 @@ function installed(...paths: string[]): string {
 const totals = (samples: Measured[]) => samples.map((m) => m.total);
 const own = (samples: Measured[]) => samples.map((m) => m.total - m.standIn);
 const each = (values: number[]) => values.map((v) => v.toFixed(1)).join(", ");
-const spread = (values: number[]) =>
-  values.length === 0 ? "n/a" : `${ms(Math.min(...values))}–${ms(Math.max(...values))}`;
 const turnsLabel = (n: number) => `${count(n)} ${n === 1 ? "turn" : "turns"}`;
 const mib = (n: number | undefined) => bytes(n);
-const kib = (n: number | undefined) => (n === undefined ? "n/a" : `${n.toFixed(2)} KiB`);
 
-function header(input: ReportInput): string {
+/** The run's machine line: tool versions, cores, Node, start, duration and load. */
+export function runHeader(run: ReportInput["run"]): string {
   const cpu = cpus();
   const load = (l: number[]) => l.map((v) => v.toFixed(2)).join(" ");
-  const { run } = input;
   return [
     `Local run, wrangler ${installed("wrangler")}/miniflare ${installed("wrangler/node_modules/miniflare", "miniflare")}`,
     `(workerd ${installed("wrangler/node_modules/@cloudflare/workerd-linux-64", "@cloudflare/workerd-linux-64")}),`,
@@ -379,7 +376,7 @@ export function productionReport(input: ReportInput): string {
   return [
     "# Spindle on the production path",
     "",
-    header(input),
+    runHeader(input.run),
     "",
     "Spindle runs its production worker (with a `Thread` subclass that only adds a storage read, `bench/production/worker.ts`) with the `openai` provider pointed at a Responses stand-in in the bench process on 127.0.0.1, which answers every request at once. The control is a bare chat Durable Object (`bench/bare/chat.ts`) that keeps its messages in SQLite and memory and sends all of them to the same stand-in on every turn. Each runs in its own `unstable_startWorker` runtime and workerd process with the inspector connected; every request is an HTTP exchange timed from send to the last body byte. One Spindle thread is grown " +
       grown +

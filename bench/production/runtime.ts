@@ -12,6 +12,11 @@ export interface RuntimeSpec extends InspectedWorkerOptions {
   script: string;
   /** The DO class whose SQLite directory (`do/{script}-{class}`) identifies the process. */
   className: string;
+  /**
+   * Send requests to the runtime's own address instead of wrangler's development proxy (a
+   * separate workerd process that forwards every request), so a request is timed without that hop.
+   */
+  direct?: boolean;
 }
 
 export interface HeapUsage {
@@ -26,11 +31,23 @@ const GC_NUDGES = 50;
 
 type StartedWorker = Awaited<ReturnType<typeof startInspectedWorker>>["worker"];
 
+/** The address of the worker's own runtime, once wrangler has started it. */
+async function runtimeUrl(worker: StartedWorker): Promise<URL> {
+  for (;;) {
+    const miniflare = worker.raw.runtimes[0]?.mf;
+    if (miniflare) return miniflare.ready;
+    await sleep(20);
+  }
+}
+
 export class Runtime {
   readonly spec: RuntimeSpec;
   readonly persist: string;
   readonly url: URL;
-  /** From calling `unstable_startWorker` to the worker answering as ready, ms. */
+  /**
+   * From calling `unstable_startWorker` to the worker answering as ready (with `direct`, to its
+   * own runtime having started: workerd has evaluated the worker's global scope by then), ms.
+   */
   readonly startMs: number;
   readonly #worker: StartedWorker;
   readonly #inspector: Inspector;
@@ -58,7 +75,10 @@ export class Runtime {
     );
     try {
       await withTimeout(worker.ready, STARTUP_TIMEOUT_MS, `${spec.script} getting ready`);
-      const url = await worker.url;
+      const proxyUrl = await worker.url;
+      const url = spec.direct
+        ? await withTimeout(runtimeUrl(worker), STARTUP_TIMEOUT_MS, `${spec.script}'s runtime`)
+        : proxyUrl;
       const startMs = performance.now() - t0;
       const inspector = await Inspector.connect(inspectorPort);
       return new Runtime(spec, persist, { worker, inspector, url, startMs });
