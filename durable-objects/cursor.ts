@@ -1,5 +1,5 @@
-import * as z from "zod";
 import type { ListQuery, ListResource, RpcResult } from "../shared/api/index.ts";
+import * as z from "../shared/zod/index.ts";
 import { fail } from "./results.ts";
 import type { Sql, SqlValue } from "./sql.ts";
 
@@ -12,7 +12,7 @@ function encodeCursor(value: unknown): string {
 }
 
 /** The value of `cursor` when it is one `schema` accepts, else undefined. */
-export function decodeCursor<S extends z.ZodType>(
+export function decodeCursor<S extends z.ZodMiniType>(
   cursor: string,
   schema: S,
 ): z.output<S> | undefined {

@@ -1,5 +1,4 @@
 import { DurableObject } from "cloudflare:workers";
-import * as z from "zod";
 import type { Env } from "../env.ts";
 import type {
   DirectoryRpc,
@@ -8,6 +7,7 @@ import type {
   RpcResult,
   TenantResource,
 } from "../shared/api/index.ts";
+import * as z from "../shared/zod/index.ts";
 import { badCursor, decodeCursor, pageOf } from "./cursor.ts";
 import { fail, ok } from "./results.ts";
 import { migrate } from "./schema.ts";

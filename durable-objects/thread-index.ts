@@ -1,4 +1,3 @@
-import * as z from "zod";
 import type {
   ListResource,
   ListThreadsQuery,
@@ -7,6 +6,7 @@ import type {
   ThreadSync,
 } from "../shared/api/index.ts";
 import type { Clock } from "../shared/ports/index.ts";
+import * as z from "../shared/zod/index.ts";
 import { badCursor, decodeCursor, pageOf } from "./cursor.ts";
 import { failQuota, ok } from "./results.ts";
 import type { Sql } from "./sql.ts";

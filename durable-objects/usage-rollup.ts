@@ -1,4 +1,3 @@
-import * as z from "zod";
 import type {
   LedgerEntry,
   ListResource,
@@ -7,6 +6,7 @@ import type {
   UsageGroup,
   UsageQuery,
 } from "../shared/api/index.ts";
+import * as z from "../shared/zod/index.ts";
 import { badCursor, decodeCursor, pageOf } from "./cursor.ts";
 import type { EntryMark } from "./ledger.ts";
 import { ok } from "./results.ts";

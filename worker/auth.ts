@@ -22,12 +22,12 @@
  */
 import { hexToBytes } from "@noble/hashes/utils.js";
 import type { MiddlewareHandler } from "hono";
-import * as z from "zod";
 import { digestsEqual, keyDigest } from "../durable-objects/digests.ts";
 import { type IdTags, idTagsOf } from "../durable-objects/id-tags.ts";
 import { tenantStubIn } from "../durable-objects/placement.ts";
 import type { Env } from "../env.ts";
 import { parseApiKey, SCOPES, type Scope, TenantIdSchema } from "../shared/api/index.ts";
+import * as z from "../shared/zod/index.ts";
 import type { AppEnv, Principal } from "./app-env.ts";
 import { ApiError } from "./errors.ts";
 import { KeyCache } from "./key-cache.ts";
@@ -36,7 +36,7 @@ export const DEV_API_KEY = "sk-local-dev";
 export const DEV_TENANT = "local";
 export const DEV_ADMIN_KEY = "sk-local-admin";
 
-const SHA256_HEX = z.string().regex(/^[0-9a-f]{64}$/, "lowercase hex SHA-256 digests");
+const SHA256_HEX = z.string().check(z.regex(/^[0-9a-f]{64}$/, "lowercase hex SHA-256 digests"));
 const ApiKeysSchema = z.record(SHA256_HEX, TenantIdSchema);
 const AdminKeysSchema = z.array(SHA256_HEX);
 

@@ -1,5 +1,4 @@
 import { HTTPException } from "hono/http-exception";
-import type * as z from "zod";
 import {
   type FieldError,
   isProblemCode,
@@ -14,6 +13,7 @@ import {
   type TenantLimitName,
 } from "../shared/api/index.ts";
 import { jsonPointer } from "../shared/protocol/index.ts";
+import type * as z from "../shared/zod/index.ts";
 
 export interface ApiErrorOptions {
   errors?: FieldError[];

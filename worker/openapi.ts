@@ -4,7 +4,7 @@
  * document cannot disagree with the code. OpenAPI 3.1 schema objects are JSON Schema 2020-12,
  * which `z.toJSONSchema` writes directly.
  */
-import * as z from "zod";
+
 import {
   ApiKeyResourceSchema,
   CreatedApiKeySchema,
@@ -61,6 +61,7 @@ import {
   TokenUsageSchema,
 } from "../shared/protocol/index.ts";
 import { WEBHOOK_EVENT_TYPES } from "../shared/webhooks/index.ts";
+import * as z from "../shared/zod/index.ts";
 import {
   API_ROUTES,
   type ContentSpec,
@@ -91,7 +92,7 @@ export interface OpenApiDocument {
  * Named request schemas, documented by their input side (what a client may send: defaults make
  * a field optional). Every JSON request body of the table must be here.
  */
-const REQUEST_COMPONENTS: ReadonlyMap<z.ZodType, string> = new Map<z.ZodType, string>([
+const REQUEST_COMPONENTS: ReadonlyMap<z.ZodMiniType, string> = new Map<z.ZodMiniType, string>([
   [CreateThreadBodySchema, "CreateThreadBody"],
   [StartTurnBodySchema, "StartTurnBody"],
   [SubmitOutputsBodySchema, "SubmitOutputsBody"],
@@ -118,7 +119,7 @@ const REQUEST_COMPONENTS: ReadonlyMap<z.ZodType, string> = new Map<z.ZodType, st
  * Named response schemas, documented by their output side (what a client receives). Every
  * response schema of the table must be here; none may transform.
  */
-const RESPONSE_COMPONENTS: ReadonlyMap<z.ZodType, string> = new Map<z.ZodType, string>([
+const RESPONSE_COMPONENTS: ReadonlyMap<z.ZodMiniType, string> = new Map<z.ZodMiniType, string>([
   [ThreadResourceSchema, "Thread"],
   [ResolvedThreadConfigSchema, "ResolvedThreadConfig"],
   [TurnResourceSchema, "Turn"],
@@ -251,7 +252,7 @@ function outboundEvents(): OpenApiDocument["webhooks"] {
 }
 
 function componentSchemas(
-  names: ReadonlyMap<z.ZodType, string>,
+  names: ReadonlyMap<z.ZodMiniType, string>,
   io: "input" | "output",
 ): Record<string, JsonSchema> {
   const registry = z.registry<{ id: string }>();
@@ -397,7 +398,7 @@ function problemResponse(codes: ProblemCode[]): Record<string, unknown> {
 
 /** One OpenAPI parameter per field of a params/query/headers schema, inlined. */
 function parametersOf(
-  schema: z.ZodObject | undefined,
+  schema: z.ZodMiniObject | undefined,
   where: "path" | "query" | "header",
 ): Record<string, unknown>[] {
   if (schema === undefined) return [];
@@ -406,7 +407,7 @@ function parametersOf(
       $schema: _,
       description,
       ...fieldSchema
-    } = z.toJSONSchema(field as z.ZodType, {
+    } = z.toJSONSchema(field as z.ZodMiniType, {
       io: "input",
       target: "draft-2020-12",
     });
@@ -414,7 +415,7 @@ function parametersOf(
       name,
       in: where,
       // Path parameters are always required (OpenAPI 3.1 §4.8.12.1).
-      required: where === "path" || !(field as z.ZodType).safeParse(undefined).success,
+      required: where === "path" || !(field as z.ZodMiniType).safeParse(undefined).success,
       schema: fieldSchema,
     };
     // An object in the query is sent as `name[key]=value` (e.g. `metadata[team]=core`).
@@ -427,13 +428,13 @@ function parametersOf(
   });
 }
 
-function requestName(schema: z.ZodType): string {
+function requestName(schema: z.ZodMiniType): string {
   const name = REQUEST_COMPONENTS.get(schema);
   if (name === undefined) throw new Error("A request body schema has no component name.");
   return name;
 }
 
-function responseName(schema: z.ZodType): string {
+function responseName(schema: z.ZodMiniType): string {
   const name = RESPONSE_COMPONENTS.get(schema);
   if (name === undefined) throw new Error("A response schema has no component name.");
   return name;

@@ -4,7 +4,7 @@
  * their schemas; `openapi.ts` documents exactly these from the same schemas. A route cannot
  * exist in one place and not the other.
  */
-import * as z from "zod";
+
 import {
   ApiKeyResourceSchema,
   CreatedApiKeySchema,
@@ -63,6 +63,7 @@ import {
   WebhookDeliverySchema,
   webhookBodyMaxBytes,
 } from "../shared/api/index.ts";
+import * as z from "../shared/zod/index.ts";
 import type { Access } from "./auth.ts";
 
 export const HealthSchema = z.object({ ok: z.literal(true), service: z.literal("spindle") });
@@ -73,7 +74,7 @@ export const OpenApiDocumentSchema = z.looseObject({ openapi: z.string() });
 export type HttpMethod = "get" | "post" | "patch" | "delete";
 
 /** A JSON body: limited to `maxBytes`, then parsed with `schema` (an empty body reads as `{}`). */
-export interface JsonBodySpec<S extends z.ZodType = z.ZodType> {
+export interface JsonBodySpec<S extends z.ZodMiniType = z.ZodMiniType> {
   kind: "json";
   schema: S;
   maxBytes: number;
@@ -104,7 +105,7 @@ export interface RolloutBodySpec {
  */
 export interface ContentSpec {
   format: "json" | "sse" | "ndjson";
-  schema: z.ZodType;
+  schema: z.ZodMiniType;
 }
 
 export interface ResponseSpec {
@@ -125,11 +126,11 @@ export interface RouteSpec {
   access: Access;
   summary: string;
   description?: string;
-  params?: z.ZodObject;
+  params?: z.ZodMiniObject;
   /** A `z.strictObject`: a parameter the route does not know is refused, never ignored. */
-  query?: z.ZodObject;
+  query?: z.ZodMiniObject;
   /** Header parameters; keys lowercase (`c.req.header()` gives them so). */
-  headers?: z.ZodObject;
+  headers?: z.ZodMiniObject;
   body?: JsonBodySpec | RolloutBodySpec | WebhookBodySpec;
   responses: Readonly<Record<number, ResponseSpec>>;
   /**
@@ -143,12 +144,12 @@ export interface RouteSpec {
 /** What a route that takes an `Idempotency-Key` may answer besides its own codes. */
 const KEYED_ERRORS = ["idempotency_key_reused", "idempotency_key_in_use"] as const;
 
-const jsonBody = <S extends z.ZodType>(schema: S, maxBytes: number): JsonBodySpec<S> => ({
+const jsonBody = <S extends z.ZodMiniType>(schema: S, maxBytes: number): JsonBodySpec<S> => ({
   kind: "json",
   schema,
   maxBytes,
 });
-const json = (schema: z.ZodType): readonly ContentSpec[] => [{ format: "json", schema }];
+const json = (schema: z.ZodMiniType): readonly ContentSpec[] => [{ format: "json", schema }];
 const sse: ContentSpec = { format: "sse", schema: ThreadEventSchema };
 const threadCreated = (description: string): ResponseSpec => ({
   description,
@@ -880,7 +881,7 @@ export const API_ROUTES = {
 
 export type OperationId = keyof typeof API_ROUTES;
 
-type Parsed<R, K extends string> = R extends { [P in K]: infer S extends z.ZodType }
+type Parsed<R, K extends string> = R extends { [P in K]: infer S extends z.ZodMiniType }
   ? z.output<S>
   : undefined;
 

@@ -4,8 +4,8 @@
  */
 import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import type * as z from "zod";
 import { JsonNestingError, jsonPointer, parseJsonWithin } from "../shared/protocol/index.ts";
+import type * as z from "../shared/zod/index.ts";
 import type { AppEnv } from "./app-env.ts";
 import { ApiError, issuesToFieldErrors, type RequestPart } from "./errors.ts";
 
@@ -147,7 +147,7 @@ const PART_NAMES: Record<RequestPart, string> = {
 };
 
 /** `value` parsed with `schema`, or `invalid_request` with one field error per failing field. */
-export function parseRequestPart<S extends z.ZodType>(
+export function parseRequestPart<S extends z.ZodMiniType>(
   schema: S,
   value: unknown,
   part: RequestPart,

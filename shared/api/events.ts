@@ -1,5 +1,5 @@
-import * as z from "zod";
 import { TokenUsageInfoSchema } from "../protocol/index.ts";
+import * as z from "../zod/index.ts";
 import { TurnIdSchema } from "./ids.ts";
 import { ResponseItemOutputSchema, TurnResourceSchema } from "./resources.ts";
 
@@ -31,13 +31,13 @@ export function isTerminalEventType(type: string): type is TerminalEventType {
 }
 
 /** The thread's event sequence: strictly increasing per thread, never reused, not contiguous. */
-const EventSeqSchema = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const EventSeqSchema = z.number().check(z.int(), z.gte(0), z.lte(Number.MAX_SAFE_INTEGER));
 
-function threadEvent<T extends ThreadEventType, Turn extends z.ZodType, D extends z.ZodType>(
-  type: T,
-  turnId: Turn,
-  data: D,
-) {
+function threadEvent<
+  T extends ThreadEventType,
+  Turn extends z.ZodMiniType,
+  D extends z.ZodMiniType,
+>(type: T, turnId: Turn, data: D) {
   return z.object({ seq: EventSeqSchema, type: z.literal(type), turn_id: turnId, data });
 }
 
@@ -53,11 +53,11 @@ export const ThreadEventSchema = z.discriminatedUnion("type", [
   threadEvent("turn.started", TurnIdSchema, TurnResourceSchema),
   threadEvent(
     "item.completed",
-    TurnIdSchema.nullable(),
+    z.nullable(TurnIdSchema),
     z.object({ item: ResponseItemOutputSchema, context: z.boolean() }),
   ),
   threadEvent("item.delta", TurnIdSchema, z.object({ delta: z.string() })),
-  threadEvent("token_count", TurnIdSchema, z.object({ info: TokenUsageInfoSchema.nullable() })),
+  threadEvent("token_count", TurnIdSchema, z.object({ info: z.nullable(TokenUsageInfoSchema) })),
   threadEvent("turn.completed", TurnIdSchema, TurnResourceSchema),
   threadEvent("turn.requires_action", TurnIdSchema, TurnResourceSchema),
   threadEvent("turn.interrupted", TurnIdSchema, TurnResourceSchema),

@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "../zod/index.ts";
 
 /**
  * Tenant, thread and turn ids: 1-64 of `[A-Za-z0-9_-]`. No `:`, so the DO name
@@ -6,7 +6,7 @@ import * as z from "zod";
  */
 const ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 const idSchema = (what: string) =>
-  z.string().regex(ID_PATTERN, `${what} ids are 1-64 characters of [A-Za-z0-9_-]`);
+  z.string().check(z.regex(ID_PATTERN, `${what} ids are 1-64 characters of [A-Za-z0-9_-]`));
 
 export const TenantIdSchema = idSchema("tenant");
 export const ThreadIdSchema = idSchema("thread");

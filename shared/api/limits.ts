@@ -1,5 +1,5 @@
-import * as z from "zod";
 import { utf8ByteLength } from "../context-manager/index.ts";
+import * as z from "../zod/index.ts";
 
 /**
  * Size limits of HTTP API v1, shared by the worker, which counts request bodies, and the Thread

@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "../zod/index.ts";
 import { TENANT_LIMIT_NAMES, type TenantLimitName } from "./limits.ts";
 import type { Same } from "./same.ts";
 
@@ -131,7 +131,7 @@ export const PROBLEM_CONTENT_TYPE = "application/problem+json";
  * header parameter, the parameter's name.
  */
 export const FieldErrorSchema = z.object({
-  path: z.string().describe("RFC 6901 JSON Pointer into the body, or a parameter name"),
+  path: z.string().check(z.describe("RFC 6901 JSON Pointer into the body, or a parameter name")),
   message: z.string(),
 });
 export type FieldError = z.output<typeof FieldErrorSchema>;
@@ -149,19 +149,19 @@ export type QuotaName = (typeof QUOTA_NAMES)[number];
 export const ProblemSchema = z.object({
   type: z.string(),
   title: z.string(),
-  status: z.number().int(),
+  status: z.number().check(z.int()),
   detail: z.string(),
   code: z.enum(PROBLEM_CODES),
-  errors: z.array(FieldErrorSchema).optional(),
+  errors: z.optional(z.array(FieldErrorSchema)),
   quota: z
-    .enum(QUOTA_NAMES)
-    .optional()
-    .describe("With `quota_exceeded`: the quota that refused the request."),
+    .optional(z.enum(QUOTA_NAMES))
+    .check(z.describe("With `quota_exceeded`: the quota that refused the request.")),
   limit: z
-    .enum(TENANT_LIMIT_NAMES)
-    .optional()
-    .describe("With `limit_exceeded`: the per-tenant limit that refused the create."),
-  max: z.number().int().optional().describe("With `limit_exceeded`: the limit's value."),
+    .optional(z.enum(TENANT_LIMIT_NAMES))
+    .check(z.describe("With `limit_exceeded`: the per-tenant limit that refused the create.")),
+  max: z
+    .optional(z.number().check(z.int()))
+    .check(z.describe("With `limit_exceeded`: the limit's value.")),
 });
 
 /** The problem document this API answers with (media type `application/problem+json`). */

@@ -1,9 +1,9 @@
-import * as z from "zod";
 import {
   ImageDetailSchema,
   NewThreadMetadataSchema,
   ThreadConfigSchema,
 } from "../protocol/index.ts";
+import * as z from "../zod/index.ts";
 import { ThreadIdSchema, TurnIdSchema } from "./ids.ts";
 
 /**
@@ -16,12 +16,16 @@ import { ThreadIdSchema, TurnIdSchema } from "./ids.ts";
  * `POST /v1/threads`: the thread configuration (design §8) plus an optional client-chosen id and
  * the thread's metadata (design §11).
  */
-export const CreateThreadBodySchema = ThreadConfigSchema.extend({
-  id: ThreadIdSchema.optional(),
-  metadata: NewThreadMetadataSchema.optional().describe(
-    "At most 16 keys of 1-64 characters (not `__proto__`, `constructor` or `prototype`), " +
-      "values of at most 512; `GET /v1/threads` filters on them.",
-  ),
+export const CreateThreadBodySchema = z.extend(ThreadConfigSchema, {
+  id: z.optional(ThreadIdSchema),
+  metadata: z
+    .optional(NewThreadMetadataSchema)
+    .check(
+      z.describe(
+        "At most 16 keys of 1-64 characters (not `__proto__`, `constructor` or `prototype`), " +
+          "values of at most 512; `GET /v1/threads` filters on them.",
+      ),
+    ),
 });
 
 export const InputTextPartSchema = z.strictObject({
@@ -34,11 +38,13 @@ export const InputImagePartSchema = z.strictObject({
   type: z.literal("input_image"),
   image_url: z
     .string()
-    .refine(
-      (url) => /^(https?:\/\/|data:image\/)/i.test(url),
-      "image_url must be an http(s) URL or a data:image/ URL",
+    .check(
+      z.refine(
+        (url) => /^(https?:\/\/|data:image\/)/i.test(url),
+        "image_url must be an http(s) URL or a data:image/ URL",
+      ),
     ),
-  detail: ImageDetailSchema.optional(),
+  detail: z.optional(ImageDetailSchema),
 });
 
 export const InputPartSchema = z.discriminatedUnion("type", [
@@ -50,13 +56,13 @@ export const InputPartSchema = z.discriminatedUnion("type", [
 export const InputMessageSchema = z.strictObject({
   type: z.literal("message"),
   role: z.literal("user"),
-  content: z.array(InputPartSchema).min(1),
+  content: z.array(InputPartSchema).check(z.minLength(1)),
 });
 
 /** A plain string is shorthand for one user message with one `input_text` part. */
 export const TurnInputSchema = z.union([
-  z.string().min(1),
-  z.array(InputMessageSchema).min(1).max(256),
+  z.string().check(z.minLength(1)),
+  z.array(InputMessageSchema).check(z.minLength(1), z.maxLength(256)),
 ]);
 
 export const OnBusySchema = z.enum(["reject", "queue", "steer", "interrupt"]);
@@ -65,41 +71,41 @@ export const OnBusySchema = z.enum(["reject", "queue", "steer", "interrupt"]);
 export const StartTurnBodySchema = z.strictObject({
   input: TurnInputSchema,
   /** Settings for this turn; they become the thread's new defaults (design §8). */
-  overrides: ThreadConfigSchema.optional(),
+  overrides: z.optional(ThreadConfigSchema),
   /** What to do when a turn is already running; `reject` answers 409 `thread_busy`. */
-  on_busy: OnBusySchema.default("reject"),
+  on_busy: z._default(OnBusySchema, "reject"),
   /**
    * With `on_busy: "steer"`: the id of the turn the input should join. Required there (the
    * running turn may have changed since the client looked); 409 `turn_mismatch` when it is not
    * the running turn.
    */
-  expected_turn_id: TurnIdSchema.optional(),
+  expected_turn_id: z.optional(TurnIdSchema),
   /**
    * Answer with server-sent events instead of one JSON Turn. Absent: whether `Accept` names
    * `text/event-stream`; an explicit value wins over `Accept`.
    */
   stream: z
-    .boolean()
-    .optional()
-    .describe(
-      "Answer with server-sent events instead of JSON. Absent: SSE when Accept names text/event-stream.",
+    .optional(z.boolean())
+    .check(
+      z.describe(
+        "Answer with server-sent events instead of JSON. Absent: SSE when Accept names text/event-stream.",
+      ),
     ),
 });
 
 /** A tool's answer to one pending `function_call`: text, or input_text/input_image parts. */
 export const FunctionCallOutputInputSchema = z.strictObject({
   type: z.literal("function_call_output"),
-  call_id: z.string().min(1).max(256),
-  output: z.union([z.string(), z.array(InputPartSchema).min(1).max(256)]),
+  call_id: z.string().check(z.minLength(1), z.maxLength(256)),
+  output: z.union([z.string(), z.array(InputPartSchema).check(z.minLength(1), z.maxLength(256))]),
 });
 
 /** `POST …/turns/{turn}/outputs`: outputs for some or all of the turn's pending calls. */
 export const SubmitOutputsBodySchema = z.strictObject({
-  items: z
-    .array(FunctionCallOutputInputSchema)
-    .min(1)
-    .max(128)
-    .superRefine((items, ctx) => {
+  items: z.array(FunctionCallOutputInputSchema).check(
+    z.minLength(1),
+    z.maxLength(128),
+    z.superRefine((items, ctx) => {
       const seen = new Set<string>();
       items.forEach((item, index) => {
         if (seen.has(item.call_id)) {
@@ -112,11 +118,13 @@ export const SubmitOutputsBodySchema = z.strictObject({
         seen.add(item.call_id);
       });
     }),
+  ),
   /** As for a turn; an explicit value wins over `Accept`. */
   stream: z
-    .boolean()
-    .optional()
-    .describe("Answer with server-sent events of the resumed turn. Absent: as Accept asks."),
+    .optional(z.boolean())
+    .check(
+      z.describe("Answer with server-sent events of the resumed turn. Absent: as Accept asks."),
+    ),
 });
 
 /** `POST …/turns/{turn}/steer`: more input for the running turn. */
@@ -127,33 +135,47 @@ export const EmptyBodySchema = z.strictObject({});
 
 /** `POST /v1/threads/{id}/rollback`: drop the last `turns` user turns (reference §4.5). */
 export const RollbackBodySchema = z.strictObject({
-  turns: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+  turns: z.number().check(z.int(), z.gte(1), z.lte(Number.MAX_SAFE_INTEGER)),
 });
 
 /** `POST /v1/threads/{id}/fork`. */
 export const ForkBodySchema = z.strictObject({
-  id: ThreadIdSchema.optional().describe("The new thread's id; generated when absent."),
-  before_turn: TurnIdSchema.optional().describe(
-    "The fork holds the source's rollout up to just before this turn. Absent: every ended turn.",
-  ),
-  metadata: NewThreadMetadataSchema.optional().describe(
-    "The new thread's metadata. Absent: the source's, as the copied rollout holds it.",
-  ),
+  id: z.optional(ThreadIdSchema).check(z.describe("The new thread's id; generated when absent.")),
+  before_turn: z
+    .optional(TurnIdSchema)
+    .check(
+      z.describe(
+        "The fork holds the source's rollout up to just before this turn. Absent: every ended turn.",
+      ),
+    ),
+  metadata: z
+    .optional(NewThreadMetadataSchema)
+    .check(
+      z.describe(
+        "The new thread's metadata. Absent: the source's, as the copied rollout holds it.",
+      ),
+    ),
 });
 
 /** `POST /v1/threads/{id}/inject`: `{text}` or `{items}`, exactly one. */
 export const InjectBodySchema = z
   .strictObject({
     /** Shorthand for one user message with one `input_text` part. */
-    text: z.string().min(1).optional(),
-    items: z.array(InputMessageSchema).min(1).max(256).optional(),
+    text: z.optional(z.string().check(z.minLength(1))),
+    items: z.optional(z.array(InputMessageSchema).check(z.minLength(1), z.maxLength(256))),
   })
-  .superRefine((body, ctx) => {
-    if ((body.text === undefined) === (body.items === undefined)) {
-      ctx.addIssue({ code: "custom", path: [], message: "Send exactly one of `text` or `items`" });
-    }
-  })
-  .meta({ oneOf: [{ required: ["text"] }, { required: ["items"] }] });
+  .check(
+    z.superRefine((body, ctx) => {
+      if ((body.text === undefined) === (body.items === undefined)) {
+        ctx.addIssue({
+          code: "custom",
+          path: [],
+          message: "Send exactly one of `text` or `items`",
+        });
+      }
+    }),
+    z.meta({ oneOf: [{ required: ["text"] }, { required: ["items"] }] }),
+  );
 
 /**
  * A number in a query parameter or header: decimal digits only, so `""`, ` 5`, `-1`, `1.0`,
@@ -161,33 +183,36 @@ export const InjectBodySchema = z
  * most `digits` digits (15 stay below 2^53).
  */
 const decimalParam = (digits: number, what: string) =>
-  z
-    .string()
-    .regex(new RegExp(`^[0-9]{1,${digits}}$`), `${what}, in decimal digits only`)
-    .transform(Number);
+  z.pipe(
+    z
+      .string()
+      .check(z.regex(new RegExp(`^[0-9]{1,${digits}}$`), `${what}, in decimal digits only`)),
+    z.transform(Number),
+  );
 
 /** An event sequence number: 0 or more. */
 const seqParam = decimalParam(15, "an event sequence number: 0 or more");
 
 /** `GET /v1/threads/{id}/events`: replay after this sequence number, then tail. */
 export const EventsQuerySchema = z.strictObject({
-  after: seqParam.optional().describe("Replay the events after this seq, then tail."),
+  after: z.optional(seqParam).check(z.describe("Replay the events after this seq, then tail.")),
 });
 
 /** `Last-Event-ID` (WHATWG SSE): sent by a reconnecting EventSource; it wins over `?after=`. */
 export const EventsHeadersSchema = z.object({
-  "last-event-id": seqParam
-    .optional()
-    .describe("The id of the last event seen; it wins over `after`."),
+  "last-event-id": z
+    .optional(seqParam)
+    .check(z.describe("The id of the last event seen; it wins over `after`.")),
 });
 
 /** `GET /v1/threads/{id}/rollout`. */
 export const ExportQuerySchema = z.strictObject({
   allow_incomplete: z
-    .stringbool()
-    .default(false)
-    .describe(
-      "Export the lines that can be read even when some cannot (a damaged R2 segment SQLite no longer holds); the response then says how many are missing.",
+    ._default(z.stringbool(), false)
+    .check(
+      z.describe(
+        "Export the lines that can be read even when some cannot (a damaged R2 segment SQLite no longer holds); the response then says how many are missing.",
+      ),
     ),
 });
 
@@ -198,34 +223,43 @@ export const ExportQuerySchema = z.strictObject({
  */
 export const IdempotencyHeadersSchema = z.object({
   "idempotency-key": z
-    .string()
-    .regex(/^[\x21-\x7e]{1,255}$/, "1-255 visible ASCII characters")
-    .optional()
-    .describe(
-      "Makes a retry safe: the same key with the same request within 24 hours answers with what the first request did (the same turn, its stream replayed, or the thread) instead of doing it again; with another request it is a 422.",
+    .optional(z.string().check(z.regex(/^[\x21-\x7e]{1,255}$/, "1-255 visible ASCII characters")))
+    .check(
+      z.describe(
+        "Makes a retry safe: the same key with the same request within 24 hours answers with what the first request did (the same turn, its stream replayed, or the thread) instead of doing it again; with another request it is a 422.",
+      ),
     ),
 });
 
 /** `POST /v1/threads/import`. */
 export const ImportQuerySchema = z.strictObject({
-  id: ThreadIdSchema.optional().describe("The new thread's id; generated when absent."),
-  parent: ThreadIdSchema.optional().describe(
-    "For a paginated Codex fork (its session_meta has a history_base): the thread imported " +
-      "from its parent rollout, whose lines its history starts with.",
-  ),
+  id: z.optional(ThreadIdSchema).check(z.describe("The new thread's id; generated when absent.")),
+  parent: z
+    .optional(ThreadIdSchema)
+    .check(
+      z.describe(
+        "For a paginated Codex fork (its session_meta has a history_base): the thread imported " +
+          "from its parent rollout, whose lines its history starts with.",
+      ),
+    ),
 });
 
 /** A page size in a query: 1 to `max` in decimal digits, `fallback` when absent. */
 export const pageLimitParam = (max: number, fallback: number) =>
-  decimalParam(String(max).length, `1-${max} items`)
-    .pipe(z.number().min(1).max(max))
-    .prefault(String(fallback))
-    .describe(`Items per page: 1-${max}, in decimal digits; default ${fallback}.`);
+  z
+    .prefault(
+      z.pipe(
+        decimalParam(String(max).length, `1-${max} items`),
+        z.number().check(z.gte(1), z.lte(max)),
+      ),
+      String(fallback),
+    )
+    .check(z.describe(`Items per page: 1-${max}, in decimal digits; default ${fallback}.`));
 
 /** `GET /v1/threads/{id}/history`. The cursor is opaque: only the DO reads it. */
 export const HistoryQuerySchema = z.strictObject({
   limit: pageLimitParam(1000, 100),
-  cursor: z.string().min(1).max(512).optional(),
+  cursor: z.optional(z.string().check(z.minLength(1), z.maxLength(512))),
 });
 
 export const ThreadParamsSchema = z.object({ id: ThreadIdSchema });

@@ -1,4 +1,3 @@
-import * as z from "zod";
 import {
   CompactionItemSchema,
   CustomToolCallItemSchema,
@@ -20,6 +19,7 @@ import {
   TokenUsageSchema,
   WebSearchCallItemSchema,
 } from "../protocol/index.ts";
+import * as z from "../zod/index.ts";
 import { ThreadIdSchema, TurnIdSchema } from "./ids.ts";
 import { PROBLEM_CODES } from "./problems.ts";
 import type { Same } from "./same.ts";
@@ -46,7 +46,7 @@ export const KnownResponseItemOutputSchema = z.discriminatedUnion("type", [
   CustomToolCallItemSchema,
   CustomToolCallOutputItemSchema,
   WebSearchCallItemSchema,
-  CompactionItemSchema.extend({ type: z.literal("compaction") }),
+  z.extend(CompactionItemSchema, { type: z.literal("compaction") }),
 ]);
 
 /**
@@ -83,25 +83,25 @@ export const ThreadResourceSchema = z.object({
   id: ThreadIdSchema,
   status: ThreadStatusSchema,
   config: ResolvedThreadConfigSchema,
-  turn_count: z.number().int().nonnegative(),
+  turn_count: z.number().check(z.int(), z.nonnegative()),
   /**
    * The context's token accounting as Codex keeps it (a fork's totals include its source's);
    * null until the first model response reports usage.
    */
-  token_usage: TokenUsageInfoSchema.nullable(),
+  token_usage: z.nullable(TokenUsageInfoSchema),
   /** What this thread's own provider requests used, as the usage ledger counts it. */
   usage: ThreadUsageSchema,
   metadata: ThreadMetadataSchema,
   created_at: timestamp,
   updated_at: timestamp,
   /** The id of the thread this one was forked from; null when it was not forked. */
-  forked_from: ThreadIdSchema.nullable(),
+  forked_from: z.nullable(ThreadIdSchema),
   /**
    * Where an imported thread came from: the source rollout's session id, the version of the
    * Codex (or Spindle) that wrote it and its originator. Kept by restores, forks and re-imports
    * of its export; null for a thread created through the API.
    */
-  imported_from: ImportedFromSchema.nullable(),
+  imported_from: z.nullable(ImportedFromSchema),
   warnings: z.array(WarningSchema),
 });
 
@@ -130,24 +130,24 @@ export const TurnResourceSchema = z.object({
   /** Client tool calls still waiting for a `function_call_output` (status `requires_action`). */
   pending_calls: z.array(FunctionCallItemSchema),
   /** The turn's summed usage; null before the first model response. */
-  usage: TokenUsageSchema.nullable(),
+  usage: z.nullable(TokenUsageSchema),
   /** Set when status is `failed`. */
-  error: TurnErrorSchema.nullable(),
+  error: z.nullable(TurnErrorSchema),
 });
 
 /** A page of a cursor-paginated list; `next_cursor` is null on the last page. */
-export function listResourceSchema<T extends z.ZodType>(item: T) {
+export function listResourceSchema<T extends z.ZodMiniType>(item: T) {
   return z.object({
     object: z.literal("list"),
     data: z.array(item),
-    next_cursor: z.string().nullable(),
+    next_cursor: z.nullable(z.string()),
   });
 }
 
 export const HistoryPageSchema = listResourceSchema(ResponseItemOutputSchema);
 
 /** `GET …/prompt`: the provider request, with `input` documented by its output side. */
-export const PromptResourceSchema = PromptSchema.extend({
+export const PromptResourceSchema = z.extend(PromptSchema, {
   input: z.array(KnownResponseItemOutputSchema),
 });
 
@@ -158,7 +158,7 @@ export const PromptResourceSchema = PromptSchema.extend({
  */
 export const RolloutLineDocSchema = z.looseObject({
   timestamp: z.string(),
-  ordinal: z.number().int().optional(),
+  ordinal: z.optional(z.number().check(z.int())),
   type: z.string(),
   payload: z.unknown(),
 });

@@ -1,10 +1,10 @@
-import * as z from "zod";
 import {
   METADATA_MAX_KEYS,
   MetadataFilterSchema,
   metadataRecordOf,
   ThreadMetadataValueSchema,
 } from "../protocol/index.ts";
+import * as z from "../zod/index.ts";
 import { ApiKeyIdSchema, TenantIdSchema } from "./ids.ts";
 import { QUOTA_NAMES } from "./problems.ts";
 import { pageLimitParam } from "./requests.ts";
@@ -18,9 +18,10 @@ import { pageLimitParam } from "./requests.ts";
 /** Where a tenant's data lives: its Durable Objects' jurisdiction and its R2 bucket's. */
 export const JURISDICTIONS = ["eu", "fedramp"] as const;
 export const JurisdictionSchema = z
-  .enum(JURISDICTIONS)
-  .nullable()
-  .describe("Data residency, fixed at creation: `eu`, `fedramp`, or null (no restriction).");
+  .nullable(z.enum(JURISDICTIONS))
+  .check(
+    z.describe("Data residency, fixed at creation: `eu`, `fedramp`, or null (no restriction)."),
+  );
 export type Jurisdiction = z.output<typeof JurisdictionSchema>;
 
 /** What a key may do. A key created without `scopes` has every one. */
@@ -28,31 +29,32 @@ export const SCOPES = ["threads", "hooks", "keys", "usage"] as const;
 export const ScopeSchema = z.enum(SCOPES);
 export type Scope = z.output<typeof ScopeSchema>;
 
-const positiveCount = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
+const positiveCount = z.number().check(z.int(), z.gte(1), z.lte(Number.MAX_SAFE_INTEGER));
 
 /** The quotas as a request sets them: a number sets one, null removes it, absent leaves it. */
 export const QuotasInputSchema = z.strictObject({
-  max_threads: positiveCount.nullable().optional().describe("Threads the tenant may hold."),
-  max_running_turns: positiveCount
-    .nullable()
-    .optional()
-    .describe("Turns (and compactions) running at once across the tenant's threads."),
-  tokens_per_day: positiveCount
-    .nullable()
-    .optional()
-    .describe("Input + output tokens per UTC day; a turn is refused once they are spent."),
-  max_thread_bytes: positiveCount
-    .nullable()
-    .optional()
-    .describe("Bytes of rollout JSONL one thread may hold; a full thread takes no new turn."),
+  max_threads: z
+    .optional(z.nullable(positiveCount))
+    .check(z.describe("Threads the tenant may hold.")),
+  max_running_turns: z
+    .optional(z.nullable(positiveCount))
+    .check(z.describe("Turns (and compactions) running at once across the tenant's threads.")),
+  tokens_per_day: z
+    .optional(z.nullable(positiveCount))
+    .check(z.describe("Input + output tokens per UTC day; a turn is refused once they are spent.")),
+  max_thread_bytes: z
+    .optional(z.nullable(positiveCount))
+    .check(
+      z.describe("Bytes of rollout JSONL one thread may hold; a full thread takes no new turn."),
+    ),
 });
 
 /** The quotas of a tenant: every one present, null when unlimited. */
 export const QuotasSchema = z.object({
-  max_threads: positiveCount.nullable(),
-  max_running_turns: positiveCount.nullable(),
-  tokens_per_day: positiveCount.nullable(),
-  max_thread_bytes: positiveCount.nullable(),
+  max_threads: z.nullable(positiveCount),
+  max_running_turns: z.nullable(positiveCount),
+  tokens_per_day: z.nullable(positiveCount),
+  max_thread_bytes: z.nullable(positiveCount),
 });
 export type Quotas = z.output<typeof QuotasSchema>;
 
@@ -74,26 +76,26 @@ export function patchQuotas(base: Quotas, patch: z.output<typeof QuotasInputSche
 }
 
 const timestamp = z.iso.datetime();
-const TenantNameSchema = z.string().min(1).max(256);
+const TenantNameSchema = z.string().check(z.minLength(1), z.maxLength(256));
 
 /** `POST /v1/admin/tenants`. */
 export const CreateTenantBodySchema = z.strictObject({
   id: TenantIdSchema,
-  name: TenantNameSchema.nullable().optional(),
-  jurisdiction: JurisdictionSchema.optional(),
-  quotas: QuotasInputSchema.optional(),
+  name: z.optional(z.nullable(TenantNameSchema)),
+  jurisdiction: z.optional(JurisdictionSchema),
+  quotas: z.optional(QuotasInputSchema),
 });
 
 /** `PATCH /v1/admin/tenants/{tenant}`: the name and quotas; the jurisdiction is fixed. */
 export const PatchTenantBodySchema = z.strictObject({
-  name: TenantNameSchema.nullable().optional(),
-  quotas: QuotasInputSchema.optional(),
+  name: z.optional(z.nullable(TenantNameSchema)),
+  quotas: z.optional(QuotasInputSchema),
 });
 
 export const TenantResourceSchema = z.object({
   object: z.literal("tenant"),
   id: TenantIdSchema,
-  name: z.string().nullable(),
+  name: z.nullable(z.string()),
   jurisdiction: JurisdictionSchema,
   quotas: QuotasSchema,
   /** `deleting` from the delete until its threads are gone; then the tenant no longer exists. */
@@ -104,38 +106,42 @@ export type TenantResource = z.output<typeof TenantResourceSchema>;
 
 /** `POST /v1/keys`, `POST /v1/admin/tenants/{tenant}/keys`. */
 export const CreateKeyBodySchema = z.strictObject({
-  name: z.string().min(1).max(256).nullable().optional(),
+  name: z.optional(z.nullable(z.string().check(z.minLength(1), z.maxLength(256)))),
   scopes: z
-    .array(ScopeSchema)
-    .min(1)
-    .refine((scopes) => new Set(scopes).size === scopes.length, "each scope at most once")
-    .optional()
-    .describe("What the key may do; absent: every scope (of the creating key, under /v1/keys)."),
+    .optional(
+      z.array(ScopeSchema).check(
+        z.minLength(1),
+        z.refine((scopes) => new Set(scopes).size === scopes.length, "each scope at most once"),
+      ),
+    )
+    .check(
+      z.describe("What the key may do; absent: every scope (of the creating key, under /v1/keys)."),
+    ),
 });
 
 export const ApiKeyResourceSchema = z.object({
   object: z.literal("api_key"),
   id: ApiKeyIdSchema,
-  name: z.string().nullable(),
+  name: z.nullable(z.string()),
   scopes: z.array(ScopeSchema),
   /** The key with its secret cut to its last four characters, to tell keys apart. */
   redacted_key: z.string(),
   created_at: timestamp,
   /** When the key was last checked by the service; updated at most once a minute. */
-  last_used_at: timestamp.nullable(),
+  last_used_at: z.nullable(timestamp),
 });
 export type ApiKeyResource = z.output<typeof ApiKeyResourceSchema>;
 
 /** A new key: the resource plus `key`, the secret, in this answer only. */
-export const CreatedApiKeySchema = ApiKeyResourceSchema.extend({
-  key: z.string().describe("The secret. Shown once: only its SHA-256 digest is stored."),
+export const CreatedApiKeySchema = z.extend(ApiKeyResourceSchema, {
+  key: z.string().check(z.describe("The secret. Shown once: only its SHA-256 digest is stored.")),
 });
 export type CreatedApiKey = z.output<typeof CreatedApiKeySchema>;
 
 /** A page of a directory-like list (tenants, keys). */
 export const ListQuerySchema = z.strictObject({
   limit: pageLimitParam(100, 20),
-  cursor: z.string().min(1).max(512).optional(),
+  cursor: z.optional(z.string().check(z.minLength(1), z.maxLength(512))),
 });
 export type ListQuery = z.output<typeof ListQuerySchema>;
 
@@ -146,21 +152,24 @@ export const TenantKeyParamsSchema = z.object({ tenant: TenantIdSchema, key_id: 
 /** `GET /v1/threads`: `metadata[KEY]=VALUE` arrives folded into `metadata` (see the worker). */
 export const ListThreadsQuerySchema = z.strictObject({
   limit: pageLimitParam(100, 20),
-  cursor: z.string().min(1).max(512).optional(),
-  status: z.enum(["idle", "running", "requires_action"]).optional(),
+  cursor: z.optional(z.string().check(z.minLength(1), z.maxLength(512))),
+  status: z.optional(z.enum(["idle", "running", "requires_action"])),
   order: z
-    .enum(["desc", "asc"])
-    .default("desc")
-    .describe("By `updated_at`: newest first (`desc`, the default) or oldest first."),
-  metadata: MetadataFilterSchema.optional().describe(
-    "`metadata[KEY]=VALUE`: only threads whose metadata has KEY set to VALUE (all of them).",
-  ),
+    ._default(z.enum(["desc", "asc"]), "desc")
+    .check(z.describe("By `updated_at`: newest first (`desc`, the default) or oldest first.")),
+  metadata: z
+    .optional(MetadataFilterSchema)
+    .check(
+      z.describe(
+        "`metadata[KEY]=VALUE`: only threads whose metadata has KEY set to VALUE (all of them).",
+      ),
+    ),
 });
 export type ListThreadsQuery = z.output<typeof ListThreadsQuerySchema>;
 
 /** `PATCH /v1/threads/{id}`: a JSON merge patch of the metadata (a string sets, null removes). */
 export const PatchThreadBodySchema = z.strictObject({
-  metadata: metadataRecordOf(ThreadMetadataValueSchema.nullable()),
+  metadata: metadataRecordOf(z.nullable(ThreadMetadataValueSchema)),
 });
 export type PatchThreadBody = z.output<typeof PatchThreadBodySchema>;
 
@@ -182,14 +191,14 @@ export function mergeMetadata(
 
 /** Token counts of the usage ledger (design §11); `reasoning_tokens` is part of `output_tokens`. */
 const usageCounts = {
-  input_tokens: z.number().int().nonnegative(),
-  cached_input_tokens: z.number().int().nonnegative(),
-  output_tokens: z.number().int().nonnegative(),
-  reasoning_tokens: z.number().int().nonnegative(),
+  input_tokens: z.number().check(z.int(), z.nonnegative()),
+  cached_input_tokens: z.number().check(z.int(), z.nonnegative()),
+  output_tokens: z.number().check(z.int(), z.nonnegative()),
+  reasoning_tokens: z.number().check(z.int(), z.nonnegative()),
   /** Provider requests that reported usage. */
-  requests: z.number().int().nonnegative(),
+  requests: z.number().check(z.int(), z.nonnegative()),
   /** Turns (and compactions) counted where their first provider request is. */
-  turns: z.number().int().nonnegative(),
+  turns: z.number().check(z.int(), z.nonnegative()),
 };
 
 /** A thread's own totals: what its provider requests used (a fork starts from zero). */
@@ -213,17 +222,21 @@ const day = z.iso.date();
 /** `GET /v1/usage`: UTC days, `start` included, `end` excluded. */
 export const UsageQuerySchema = z
   .strictObject({
-    start: day.optional().describe("First UTC day (YYYY-MM-DD); default: 30 days before `end`."),
-    end: day.optional().describe("The UTC day after the last one; default: tomorrow."),
-    group_by: z.enum(USAGE_GROUPS).default("day"),
+    start: z
+      .optional(day)
+      .check(z.describe("First UTC day (YYYY-MM-DD); default: 30 days before `end`.")),
+    end: z.optional(day).check(z.describe("The UTC day after the last one; default: tomorrow.")),
+    group_by: z._default(z.enum(USAGE_GROUPS), "day"),
     limit: pageLimitParam(1000, 100),
-    cursor: z.string().min(1).max(512).optional(),
+    cursor: z.optional(z.string().check(z.minLength(1), z.maxLength(512))),
   })
-  .superRefine((query, ctx) => {
-    if (query.start !== undefined && query.end !== undefined && query.start >= query.end) {
-      ctx.addIssue({ code: "custom", path: ["end"], message: "end must be after start" });
-    }
-  });
+  .check(
+    z.superRefine((query, ctx) => {
+      if (query.start !== undefined && query.end !== undefined && query.start >= query.end) {
+        ctx.addIssue({ code: "custom", path: ["end"], message: "end must be after start" });
+      }
+    }),
+  );
 export type UsageQuery = z.output<typeof UsageQuerySchema>;
 
 /** One bucket of `GET /v1/usage`: a UTC day, a thread id or a model, by `group_by`. */

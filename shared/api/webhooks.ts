@@ -1,4 +1,3 @@
-import * as z from "zod";
 import {
   NewThreadMetadataSchema,
   ThreadConfigSchema,
@@ -11,6 +10,7 @@ import {
   TemplateError,
   WEBHOOK_EVENT_TYPES,
 } from "../webhooks/index.ts";
+import * as z from "../zod/index.ts";
 import { EndpointIdSchema, HookIdSchema, ThreadIdSchema, TurnIdSchema } from "./ids.ts";
 import {
   endpointDescriptionMaxBytes,
@@ -33,7 +33,7 @@ const timestamp = z.iso.datetime();
 
 export const HookSchemeSchema = z
   .enum(HOOK_SCHEMES)
-  .describe("How deliveries are signed: Standard Webhooks, GitHub, Slack or Stripe.");
+  .check(z.describe("How deliveries are signed: Standard Webhooks, GitHub, Slack or Stripe."));
 
 /**
  * What a hook's 72-hour dedup is keyed on: the sender's delivery id, or the SHA-256 of the body.
@@ -42,9 +42,11 @@ export const HookSchemeSchema = z
  */
 export const HookDedupSchema = z
   .enum(["delivery_id", "body"])
-  .describe(
-    "What redeliveries are recognized by for 72 hours: the sender's delivery id, or the body's " +
-      "SHA-256. Default: `body` for `github` (its delivery id is not signed), else `delivery_id`.",
+  .check(
+    z.describe(
+      "What redeliveries are recognized by for 72 hours: the sender's delivery id, or the body's " +
+        "SHA-256. Default: `body` for `github` (its delivery id is not signed), else `delivery_id`.",
+    ),
   );
 export type HookDedup = z.output<typeof HookDedupSchema>;
 
@@ -58,80 +60,95 @@ export function hookDedupOf(hook: {
 
 /** A template over a delivery, at most `maxBytes` of UTF-8; checked when the hook is created. */
 const template = (maxBytes: number) =>
-  z
-    .string()
-    .min(1)
-    .check(utf8Within(maxBytes))
-    .superRefine((source, ctx) => {
+  z.string().check(
+    z.minLength(1),
+    utf8Within(maxBytes),
+    z.superRefine((source, ctx) => {
       try {
         parseTemplate(source);
       } catch (err) {
         if (!(err instanceof TemplateError)) throw err;
         ctx.addIssue({ code: "custom", message: `not a template: ${err.message}` });
       }
-    });
+    }),
+  );
 
 /** What a hook does when the thread is running a turn: its deliveries' turns wait by default. */
 export const HookOnBusySchema = z
   .enum(["queue", "interrupt", "reject"])
-  .describe(
-    "`queue` (the default): the delivery's turn runs after the running one; `interrupt`: the " +
-      "running turn is interrupted first; `reject`: 409 `thread_busy`, nothing recorded, so the " +
-      "sender retries.",
+  .check(
+    z.describe(
+      "`queue` (the default): the delivery's turn runs after the running one; `interrupt`: the " +
+        "running turn is interrupted first; `reject`: 409 `thread_busy`, nothing recorded, so the " +
+        "sender retries.",
+    ),
   );
 
 /** `POST /v1/hooks`. */
 export const CreateHookBodySchema = z.strictObject({
-  id: HookIdSchema.optional().describe("The hook's id; generated when absent."),
-  name: z.string().min(1).max(256).nullable().optional(),
+  id: z.optional(HookIdSchema).check(z.describe("The hook's id; generated when absent.")),
+  name: z.optional(z.nullable(z.string().check(z.minLength(1), z.maxLength(256)))),
   verify: z.strictObject({
     scheme: HookSchemeSchema,
     secret: z
-      .string()
-      .min(1)
-      .max(512)
-      .optional()
-      .describe(
-        "The signing secret. Generated when absent (shown once) for `standard` and `github`; " +
-          "`slack` and `stripe` need the secret Slack or Stripe issued.",
+      .optional(z.string().check(z.minLength(1), z.maxLength(512)))
+      .check(
+        z.describe(
+          "The signing secret. Generated when absent (shown once) for `standard` and `github`; " +
+            "`slack` and `stripe` need the secret Slack or Stripe issued.",
+        ),
       ),
   }),
-  thread: template(hookThreadTemplateMaxBytes).describe(
-    "The thread id as a template over the delivery (`{{body.path}}`, `{{headers.name}}`); " +
-      "characters outside [A-Za-z0-9_-] become `_`, and an id longer than 64 is shortened " +
-      `with a digest. At most ${hookThreadTemplateMaxBytes} bytes.`,
-  ),
-  input: template(hookInputTemplateMaxBytes)
-    .optional()
-    .describe(
-      "The turn's user message as a template; default: the event name, then the body. At " +
-        `most ${hookInputTemplateMaxBytes} bytes.`,
+  thread: template(hookThreadTemplateMaxBytes).check(
+    z.describe(
+      "The thread id as a template over the delivery (`{{body.path}}`, `{{headers.name}}`); " +
+        "characters outside [A-Za-z0-9_-] become `_`, and an id longer than 64 is shortened " +
+        `with a digest. At most ${hookThreadTemplateMaxBytes} bytes.`,
     ),
-  on_busy: HookOnBusySchema.default("queue"),
-  dedup: HookDedupSchema.optional(),
-  thread_config: ThreadConfigSchema.extend({ metadata: NewThreadMetadataSchema.optional() })
-    .check(jsonWithin(hookThreadConfigMaxBytes))
-    .optional()
-    .describe(
-      "The configuration of the thread a first delivery creates (as `POST /v1/threads`), at " +
-        `most ${hookThreadConfigMaxBytes} bytes of JSON.`,
+  ),
+  input: z
+    .optional(template(hookInputTemplateMaxBytes))
+    .check(
+      z.describe(
+        "The turn's user message as a template; default: the event name, then the body. At " +
+          `most ${hookInputTemplateMaxBytes} bytes.`,
+      ),
+    ),
+  on_busy: z._default(HookOnBusySchema, "queue"),
+  dedup: z.optional(HookDedupSchema),
+  thread_config: z
+    .optional(
+      z
+        .extend(ThreadConfigSchema, { metadata: z.optional(NewThreadMetadataSchema) })
+        .check(jsonWithin(hookThreadConfigMaxBytes)),
+    )
+    .check(
+      z.describe(
+        "The configuration of the thread a first delivery creates (as `POST /v1/threads`), at " +
+          `most ${hookThreadConfigMaxBytes} bytes of JSON.`,
+      ),
     ),
   events: z
-    .array(z.string().min(1).max(128))
-    .min(1)
-    .max(100)
-    .optional()
-    .describe(
-      "Only these event types start turns (GitHub `X-GitHub-Event`, or `event.action`; " +
-        "Slack's event type; the `type` of Stripe and Standard Webhooks bodies); others are " +
-        "answered 202 `ignored`.",
+    .optional(
+      z
+        .array(z.string().check(z.minLength(1), z.maxLength(128)))
+        .check(z.minLength(1), z.maxLength(100)),
+    )
+    .check(
+      z.describe(
+        "Only these event types start turns (GitHub `X-GitHub-Event`, or `event.action`; " +
+          "Slack's event type; the `type` of Stripe and Standard Webhooks bodies); others are " +
+          "answered 202 `ignored`.",
+      ),
     ),
 });
 export type CreateHookBody = z.output<typeof CreateHookBodySchema>;
 
 /** `POST /v1/hooks/{id}/rotate-secret`. */
 export const RotateHookSecretBodySchema = z.strictObject({
-  secret: z.string().min(1).max(512).optional().describe("The new secret; generated when absent."),
+  secret: z
+    .optional(z.string().check(z.minLength(1), z.maxLength(512)))
+    .check(z.describe("The new secret; generated when absent.")),
 });
 
 export const HookParamsSchema = z.object({ id: HookIdSchema });
@@ -139,29 +156,31 @@ export const HookParamsSchema = z.object({ id: HookIdSchema });
 export const HookResourceSchema = z.object({
   object: z.literal("hook"),
   id: HookIdSchema,
-  name: z.string().nullable(),
+  name: z.nullable(z.string()),
   url: z
     .url()
-    .describe(
-      "Where the sender posts, with no API key: `POST /hooks/{tenant}/{hook}.{tag}`, the tag " +
-        "made by the service (use the URL as given).",
+    .check(
+      z.describe(
+        "Where the sender posts, with no API key: `POST /hooks/{tenant}/{hook}.{tag}`, the tag " +
+          "made by the service (use the URL as given).",
+      ),
     ),
   verify: z.object({ scheme: HookSchemeSchema }),
   thread: z.string(),
-  input: z.string().nullable(),
+  input: z.nullable(z.string()),
   on_busy: HookOnBusySchema,
   dedup: HookDedupSchema,
-  thread_config: z.looseObject({}).nullable(),
-  events: z.array(z.string()).nullable(),
+  thread_config: z.nullable(z.looseObject({})),
+  events: z.nullable(z.array(z.string())),
   created_at: timestamp,
   /** Set by a rotation: the previous secret verifies for 24 hours after it. */
-  secret_rotated_at: timestamp.nullable(),
+  secret_rotated_at: z.nullable(timestamp),
 });
 export type HookResource = z.output<typeof HookResourceSchema>;
 
 /** A new hook (or a rotated secret): `secret` only when it was generated, shown this once. */
-export const CreatedHookSchema = HookResourceSchema.extend({
-  secret: z.string().optional().describe("The generated secret. Shown once."),
+export const CreatedHookSchema = z.extend(HookResourceSchema, {
+  secret: z.optional(z.string()).check(z.describe("The generated secret. Shown once.")),
 });
 export type CreatedHook = z.output<typeof CreatedHookSchema>;
 
@@ -178,18 +197,18 @@ export const DeliveryResourceSchema = z.object({
   object: z.literal("delivery"),
   id: z.string(),
   hook_id: HookIdSchema,
-  thread_id: ThreadIdSchema.nullable(),
+  thread_id: z.nullable(ThreadIdSchema),
   status: z.enum(DELIVERY_STATUSES),
   /** The sender's id (webhook-id, X-GitHub-Delivery, Slack's event_id, Stripe's event id). */
-  delivery_id: z.string().nullable(),
-  event: z.string().nullable(),
+  delivery_id: z.nullable(z.string()),
+  event: z.nullable(z.string()),
   received_at: timestamp,
   /** A duplicate's first delivery. */
-  duplicate_of: z.string().nullable(),
-  turn_id: TurnIdSchema.nullable(),
-  turn_status: TurnStatusSchema.nullable(),
+  duplicate_of: z.nullable(z.string()),
+  turn_id: z.nullable(TurnIdSchema),
+  turn_status: z.nullable(TurnStatusSchema),
   /** Why it was rejected, or how its turn failed. */
-  error: TurnErrorSchema.nullable(),
+  error: z.nullable(TurnErrorSchema),
 });
 export type DeliveryResource = z.output<typeof DeliveryResourceSchema>;
 
@@ -200,35 +219,39 @@ export const WebhookEventTypeSchema = z.enum(WEBHOOK_EVENT_TYPES);
 
 const EndpointUrlSchema = z
   .string()
-  .max(2048)
-  .describe(
-    "https (with `SPINDLE_ENV=development` also http to a loopback address); redirects are " +
-      "not followed.",
+  .check(
+    z.maxLength(2048),
+    z.describe(
+      "https (with `SPINDLE_ENV=development` also http to a loopback address); redirects are " +
+        "not followed.",
+    ),
   );
-const EndpointEventsSchema = z
-  .array(WebhookEventTypeSchema)
-  .min(1)
-  .refine((events) => new Set(events).size === events.length, "each event type at most once");
+const EndpointEventsSchema = z.array(WebhookEventTypeSchema).check(
+  z.minLength(1),
+  z.refine((events) => new Set(events).size === events.length, "each event type at most once"),
+);
 
 const EndpointDescriptionSchema = z
   .string()
-  .min(1)
-  .check(utf8Within(endpointDescriptionMaxBytes))
-  .describe(`At most ${endpointDescriptionMaxBytes} bytes.`);
+  .check(
+    z.minLength(1),
+    utf8Within(endpointDescriptionMaxBytes),
+    z.describe(`At most ${endpointDescriptionMaxBytes} bytes.`),
+  );
 
 /** `POST /v1/webhook-endpoints`. */
 export const CreateEndpointBodySchema = z.strictObject({
   url: EndpointUrlSchema,
   events: EndpointEventsSchema,
-  description: EndpointDescriptionSchema.nullable().optional(),
+  description: z.optional(z.nullable(EndpointDescriptionSchema)),
 });
 
 /** `PATCH /v1/webhook-endpoints/{id}`. */
 export const PatchEndpointBodySchema = z.strictObject({
-  url: EndpointUrlSchema.optional(),
-  events: EndpointEventsSchema.optional(),
-  description: EndpointDescriptionSchema.nullable().optional(),
-  disabled: z.boolean().optional().describe("A disabled endpoint receives nothing."),
+  url: z.optional(EndpointUrlSchema),
+  events: z.optional(EndpointEventsSchema),
+  description: z.optional(z.nullable(EndpointDescriptionSchema)),
+  disabled: z.optional(z.boolean()).check(z.describe("A disabled endpoint receives nothing.")),
 });
 export type PatchEndpointBody = z.output<typeof PatchEndpointBodySchema>;
 
@@ -239,42 +262,42 @@ export const EndpointResourceSchema = z.object({
   id: EndpointIdSchema,
   url: z.string(),
   events: z.array(WebhookEventTypeSchema),
-  description: z.string().nullable(),
+  description: z.nullable(z.string()),
   disabled: z.boolean(),
   /** Why it is disabled: `api` (a PATCH) or `gone` (it answered 410). */
-  disabled_reason: z.enum(["api", "gone"]).nullable(),
+  disabled_reason: z.nullable(z.enum(["api", "gone"])),
   created_at: timestamp,
   /** Set by a rotation: events are signed with the previous secret too for 24 hours after it. */
-  secret_rotated_at: timestamp.nullable(),
+  secret_rotated_at: z.nullable(timestamp),
 });
 export type EndpointResource = z.output<typeof EndpointResourceSchema>;
 
 /** A new endpoint (or a rotated secret): the resource plus its `whsec_` secret, shown once. */
-export const CreatedEndpointSchema = EndpointResourceSchema.extend({
-  secret: z.string().describe("The `whsec_` signing secret. Shown once."),
+export const CreatedEndpointSchema = z.extend(EndpointResourceSchema, {
+  secret: z.string().check(z.describe("The `whsec_` signing secret. Shown once.")),
 });
 export type CreatedEndpoint = z.output<typeof CreatedEndpointSchema>;
 
 /** One attempt to deliver an event: when, and the status code or the error. */
 export const WebhookAttemptSchema = z.object({
   at: timestamp,
-  status_code: z.number().int().nullable(),
+  status_code: z.nullable(z.number().check(z.int())),
   /** `timeout`, `redirect` (a 3xx: not followed), `network`, `http_{status}`, or null. */
-  error: z.string().nullable(),
-  duration_ms: z.number().int().nonnegative(),
+  error: z.nullable(z.string()),
+  duration_ms: z.number().check(z.int(), z.nonnegative()),
   /** When the next attempt is due; null when this one delivered or was the last. */
-  next_retry_at: timestamp.nullable(),
+  next_retry_at: z.nullable(timestamp),
 });
 export type WebhookAttempt = z.output<typeof WebhookAttemptSchema>;
 
 /** One event to one endpoint, with its attempts (the `webhook-id` is its id). */
 export const WebhookDeliverySchema = z.object({
   object: z.literal("webhook_delivery"),
-  id: z.string().describe("The `webhook-id`: the same on every attempt."),
+  id: z.string().check(z.describe("The `webhook-id`: the same on every attempt.")),
   endpoint_id: EndpointIdSchema,
   type: z.string(),
-  thread_id: ThreadIdSchema.nullable(),
-  turn_id: TurnIdSchema.nullable(),
+  thread_id: z.nullable(ThreadIdSchema),
+  turn_id: z.nullable(TurnIdSchema),
   status: z.enum(["pending", "delivered", "failed"]),
   created_at: timestamp,
   attempts: z.array(WebhookAttemptSchema),
@@ -286,17 +309,17 @@ export const WebhookEventSchema = z.object({
   type: z.union([WebhookEventTypeSchema, z.literal("webhook.test")]),
   timestamp: timestamp,
   data: z.object({
-    thread_id: ThreadIdSchema.optional(),
-    turn_id: TurnIdSchema.nullable().optional(),
-    status: z.string().nullable().optional(),
-    usage: TokenUsageSchema.nullable().optional(),
-    pending_calls: z.array(z.object({ call_id: z.string(), name: z.string() })).optional(),
-    pending_calls_truncated: z.boolean().optional(),
-    error: z.object({ code: z.string(), message: z.string() }).optional(),
-    hook_id: HookIdSchema.optional(),
-    delivery_id: z.string().optional(),
-    endpoint_id: EndpointIdSchema.optional(),
-    sequence: z.number().int().optional(),
+    thread_id: z.optional(ThreadIdSchema),
+    turn_id: z.optional(z.nullable(TurnIdSchema)),
+    status: z.optional(z.nullable(z.string())),
+    usage: z.optional(z.nullable(TokenUsageSchema)),
+    pending_calls: z.optional(z.array(z.object({ call_id: z.string(), name: z.string() }))),
+    pending_calls_truncated: z.optional(z.boolean()),
+    error: z.optional(z.object({ code: z.string(), message: z.string() })),
+    hook_id: z.optional(HookIdSchema),
+    delivery_id: z.optional(z.string()),
+    endpoint_id: z.optional(EndpointIdSchema),
+    sequence: z.optional(z.number().check(z.int())),
   }),
 });
 
@@ -334,8 +357,10 @@ export function parseHookPath(param: { tenant: string; hook: string }): HookAddr
 
 /** `POST /hooks/{tenant}/{hook}`: read loosely, so a malformed one is a 404 like an unknown one. */
 export const HookDeliveryParamsSchema = z.object({
-  tenant: z.string().describe("The tenant id, prefixed `eu.` or `fedramp.` for its jurisdiction."),
+  tenant: z
+    .string()
+    .check(z.describe("The tenant id, prefixed `eu.` or `fedramp.` for its jurisdiction.")),
   hook: z
     .string()
-    .describe("The hook id and its tag, `{hook}.{tag}`, as the hook's `url` has them."),
+    .check(z.describe("The hook id and its tag, `{hook}.{tag}`, as the hook's `url` has them.")),
 });

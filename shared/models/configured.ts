@@ -1,5 +1,5 @@
-import * as z from "zod";
 import { ReasoningConfigSchema, VerbositySchema } from "../protocol/index.ts";
+import * as z from "../zod/index.ts";
 import type { ModelInfo } from "./catalog.ts";
 
 /** A configured model's `max_output_tokens` when its entry sets none. */
@@ -7,29 +7,28 @@ export const DEFAULT_MAX_OUTPUT_TOKENS = 32_768;
 
 /** A model served by a remote provider, as configured by the operator (e.g. `SPINDLE_OPENAI_MODELS`). */
 export const ConfiguredModelSchema = z.strictObject({
-  slug: z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/),
+  slug: z.string().check(z.regex(/^[A-Za-z0-9._:-]{1,64}$/)),
   /** The provider's own model name, when it differs from the slug. */
-  model: z.string().min(1).optional(),
-  context_window: z.number().int().positive(),
+  model: z.optional(z.string().check(z.minLength(1))),
+  context_window: z.number().check(z.int(), z.positive()),
   /** The most tokens one request may produce (sent as `max_output_tokens`). */
-  max_output_tokens: z.number().int().positive().default(DEFAULT_MAX_OUTPUT_TOKENS),
-  input_modalities: z
-    .array(z.enum(["text", "image"]))
-    .min(1)
-    .default(["text", "image"]),
-  parallel_tool_calls: z.boolean().default(true),
-  instructions: z
-    .string()
-    .default(
-      "You are a helpful assistant working inside a hosted agent thread. Follow the developer and user instructions in the conversation.",
-    ),
+  max_output_tokens: z._default(z.number().check(z.int(), z.positive()), DEFAULT_MAX_OUTPUT_TOKENS),
+  input_modalities: z._default(z.array(z.enum(["text", "image"])).check(z.minLength(1)), [
+    "text",
+    "image",
+  ]),
+  parallel_tool_calls: z._default(z.boolean(), true),
+  instructions: z._default(
+    z.string(),
+    "You are a helpful assistant working inside a hosted agent thread. Follow the developer and user instructions in the conversation.",
+  ),
   /**
    * Set for a reasoning model: its default `effort` (absent: the API's own) and `summary`
    * (default `auto`; `none` sends no summary).
    */
-  reasoning: ReasoningConfigSchema.optional(),
+  reasoning: z.optional(ReasoningConfigSchema),
   /** Sent as `text.verbosity` (for models that take one). */
-  verbosity: VerbositySchema.optional(),
+  verbosity: z.optional(VerbositySchema),
 });
 export type ConfiguredModel = z.output<typeof ConfiguredModelSchema>;
 

@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "../zod/index.ts";
 
 /**
  * Bounds on JSON nesting (levels of objects and arrays; the outermost object is level 1).

@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "../zod/index.ts";
 import { type KnownResponseItem, KnownResponseItemSchema } from "./response-item.ts";
 import {
   FunctionToolSchema,
@@ -17,15 +17,15 @@ export const PromptSchema = z.object({
   tools: z.array(FunctionToolSchema),
   parallel_tool_calls: z.boolean(),
   /** A reasoning model's settings: present exactly when the model reasons. */
-  reasoning: z
-    .object({
-      effort: ReasoningEffortSchema.optional(),
+  reasoning: z.optional(
+    z.object({
+      effort: z.optional(ReasoningEffortSchema),
       /** Absent when the summary is `none`. */
-      summary: ReasoningSummarySchema.exclude(["none"]).optional(),
-    })
-    .optional(),
+      summary: z.optional(z.enum(ReasoningSummarySchema.options.filter((s) => s !== "none"))),
+    }),
+  ),
   /** Present when the model takes a verbosity. */
-  text: z.object({ verbosity: VerbositySchema }).optional(),
+  text: z.optional(z.object({ verbosity: VerbositySchema })),
 });
 export type Prompt = z.infer<typeof PromptSchema>;
 

@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "../zod/index.ts";
 import { MAX_ITEM_DEPTH, nestedWithin } from "./json-nesting.ts";
 
 /**
@@ -9,11 +9,11 @@ import { MAX_ITEM_DEPTH, nestedWithin } from "./json-nesting.ts";
  * a parse/serialize round trip. Absent optionals stay absent (never `undefined` keys).
  */
 
-const optionalString = z.string().nullish();
+const optionalString = z.nullish(z.string());
 
 /** Newer Codex stamps the turn id on every item here (reference §1.2). */
-export const ItemMetadataSchema = z.looseObject({ turn_id: z.string().optional() });
-const metadata = { internal_chat_message_metadata_passthrough: ItemMetadataSchema.optional() };
+export const ItemMetadataSchema = z.looseObject({ turn_id: z.optional(z.string()) });
+const metadata = { internal_chat_message_metadata_passthrough: z.optional(ItemMetadataSchema) };
 
 export const ImageDetailSchema = z.enum(["auto", "low", "high", "original"]);
 
@@ -21,7 +21,7 @@ export const InputTextSchema = z.looseObject({ type: z.literal("input_text"), te
 export const InputImageSchema = z.looseObject({
   type: z.literal("input_image"),
   image_url: z.string(),
-  detail: ImageDetailSchema.optional(),
+  detail: z.optional(ImageDetailSchema),
 });
 export const OutputTextSchema = z.looseObject({ type: z.literal("output_text"), text: z.string() });
 export const ContentItemSchema = z.discriminatedUnion("type", [
@@ -49,7 +49,7 @@ export const MessageItemSchema = z.looseObject({
   id: optionalString,
   role: MessageRoleSchema,
   content: z.array(ContentItemSchema),
-  phase: z.enum(["commentary", "final_answer"]).nullish(),
+  phase: z.nullish(z.enum(["commentary", "final_answer"])),
   ...metadata,
 });
 
@@ -58,25 +58,25 @@ export const ReasoningItemSchema = z.looseObject({
   id: optionalString,
   summary: z.array(z.looseObject({ type: z.literal("summary_text"), text: z.string() })),
   // Codex serializes an absent content as `null`; both forms are kept as they came.
-  content: z
-    .array(z.looseObject({ type: z.enum(["reasoning_text", "text"]), text: z.string() }))
-    .nullish(),
-  encrypted_content: z.string().nullish(),
+  content: z.nullish(
+    z.array(z.looseObject({ type: z.enum(["reasoning_text", "text"]), text: z.string() })),
+  ),
+  encrypted_content: z.nullish(z.string()),
   ...metadata,
 });
 
 export const LocalShellActionSchema = z.looseObject({
   type: z.literal("exec"),
   command: z.array(z.string()),
-  timeout_ms: z.number().nullish(),
-  working_directory: z.string().nullish(),
-  env: z.record(z.string(), z.string()).nullish(),
-  user: z.string().nullish(),
+  timeout_ms: z.nullish(z.number()),
+  working_directory: z.nullish(z.string()),
+  env: z.nullish(z.record(z.string(), z.string())),
+  user: z.nullish(z.string()),
 });
 export const LocalShellCallItemSchema = z.looseObject({
   type: z.literal("local_shell_call"),
   id: optionalString,
-  call_id: z.string().nullable(),
+  call_id: z.nullable(z.string()),
   status: z.enum(["completed", "in_progress", "incomplete"]),
   action: LocalShellActionSchema,
   ...metadata,
@@ -125,13 +125,16 @@ export const WebSearchCallItemSchema = z.looseObject({
   type: z.literal("web_search_call"),
   id: optionalString,
   status: optionalString,
-  action: z.looseObject({ type: z.string() }).nullish(),
+  action: z.nullish(z.looseObject({ type: z.string() })),
   ...metadata,
 });
 
 export const CompactionItemSchema = z.looseObject({
   // `compaction_summary` is an accepted alias, read as `compaction`.
-  type: z.enum(["compaction", "compaction_summary"]).transform(() => "compaction" as const),
+  type: z.pipe(
+    z.enum(["compaction", "compaction_summary"]),
+    z.transform(() => "compaction" as const),
+  ),
   id: optionalString,
   encrypted_content: z.string(),
   ...metadata,
@@ -153,9 +156,10 @@ export const KnownResponseItemSchema = z
   .check(nestedWithin(MAX_ITEM_DEPTH, "an item"));
 
 /** Any item type this build does not know. Its payload is not kept and it is never recorded. */
-export const OtherItemSchema = z
-  .looseObject({ type: z.string() })
-  .transform((v) => ({ type: "other" as const, original_type: v.type }));
+export const OtherItemSchema = z.pipe(
+  z.looseObject({ type: z.string() }),
+  z.transform((v) => ({ type: "other" as const, original_type: v.type })),
+);
 
 /** Parses any item: known types into their shape, anything else into `other`. */
 export const ResponseItemSchema = z.union([KnownResponseItemSchema, OtherItemSchema]);

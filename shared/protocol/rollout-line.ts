@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "../zod/index.ts";
 import { ResponseItemSchema } from "./response-item.ts";
 import { SessionConfigurationSchema } from "./thread-config.ts";
 import { ThreadMetadataSchema } from "./thread-metadata.ts";
@@ -13,8 +13,8 @@ import { TurnContextItemSchema } from "./turn-context.ts";
 /** Where an imported thread's rollout came from: the source's own `session_meta` identity. */
 export const ImportedFromSchema = z.object({
   session_id: z.string(),
-  cli_version: z.string().nullable(),
-  originator: z.string().nullable(),
+  cli_version: z.nullable(z.string()),
+  originator: z.nullable(z.string()),
 });
 
 /**
@@ -29,34 +29,34 @@ export const ImportWarningSchema = z.object({ code: z.string(), message: z.strin
  */
 export const HistoryBaseSchema = z.looseObject({
   thread_id: z.string(),
-  end_ordinal_exclusive: z.number().int().nonnegative(),
-  end_byte_offset: z.number().optional(),
+  end_ordinal_exclusive: z.number().check(z.int(), z.nonnegative()),
+  end_byte_offset: z.optional(z.number()),
 });
 
 export const SessionMetaSchema = z.looseObject({
   id: z.string(),
-  timestamp: z.string().optional(),
-  cwd: z.string().optional(),
-  originator: z.string().optional(),
-  cli_version: z.string().optional(),
-  source: z.unknown().optional(),
-  model_provider: z.string().nullish(),
+  timestamp: z.optional(z.string()),
+  cwd: z.optional(z.string()),
+  originator: z.optional(z.string()),
+  cli_version: z.optional(z.string()),
+  source: z.optional(z.unknown()),
+  model_provider: z.nullish(z.string()),
   /** User instructions (AGENTS.md and the global ones), Codex 0.32–0.87. */
-  instructions: z.string().nullish(),
-  base_instructions: z.unknown().optional(),
-  forked_from_id: z.string().nullish(),
-  dynamic_tools: z.array(z.unknown()).nullish(),
-  history_mode: z.string().nullish(),
-  history_base: HistoryBaseSchema.nullish(),
+  instructions: z.nullish(z.string()),
+  base_instructions: z.optional(z.unknown()),
+  forked_from_id: z.nullish(z.string()),
+  dynamic_tools: z.nullish(z.array(z.unknown())),
+  history_mode: z.nullish(z.string()),
+  history_base: z.nullish(HistoryBaseSchema),
   /** Spindle's own lines only: the rollout an import came from. */
-  imported_from: ImportedFromSchema.nullish(),
+  imported_from: z.nullish(ImportedFromSchema),
   /** Spindle's own lines only: what the import could not carry over. */
-  import_warnings: z.array(ImportWarningSchema).nullish(),
+  import_warnings: z.nullish(z.array(ImportWarningSchema)),
   /**
    * Spindle's: how many lines after this one a fork or an import copied (its own lines follow
    * them), so a thread rebuilt from R2 counts only its own provider requests.
    */
-  spindle_copied_lines: z.number().int().nonnegative().optional(),
+  spindle_copied_lines: z.optional(z.number().check(z.int(), z.nonnegative())),
 });
 
 export const WorldStateItemSchema = z.looseObject({
@@ -65,68 +65,76 @@ export const WorldStateItemSchema = z.looseObject({
   state: z.record(z.string(), z.unknown()),
 });
 
-export const CompactedItemSchema = z
-  .looseObject({
+export const CompactedItemSchema = z.pipe(
+  z.looseObject({
     message: z.string(),
-    replacement_history: z.array(ResponseItemSchema).nullish(),
-    window_number: z.number().nullish(),
-    first_window_id: z.string().nullish(),
-    previous_window_id: z.string().nullish(),
+    replacement_history: z.nullish(z.array(ResponseItemSchema)),
+    window_number: z.nullish(z.number()),
+    first_window_id: z.nullish(z.string()),
+    previous_window_id: z.nullish(z.string()),
     // Older rollouts wrote the window number here as a number (reference §1.4).
-    window_id: z.union([z.string(), z.number()]).nullish(),
-  })
-  .transform((c) => {
+    window_id: z.nullish(z.union([z.string(), z.number()])),
+  }),
+  z.transform((c) => {
     if (typeof c.window_id !== "number") return c;
     const { window_id, ...rest } = c;
     return { ...rest, window_number: rest.window_number ?? window_id };
-  });
+  }),
+);
 
 const TaskStartedSchema = z.looseObject({
   // `turn_started` is accepted as an alias and read as `task_started`.
-  type: z.enum(["task_started", "turn_started"]).transform(() => "task_started" as const),
+  type: z.pipe(
+    z.enum(["task_started", "turn_started"]),
+    z.transform(() => "task_started" as const),
+  ),
   turn_id: z.string(),
-  started_at: z.number().nullish(),
-  model_context_window: z.number().nullish(),
-  collaboration_mode_kind: z.string().nullish(),
+  started_at: z.nullish(z.number()),
+  model_context_window: z.nullish(z.number()),
+  collaboration_mode_kind: z.nullish(z.string()),
 });
 const TaskCompleteSchema = z.looseObject({
-  type: z.enum(["task_complete", "turn_complete"]).transform(() => "task_complete" as const),
+  type: z.pipe(
+    z.enum(["task_complete", "turn_complete"]),
+    z.transform(() => "task_complete" as const),
+  ),
   turn_id: z.string(),
-  last_agent_message: z.string().nullish(),
-  started_at: z.number().nullish(),
-  completed_at: z.number().nullish(),
-  duration_ms: z.number().nullish(),
+  last_agent_message: z.nullish(z.string()),
+  started_at: z.nullish(z.number()),
+  completed_at: z.nullish(z.number()),
+  duration_ms: z.nullish(z.number()),
 });
 const TurnAbortedSchema = z.looseObject({
   type: z.literal("turn_aborted"),
-  turn_id: z.string().nullish(),
+  turn_id: z.nullish(z.string()),
   reason: z.string(),
-  completed_at: z.number().nullish(),
-  duration_ms: z.number().nullish(),
+  completed_at: z.nullish(z.number()),
+  duration_ms: z.nullish(z.number()),
 });
 const UserMessageSchema = z.looseObject({
   type: z.literal("user_message"),
   message: z.string(),
-  images: z.array(z.string()).nullish(),
-  local_images: z.array(z.unknown()).optional(),
-  text_elements: z.array(z.unknown()).optional(),
-  kind: z.string().nullish(),
+  images: z.nullish(z.array(z.string())),
+  local_images: z.optional(z.array(z.unknown())),
+  text_elements: z.optional(z.array(z.unknown())),
+  kind: z.nullish(z.string()),
 });
 const TokenCountSchema = z.looseObject({
   type: z.literal("token_count"),
-  info: TokenUsageInfoSchema.nullable(),
-  rate_limits: z.unknown().optional(),
+  info: z.nullable(TokenUsageInfoSchema),
+  rate_limits: z.optional(z.unknown()),
 });
 const ThreadRolledBackSchema = z.looseObject({
   type: z.literal("thread_rolled_back"),
-  num_turns: z.number().int().nonnegative(),
-  rollback_start_index: z.number().nullish(),
-  materialized_turns: z.unknown().optional(),
+  num_turns: z.number().check(z.int(), z.nonnegative()),
+  rollback_start_index: z.nullish(z.number()),
+  materialized_turns: z.optional(z.unknown()),
 });
 /** Event types reconstruction does not read (agent_message, warning, …) are kept as-is. */
-const OtherEventSchema = z
-  .looseObject({ type: z.string() })
-  .transform((e) => ({ ...e, type: "other" as const, original_type: e.type }));
+const OtherEventSchema = z.pipe(
+  z.looseObject({ type: z.string() }),
+  z.transform((e) => ({ ...e, type: "other" as const, original_type: e.type })),
+);
 
 const KnownEventMsgSchema = z.discriminatedUnion("type", [
   TaskStartedSchema,
@@ -144,7 +152,7 @@ export const EventMsgSchema = z.union([KnownEventMsgSchema, OtherEventSchema]);
  * it, and `spindle_metadata`, the thread's metadata, written whenever it is set; so a thread
  * rebuilt from R2 alone gets both back.
  */
-const envelope = { timestamp: z.string(), ordinal: z.number().nullish() };
+const envelope = { timestamp: z.string(), ordinal: z.nullish(z.number()) };
 /**
  * Envelopes are loose: members beside `payload` (the `metadata` of newer Codex `response_item`
  * lines) are kept, so a decoded line encodes back to what was read.
@@ -171,11 +179,14 @@ export const RolloutLineSchema = z.union([
     }),
   ]),
   // Line types from other Codex revisions are tolerated on read and ignored by reconstruction.
-  line({ ...envelope, type: z.string(), payload: z.unknown() }).transform((l) => ({
-    ...l,
-    type: "unknown" as const,
-    original_type: l.type,
-  })),
+  z.pipe(
+    line({ ...envelope, type: z.string(), payload: z.unknown() }),
+    z.transform((l) => ({
+      ...l,
+      type: "unknown" as const,
+      original_type: l.type,
+    })),
+  ),
 ]);
 
 export type SessionMeta = z.infer<typeof SessionMetaSchema>;

@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "../zod/index.ts";
 import { MAX_TOOL_PARAMETERS_DEPTH, nestedWithin } from "./json-nesting.ts";
 import { recordOf } from "./json-record.ts";
 
@@ -14,53 +14,56 @@ export const ApprovalPolicySchema = z.enum(["never", "on-request", "on-failure",
 export const PermissionsConfigSchema = z.strictObject({
   sandbox: SandboxModeSchema,
   approval_policy: ApprovalPolicySchema,
-  writable_roots: z.array(z.string().min(1)).default([]),
-  network_access: z.boolean().default(false),
+  writable_roots: z._default(z.array(z.string().check(z.minLength(1))), []),
+  network_access: z._default(z.boolean(), false),
 });
 
 export const EnvironmentConfigSchema = z.strictObject({
-  id: z.string().min(1).max(128),
-  cwd: z.string().min(1),
-  shell: z.string().min(1).optional(),
-  status: z.enum(["available", "starting"]).optional(),
+  id: z.string().check(z.minLength(1), z.maxLength(128)),
+  cwd: z.string().check(z.minLength(1)),
+  shell: z.optional(z.string().check(z.minLength(1))),
+  status: z.optional(z.enum(["available", "starting"])),
 });
 
 export const CollaborationModeConfigSchema = z.strictObject({
-  mode: z.string().min(1),
-  instructions: z.string().optional(),
+  mode: z.string().check(z.minLength(1)),
+  instructions: z.optional(z.string()),
 });
 
 export const AgentsMdConfigSchema = z.strictObject({
   text: z.string(),
-  directory: z.string().min(1),
+  directory: z.string().check(z.minLength(1)),
 });
 
 export const ContextSectionIdSchema = z
   .string()
-  .regex(/^[A-Za-z0-9_.-]{1,64}$/, "section ids are 1-64 chars of [A-Za-z0-9_.-]");
+  .check(z.regex(/^[A-Za-z0-9_.-]{1,64}$/, "section ids are 1-64 chars of [A-Za-z0-9_.-]"));
 export const ContextSectionConfigSchema = z.strictObject({
   role: z.enum(["user", "developer"]),
   text: z.string(),
 });
 
 export const FunctionToolSchema = z.strictObject({
-  type: z.literal("function").default("function"),
-  name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "tool names are 1-64 chars of [A-Za-z0-9_-]"),
-  description: z.string().default(""),
-  parameters: recordOf(z.string(), z.unknown())
-    .check(nestedWithin(MAX_TOOL_PARAMETERS_DEPTH, "parameters"))
-    .default({ type: "object", properties: {} }),
-  strict: z.boolean().optional(),
+  type: z._default(z.literal("function"), "function"),
+  name: z
+    .string()
+    .check(z.regex(/^[A-Za-z0-9_-]{1,64}$/, "tool names are 1-64 chars of [A-Za-z0-9_-]")),
+  description: z._default(z.string(), ""),
+  parameters: z._default(
+    recordOf(z.string(), z.unknown()).check(nestedWithin(MAX_TOOL_PARAMETERS_DEPTH, "parameters")),
+    { type: "object", properties: {} },
+  ),
+  strict: z.optional(z.boolean()),
 });
 
 export const TruncationConfigSchema = z.union([
-  z.strictObject({ tokens: z.number().int().positive() }),
-  z.strictObject({ bytes: z.number().int().positive() }),
+  z.strictObject({ tokens: z.number().check(z.int(), z.positive()) }),
+  z.strictObject({ bytes: z.number().check(z.int(), z.positive()) }),
 ]);
 
 export const NetworkConfigSchema = z.strictObject({
-  allowed_domains: z.array(z.string()).default([]),
-  denied_domains: z.array(z.string()).default([]),
+  allowed_domains: z._default(z.array(z.string()), []),
+  denied_domains: z._default(z.array(z.string()), []),
 });
 
 /** The Responses API's reasoning efforts, as Codex names them. */
@@ -80,41 +83,40 @@ export const VerbositySchema = z.enum(["low", "medium", "high"]);
 
 /** Reasoning settings of a model (catalog defaults) or of a thread (overrides of them). */
 export const ReasoningConfigSchema = z.strictObject({
-  effort: ReasoningEffortSchema.optional(),
-  summary: ReasoningSummarySchema.optional(),
+  effort: z.optional(ReasoningEffortSchema),
+  summary: z.optional(ReasoningSummarySchema),
 });
 
 export const ThreadConfigSchema = z.strictObject({
-  model: z.string().min(1).optional(),
-  provider: z.string().min(1).optional(),
-  base_instructions: z.string().optional(),
-  developer_instructions: z.string().nullable().optional(),
-  personality: z.string().nullable().optional(),
-  collaboration_mode: CollaborationModeConfigSchema.nullable().optional(),
-  permissions: PermissionsConfigSchema.optional(),
+  model: z.optional(z.string().check(z.minLength(1))),
+  provider: z.optional(z.string().check(z.minLength(1))),
+  base_instructions: z.optional(z.string()),
+  developer_instructions: z.optional(z.nullable(z.string())),
+  personality: z.optional(z.nullable(z.string())),
+  collaboration_mode: z.optional(z.nullable(CollaborationModeConfigSchema)),
+  permissions: z.optional(PermissionsConfigSchema),
   /** The first environment is the primary one. */
-  environments: z.array(EnvironmentConfigSchema).max(16).optional(),
+  environments: z.optional(z.array(EnvironmentConfigSchema).check(z.maxLength(16))),
   /** Shorthand for a single environment `{id: "local", cwd}`. */
-  cwd: z.string().min(1).optional(),
-  timezone: z.string().min(1).optional(),
-  network: NetworkConfigSchema.nullable().optional(),
-  agents_md: AgentsMdConfigSchema.nullable().optional(),
-  context_sections: recordOf(
-    ContextSectionIdSchema,
-    ContextSectionConfigSchema.nullable(),
-  ).optional(),
-  tools: z.array(FunctionToolSchema).max(128).optional(),
-  truncation: TruncationConfigSchema.optional(),
+  cwd: z.optional(z.string().check(z.minLength(1))),
+  timezone: z.optional(z.string().check(z.minLength(1))),
+  network: z.optional(z.nullable(NetworkConfigSchema)),
+  agents_md: z.optional(z.nullable(AgentsMdConfigSchema)),
+  context_sections: z.optional(
+    recordOf(ContextSectionIdSchema, z.nullable(ContextSectionConfigSchema)),
+  ),
+  tools: z.optional(z.array(FunctionToolSchema).check(z.maxLength(128))),
+  truncation: z.optional(TruncationConfigSchema),
   /**
    * Auto-compaction runs before a turn when the estimated context exceeds this share of the
    * model's window (0 < x ≤ 1; default 0.9). `null` goes back to the default.
    */
-  auto_compact_fraction: z.number().gt(0).max(1).nullable().optional(),
+  auto_compact_fraction: z.optional(z.nullable(z.number().check(z.gt(0), z.lte(1)))),
   /**
    * Overrides the reasoning model's catalog defaults (`effort`, `summary`); replaces the whole
    * object, `null` goes back to the defaults. No effect on a model that does not reason.
    */
-  reasoning: ReasoningConfigSchema.nullable().optional(),
+  reasoning: z.optional(z.nullable(ReasoningConfigSchema)),
 });
 
 export type PermissionsConfig = z.infer<typeof PermissionsConfigSchema>;
@@ -139,22 +141,22 @@ export const SessionConfigurationSchema = z.object({
   model: z.string(),
   provider: z.string(),
   /** Overrides the model's catalog instructions when set. */
-  base_instructions: z.string().optional(),
-  developer_instructions: z.string().optional(),
-  personality: z.string().optional(),
-  collaboration_mode: CollaborationModeConfigSchema.optional(),
+  base_instructions: z.optional(z.string()),
+  developer_instructions: z.optional(z.string()),
+  personality: z.optional(z.string()),
+  collaboration_mode: z.optional(CollaborationModeConfigSchema),
   permissions: PermissionsConfigSchema,
   environments: z.array(EnvironmentConfigSchema),
   timezone: z.string(),
-  network: NetworkConfigSchema.optional(),
-  agents_md: AgentsMdConfigSchema.optional(),
+  network: z.optional(NetworkConfigSchema),
+  agents_md: z.optional(AgentsMdConfigSchema),
   /** Insertion-ordered; the order is model-visible. */
   context_sections: recordOf(ContextSectionIdSchema, ContextSectionConfigSchema),
   tools: z.array(FunctionToolSchema),
   truncation: TruncationConfigSchema,
   /** Unset: the engine's default (0.9). */
-  auto_compact_fraction: z.number().gt(0).max(1).optional(),
+  auto_compact_fraction: z.optional(z.number().check(z.gt(0), z.lte(1))),
   /** Unset: the model's catalog defaults. */
-  reasoning: ReasoningConfigSchema.optional(),
+  reasoning: z.optional(ReasoningConfigSchema),
 });
 export type SessionConfiguration = z.output<typeof SessionConfigurationSchema>;

@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "../zod/index.ts";
 import { recordOf } from "./json-record.ts";
 
 /** At most this many keys per thread (design §11). */
@@ -14,18 +14,22 @@ const RESERVED_KEYS: ReadonlySet<string> = new Set(["constructor", "prototype"])
 
 const MetadataKeySchema = z
   .string()
-  .min(1, "a metadata key is 1-64 characters")
-  .max(METADATA_KEY_MAX_CHARS, "a metadata key is 1-64 characters");
+  .check(
+    z.minLength(1, "a metadata key is 1-64 characters"),
+    z.maxLength(METADATA_KEY_MAX_CHARS, "a metadata key is 1-64 characters"),
+  );
 
 export const ThreadMetadataValueSchema = z
   .string()
-  .max(METADATA_VALUE_MAX_CHARS, "a metadata value is at most 512 characters");
+  .check(z.maxLength(METADATA_VALUE_MAX_CHARS, "a metadata value is at most 512 characters"));
 
 /** `schema` with at most `METADATA_MAX_KEYS` keys (`noun`: what the message calls them). */
-const atMostKeys = <S extends z.ZodType<Record<string, unknown>>>(schema: S, noun: string) =>
-  schema.refine((metadata) => Object.keys(metadata).length <= METADATA_MAX_KEYS, {
-    message: `at most ${METADATA_MAX_KEYS} ${noun}`,
-  });
+const atMostKeys = <S extends z.ZodMiniType<Record<string, unknown>>>(schema: S, noun: string) =>
+  schema.check(
+    z.refine((metadata) => Object.keys(metadata).length <= METADATA_MAX_KEYS, {
+      message: `at most ${METADATA_MAX_KEYS} ${noun}`,
+    }),
+  );
 
 /**
  * A thread's metadata: string keys and string values a client sets to find its threads again
@@ -44,11 +48,13 @@ export type ThreadMetadata = z.output<typeof ThreadMetadataSchema>;
  * Metadata keys a request names (to set, to remove, to filter by), with `values`: 1-64
  * characters, and neither `__proto__`, `constructor` nor `prototype`.
  */
-export function metadataRecordOf<V extends z.ZodType>(values: V) {
+export function metadataRecordOf<V extends z.ZodMiniType>(values: V) {
   return recordOf(
-    MetadataKeySchema.refine(
-      (key) => !RESERVED_KEYS.has(key),
-      "a metadata key may not be constructor or prototype",
+    MetadataKeySchema.check(
+      z.refine(
+        (key) => !RESERVED_KEYS.has(key),
+        "a metadata key may not be constructor or prototype",
+      ),
     ),
     values,
   );

@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "../zod/index.ts";
 
 export const TokenUsageSchema = z.looseObject({
   input_tokens: z.number(),
@@ -11,7 +11,7 @@ export const TokenUsageSchema = z.looseObject({
 export const TokenUsageInfoSchema = z.looseObject({
   total_token_usage: TokenUsageSchema,
   last_token_usage: TokenUsageSchema,
-  model_context_window: z.number().nullish(),
+  model_context_window: z.nullish(z.number()),
 });
 
 export type TokenUsage = z.infer<typeof TokenUsageSchema>;

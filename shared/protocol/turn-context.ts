@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "../zod/index.ts";
 
 /**
  * Sandbox policy as Codex writes it in `turn_context`. The variant is tagged `mode` in rollouts
@@ -9,16 +9,18 @@ import * as z from "zod";
  */
 export const SandboxPolicySchema = z
   .looseObject({
-    mode: z.string().optional(),
-    type: z.string().optional(),
-    network_access: z.union([z.boolean(), z.enum(["restricted", "enabled"])]).optional(),
-    writable_roots: z.array(z.string()).optional(),
-    exclude_tmpdir_env_var: z.boolean().optional(),
-    exclude_slash_tmp: z.boolean().optional(),
+    mode: z.optional(z.string()),
+    type: z.optional(z.string()),
+    network_access: z.optional(z.union([z.boolean(), z.enum(["restricted", "enabled"])])),
+    writable_roots: z.optional(z.array(z.string())),
+    exclude_tmpdir_env_var: z.optional(z.boolean()),
+    exclude_slash_tmp: z.optional(z.boolean()),
   })
-  .refine((p) => p.mode !== undefined || p.type !== undefined, {
-    message: 'a sandbox policy needs its "type" (or "mode") tag',
-  });
+  .check(
+    z.refine((p) => p.mode !== undefined || p.type !== undefined, {
+      message: 'a sandbox policy needs its "type" (or "mode") tag',
+    }),
+  );
 
 /** The sandbox variant a policy names, whichever tag it uses. */
 export function sandboxModeOf(policy: SandboxPolicy): string {
@@ -53,39 +55,39 @@ export const TurnContextEnvironmentSchema = z.looseObject({
  * importer (`shared/session/imported-config.ts`), not here.
  */
 export const TurnContextItemSchema = z.looseObject({
-  turn_id: z.string().nullish(),
-  trace_id: z.string().nullish(),
-  root_turn_id: z.string().nullish(),
+  turn_id: z.nullish(z.string()),
+  trace_id: z.nullish(z.string()),
+  root_turn_id: z.nullish(z.string()),
   cwd: z.string(),
-  workspace_roots: z.array(z.string()).nullish(),
-  environments: z.array(TurnContextEnvironmentSchema).nullish(),
-  current_date: z.string().nullish(),
-  timezone: z.string().nullish(),
-  approval_policy: TurnApprovalPolicySchema.nullish(),
-  approvals_reviewer: z.string().nullish(),
-  sandbox_policy: SandboxPolicySchema.nullish(),
-  permission_profile: z.unknown().optional(),
-  active_permission_profile: z.unknown().optional(),
-  file_system_sandbox_policy: z.unknown().optional(),
-  network: z
-    .looseObject({ allowed_domains: z.array(z.string()), denied_domains: z.array(z.string()) })
-    .nullish(),
+  workspace_roots: z.nullish(z.array(z.string())),
+  environments: z.nullish(z.array(TurnContextEnvironmentSchema)),
+  current_date: z.nullish(z.string()),
+  timezone: z.nullish(z.string()),
+  approval_policy: z.nullish(TurnApprovalPolicySchema),
+  approvals_reviewer: z.nullish(z.string()),
+  sandbox_policy: z.nullish(SandboxPolicySchema),
+  permission_profile: z.optional(z.unknown()),
+  active_permission_profile: z.optional(z.unknown()),
+  file_system_sandbox_policy: z.optional(z.unknown()),
+  network: z.nullish(
+    z.looseObject({ allowed_domains: z.array(z.string()), denied_domains: z.array(z.string()) }),
+  ),
   model: z.string(),
-  comp_hash: z.string().nullish(),
-  personality: z.string().nullish(),
-  collaboration_mode: z.unknown().optional(),
-  multi_agent_version: z.string().nullish(),
-  multi_agent_mode: z.unknown().optional(),
-  realtime_active: z.boolean().nullish(),
-  effort: z.string().nullish(),
-  summary: z.string().nullish(),
-  base_instructions: z.string().nullish(),
-  user_instructions: z.string().nullish(),
-  developer_instructions: z.string().nullish(),
-  final_output_json_schema: z.unknown().optional(),
-  truncation_policy: z
-    .looseObject({ mode: z.enum(["tokens", "bytes"]), limit: z.number() })
-    .nullish(),
+  comp_hash: z.nullish(z.string()),
+  personality: z.nullish(z.string()),
+  collaboration_mode: z.optional(z.unknown()),
+  multi_agent_version: z.nullish(z.string()),
+  multi_agent_mode: z.optional(z.unknown()),
+  realtime_active: z.nullish(z.boolean()),
+  effort: z.nullish(z.string()),
+  summary: z.nullish(z.string()),
+  base_instructions: z.nullish(z.string()),
+  user_instructions: z.nullish(z.string()),
+  developer_instructions: z.nullish(z.string()),
+  final_output_json_schema: z.optional(z.unknown()),
+  truncation_policy: z.nullish(
+    z.looseObject({ mode: z.enum(["tokens", "bytes"]), limit: z.number() }),
+  ),
 });
 
 export type SandboxPolicy = z.infer<typeof SandboxPolicySchema>;

@@ -2,7 +2,7 @@
  * The OpenAI Responses API wire format: the request body we send and the stream events we read.
  * Field names are the API's; only the subset the provider needs is read.
  */
-import * as z from "zod";
+
 import {
   type FunctionTool,
   KnownResponseItemSchema,
@@ -10,6 +10,7 @@ import {
   parseJsonWithin,
   type TokenUsage,
 } from "../../protocol/index.ts";
+import * as z from "../../zod/index.ts";
 import { type ModelEvent, type ModelPrompt, ProviderError } from "../model-client.ts";
 import type { InputSerializer } from "./input-text.ts";
 import type { SseEvent } from "./sse.ts";
@@ -87,34 +88,34 @@ export function requestBodyBytes(
 }
 
 const ApiErrorSchema = z.looseObject({
-  message: z.string().nullish(),
-  code: z.union([z.string(), z.number()]).nullish(),
+  message: z.nullish(z.string()),
+  code: z.nullish(z.union([z.string(), z.number()])),
 });
 
 const UsageSchema = z.looseObject({
   input_tokens: z.number(),
-  input_tokens_details: z.looseObject({ cached_tokens: z.number().nullish() }).nullish(),
+  input_tokens_details: z.nullish(z.looseObject({ cached_tokens: z.nullish(z.number()) })),
   output_tokens: z.number(),
-  output_tokens_details: z.looseObject({ reasoning_tokens: z.number().nullish() }).nullish(),
-  total_tokens: z.number().nullish(),
+  output_tokens_details: z.nullish(z.looseObject({ reasoning_tokens: z.nullish(z.number()) })),
+  total_tokens: z.nullish(z.number()),
 });
 
 const ResponseEnvelopeSchema = z.looseObject({
-  response: z
-    .looseObject({
-      usage: z.unknown().optional(),
-      error: ApiErrorSchema.nullish(),
-      incomplete_details: z.looseObject({ reason: z.string().nullish() }).nullish(),
-    })
-    .nullish(),
+  response: z.nullish(
+    z.looseObject({
+      usage: z.optional(z.unknown()),
+      error: z.nullish(ApiErrorSchema),
+      incomplete_details: z.nullish(z.looseObject({ reason: z.nullish(z.string()) })),
+    }),
+  ),
 });
 
 const DeltaEventSchema = z.looseObject({ delta: z.string() });
 const ItemDoneEventSchema = z.looseObject({ item: z.looseObject({ type: z.string() }) });
 const ErrorEventSchema = z.looseObject({
-  message: z.string().nullish(),
-  code: z.union([z.string(), z.number()]).nullish(),
-  error: ApiErrorSchema.nullish(),
+  message: z.nullish(z.string()),
+  code: z.nullish(z.union([z.string(), z.number()])),
+  error: z.nullish(ApiErrorSchema),
 });
 
 /** Maps the API's `usage` object onto our `TokenUsage`; undefined when absent or unreadable. */
@@ -137,7 +138,7 @@ function completed(usage: unknown): ModelEvent {
 }
 
 /** True when a failed item parse only means "a type this build does not know". */
-function isUnknownItemType(error: z.ZodError): boolean {
+function isUnknownItemType(error: z.core.$ZodError): boolean {
   return error.issues.every((i) => i.code === "invalid_union" && i.path[0] === "type");
 }
 

@@ -1,6 +1,5 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import * as z from "zod";
 import {
   FunctionToolSchema,
   JsonNestingError,
@@ -14,6 +13,7 @@ import {
   ResponseItemSchema,
 } from "../../../shared/protocol/index.ts";
 import { decodeRolloutLine, RolloutDecodeError } from "../../../shared/rollout/index.ts";
+import * as z from "../../../shared/zod/index.ts";
 
 /** `levels` nested arrays, as text: `[[…]]`. */
 const arrays = (levels: number) => `${"[".repeat(levels)}${"]".repeat(levels)}`;

@@ -1,6 +1,5 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type * as z from "zod";
 import {
   CreateThreadBodySchema,
   EmptyBodySchema,
@@ -11,6 +10,7 @@ import {
   SteerBodySchema,
   SubmitOutputsBodySchema,
 } from "../../../shared/api/index.ts";
+import type * as z from "../../../shared/zod/index.ts";
 import { buildOpenApiDocument } from "../../../worker/openapi.ts";
 import { arbitraryOf, type JsonSchema } from "../../helpers/json-schema-arbitrary.ts";
 
@@ -24,7 +24,7 @@ const hints = (property: string) => {
   return undefined;
 };
 
-const BODIES: [string, z.ZodType][] = [
+const BODIES: [string, z.ZodMiniType][] = [
   ["CreateThreadBody", CreateThreadBodySchema],
   ["StartTurnBody", StartTurnBodySchema],
   ["SubmitOutputsBody", SubmitOutputsBodySchema],

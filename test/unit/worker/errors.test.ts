@@ -1,7 +1,7 @@
 import { HTTPException } from "hono/http-exception";
 import { describe, expect, it } from "vitest";
-import * as z from "zod";
 import { PROBLEM_CODES, problemStatus } from "../../../shared/api/index.ts";
+import * as z from "../../../shared/zod/index.ts";
 import { ApiError, issuesToFieldErrors, toApiError } from "../../../worker/errors.ts";
 
 describe("problem codes", () => {
