@@ -36,9 +36,11 @@ export const DEV_API_KEY = "sk-local-dev";
 export const DEV_TENANT = "local";
 export const DEV_ADMIN_KEY = "sk-local-admin";
 
-const SHA256_HEX = z.string().check(z.regex(/^[0-9a-f]{64}$/, "lowercase hex SHA-256 digests"));
-const ApiKeysSchema = z.record(SHA256_HEX, TenantIdSchema);
-const AdminKeysSchema = z.array(SHA256_HEX);
+const SHA256_HEX = z.onFirstUse(() =>
+  z.string().check(z.regex(/^[0-9a-f]{64}$/, "lowercase hex SHA-256 digests")),
+);
+const ApiKeysSchema = z.onFirstUse(() => z.record(SHA256_HEX, TenantIdSchema));
+const AdminKeysSchema = z.onFirstUse(() => z.array(SHA256_HEX));
 
 /** RFC 6750 §2.1: `Bearer` (scheme case-insensitive per RFC 9110 §11.1) and one token. */
 const BEARER_PATTERN = /^Bearer +(\S+) *$/i;

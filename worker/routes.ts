@@ -66,10 +66,12 @@ import {
 import * as z from "../shared/zod/index.ts";
 import type { Access } from "./auth.ts";
 
-export const HealthSchema = z.object({ ok: z.literal(true), service: z.literal("spindle") });
+export const HealthSchema = z.onFirstUse(() =>
+  z.object({ ok: z.literal(true), service: z.literal("spindle") }),
+);
 
 /** `GET /openapi.json`: an OpenAPI 3.1 document. */
-export const OpenApiDocumentSchema = z.looseObject({ openapi: z.string() });
+export const OpenApiDocumentSchema = z.onFirstUse(() => z.looseObject({ openapi: z.string() }));
 
 export type HttpMethod = "get" | "post" | "patch" | "delete";
 
@@ -156,17 +158,19 @@ const threadCreated = (description: string): ResponseSpec => ({
   content: json(ThreadResourceSchema),
   headers: { Location: "The new thread's URL." },
 });
-const ThreadListSchema = listResourceSchema(ThreadResourceSchema);
-const TenantListSchema = listResourceSchema(TenantResourceSchema);
-const ApiKeyListSchema = listResourceSchema(ApiKeyResourceSchema);
-const UsageListSchema = listResourceSchema(UsageBucketSchema);
-const HookListSchema = listResourceSchema(HookResourceSchema);
-const DeliveryListSchema = listResourceSchema(DeliveryResourceSchema);
-const EndpointListSchema = listResourceSchema(EndpointResourceSchema);
-const WebhookDeliveryListSchema = listResourceSchema(WebhookDeliverySchema);
+const ThreadListSchema = z.onFirstUse(() => listResourceSchema(ThreadResourceSchema));
+const TenantListSchema = z.onFirstUse(() => listResourceSchema(TenantResourceSchema));
+const ApiKeyListSchema = z.onFirstUse(() => listResourceSchema(ApiKeyResourceSchema));
+const UsageListSchema = z.onFirstUse(() => listResourceSchema(UsageBucketSchema));
+const HookListSchema = z.onFirstUse(() => listResourceSchema(HookResourceSchema));
+const DeliveryListSchema = z.onFirstUse(() => listResourceSchema(DeliveryResourceSchema));
+const EndpointListSchema = z.onFirstUse(() => listResourceSchema(EndpointResourceSchema));
+const WebhookDeliveryListSchema = z.onFirstUse(() => listResourceSchema(WebhookDeliverySchema));
 
 /** What `POST /hooks/{tenant}/{hook}` answers with 200: a duplicate's first delivery, or Slack's challenge. */
-export const HookAnswerSchema = z.union([DeliveryResourceSchema, SlackChallengeSchema]);
+export const HookAnswerSchema = z.onFirstUse(() =>
+  z.union([DeliveryResourceSchema, SlackChallengeSchema]),
+);
 
 /** The schemas of the list resources of this table, named in the OpenAPI document. */
 export const LIST_SCHEMAS = {

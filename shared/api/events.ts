@@ -31,7 +31,9 @@ export function isTerminalEventType(type: string): type is TerminalEventType {
 }
 
 /** The thread's event sequence: strictly increasing per thread, never reused, not contiguous. */
-const EventSeqSchema = z.number().check(z.int(), z.gte(0), z.lte(Number.MAX_SAFE_INTEGER));
+const EventSeqSchema = z.onFirstUse(() =>
+  z.number().check(z.int(), z.gte(0), z.lte(Number.MAX_SAFE_INTEGER)),
+);
 
 function threadEvent<
   T extends ThreadEventType,
@@ -49,27 +51,31 @@ function threadEvent<
  * injected outside a turn; `item.delta` is streamed model text (replay may skip it);
  * `token_count` carries the thread's usage after a model response.
  */
-export const ThreadEventSchema = z.discriminatedUnion("type", [
-  threadEvent("turn.started", TurnIdSchema, TurnResourceSchema),
-  threadEvent(
-    "item.completed",
-    z.nullable(TurnIdSchema),
-    z.object({ item: ResponseItemOutputSchema, context: z.boolean() }),
-  ),
-  threadEvent("item.delta", TurnIdSchema, z.object({ delta: z.string() })),
-  threadEvent("token_count", TurnIdSchema, z.object({ info: z.nullable(TokenUsageInfoSchema) })),
-  threadEvent("turn.completed", TurnIdSchema, TurnResourceSchema),
-  threadEvent("turn.requires_action", TurnIdSchema, TurnResourceSchema),
-  threadEvent("turn.interrupted", TurnIdSchema, TurnResourceSchema),
-  threadEvent("turn.failed", TurnIdSchema, TurnResourceSchema),
-]);
+export const ThreadEventSchema = z.onFirstUse(() =>
+  z.discriminatedUnion("type", [
+    threadEvent("turn.started", TurnIdSchema, TurnResourceSchema),
+    threadEvent(
+      "item.completed",
+      z.nullable(TurnIdSchema),
+      z.object({ item: ResponseItemOutputSchema, context: z.boolean() }),
+    ),
+    threadEvent("item.delta", TurnIdSchema, z.object({ delta: z.string() })),
+    threadEvent("token_count", TurnIdSchema, z.object({ info: z.nullable(TokenUsageInfoSchema) })),
+    threadEvent("turn.completed", TurnIdSchema, TurnResourceSchema),
+    threadEvent("turn.requires_action", TurnIdSchema, TurnResourceSchema),
+    threadEvent("turn.interrupted", TurnIdSchema, TurnResourceSchema),
+    threadEvent("turn.failed", TurnIdSchema, TurnResourceSchema),
+  ]),
+);
 export type ThreadEvent = z.output<typeof ThreadEventSchema>;
 
 /**
  * What the worker checks of each event line before framing it: the fields SSE framing needs.
  * The rest is the DO's own output and passes through as it came.
  */
-export const ThreadEventEnvelopeSchema = z.looseObject({
-  seq: EventSeqSchema,
-  type: z.enum(THREAD_EVENT_TYPES),
-});
+export const ThreadEventEnvelopeSchema = z.onFirstUse(() =>
+  z.looseObject({
+    seq: EventSeqSchema,
+    type: z.enum(THREAD_EVENT_TYPES),
+  }),
+);

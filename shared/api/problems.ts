@@ -130,10 +130,12 @@ export const PROBLEM_CONTENT_TYPE = "application/problem+json";
  * `""` for the body itself; `/line/N` for an imported rollout's line N); for a query, path or
  * header parameter, the parameter's name.
  */
-export const FieldErrorSchema = z.object({
-  path: z.string().check(z.describe("RFC 6901 JSON Pointer into the body, or a parameter name")),
-  message: z.string(),
-});
+export const FieldErrorSchema = z.onFirstUse(() =>
+  z.object({
+    path: z.string().check(z.describe("RFC 6901 JSON Pointer into the body, or a parameter name")),
+    message: z.string(),
+  }),
+);
 export type FieldError = z.output<typeof FieldErrorSchema>;
 
 /** The tenant quotas (design §11); `quota_exceeded` names the one that refused a request. */
@@ -146,23 +148,25 @@ export const QUOTA_NAMES = [
 export type QuotaName = (typeof QUOTA_NAMES)[number];
 
 /** RFC 9457 problem document with the `code` extension member. */
-export const ProblemSchema = z.object({
-  type: z.string(),
-  title: z.string(),
-  status: z.number().check(z.int()),
-  detail: z.string(),
-  code: z.enum(PROBLEM_CODES),
-  errors: z.optional(z.array(FieldErrorSchema)),
-  quota: z
-    .optional(z.enum(QUOTA_NAMES))
-    .check(z.describe("With `quota_exceeded`: the quota that refused the request.")),
-  limit: z
-    .optional(z.enum(TENANT_LIMIT_NAMES))
-    .check(z.describe("With `limit_exceeded`: the per-tenant limit that refused the create.")),
-  max: z
-    .optional(z.number().check(z.int()))
-    .check(z.describe("With `limit_exceeded`: the limit's value.")),
-});
+export const ProblemSchema = z.onFirstUse(() =>
+  z.object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().check(z.int()),
+    detail: z.string(),
+    code: z.enum(PROBLEM_CODES),
+    errors: z.optional(z.array(FieldErrorSchema)),
+    quota: z
+      .optional(z.enum(QUOTA_NAMES))
+      .check(z.describe("With `quota_exceeded`: the quota that refused the request.")),
+    limit: z
+      .optional(z.enum(TENANT_LIMIT_NAMES))
+      .check(z.describe("With `limit_exceeded`: the per-tenant limit that refused the create.")),
+    max: z
+      .optional(z.number().check(z.int()))
+      .check(z.describe("With `limit_exceeded`: the limit's value.")),
+  }),
+);
 
 /** The problem document this API answers with (media type `application/problem+json`). */
 export interface Problem {

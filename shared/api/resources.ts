@@ -37,27 +37,31 @@ import { ThreadUsageSchema } from "./tenancy.ts";
  * JSON Schema cannot describe; here the type is the literal the transform produces. The item
  * shapes are the protocol's own, so the two cannot drift apart (checked below).
  */
-export const KnownResponseItemOutputSchema = z.discriminatedUnion("type", [
-  MessageItemSchema,
-  ReasoningItemSchema,
-  LocalShellCallItemSchema,
-  FunctionCallItemSchema,
-  FunctionCallOutputItemSchema,
-  CustomToolCallItemSchema,
-  CustomToolCallOutputItemSchema,
-  WebSearchCallItemSchema,
-  z.extend(CompactionItemSchema, { type: z.literal("compaction") }),
-]);
+export const KnownResponseItemOutputSchema = z.onFirstUse(() =>
+  z.discriminatedUnion("type", [
+    MessageItemSchema,
+    ReasoningItemSchema,
+    LocalShellCallItemSchema,
+    FunctionCallItemSchema,
+    FunctionCallOutputItemSchema,
+    CustomToolCallItemSchema,
+    CustomToolCallOutputItemSchema,
+    WebSearchCallItemSchema,
+    z.extend(CompactionItemSchema, { type: z.literal("compaction") }),
+  ]),
+);
 
 /**
  * The output side of `ResponseItemSchema`: a known item, or `{type: "other", original_type}`
  * for an item type this build does not know (its payload is not kept). Response schemas use this
  * one, so the OpenAPI document shows what a client receives.
  */
-export const ResponseItemOutputSchema = z.union([
-  KnownResponseItemOutputSchema,
-  z.object({ type: z.literal("other"), original_type: z.string() }),
-]);
+export const ResponseItemOutputSchema = z.onFirstUse(() =>
+  z.union([
+    KnownResponseItemOutputSchema,
+    z.object({ type: z.literal("other"), original_type: z.string() }),
+  ]),
+);
 
 /**
  * A thread's resolved configuration: every field decided (`SessionConfiguration`). Optional
@@ -65,7 +69,9 @@ export const ResponseItemOutputSchema = z.union([
  */
 export const ResolvedThreadConfigSchema = SessionConfigurationSchema;
 
-export const ThreadStatusSchema = z.enum(["idle", "running", "requires_action"]);
+export const ThreadStatusSchema = z.onFirstUse(() =>
+  z.enum(["idle", "running", "requires_action"]),
+);
 
 /**
  * Something the thread wants a client to know that is not an error: `rollout_repaired` (lines
@@ -76,64 +82,66 @@ export const ThreadStatusSchema = z.enum(["idle", "running", "requires_action"])
 export const WarningSchema = ImportWarningSchema;
 
 /** Timestamps are RFC 3339 UTC strings, like the rollout's. */
-const timestamp = z.iso.datetime();
+const timestamp = z.onFirstUse(() => z.iso.datetime());
 
-export const ThreadResourceSchema = z.object({
-  object: z.literal("thread"),
-  id: ThreadIdSchema,
-  status: ThreadStatusSchema,
-  config: ResolvedThreadConfigSchema,
-  turn_count: z.number().check(z.int(), z.nonnegative()),
-  /**
-   * The context's token accounting as Codex keeps it (a fork's totals include its source's);
-   * null until the first model response reports usage.
-   */
-  token_usage: z.nullable(TokenUsageInfoSchema),
-  /** What this thread's own provider requests used, as the usage ledger counts it. */
-  usage: ThreadUsageSchema,
-  metadata: ThreadMetadataSchema,
-  created_at: timestamp,
-  updated_at: timestamp,
-  /** The id of the thread this one was forked from; null when it was not forked. */
-  forked_from: z.nullable(ThreadIdSchema),
-  /**
-   * Where an imported thread came from: the source rollout's session id, the version of the
-   * Codex (or Spindle) that wrote it and its originator. Kept by restores, forks and re-imports
-   * of its export; null for a thread created through the API.
-   */
-  imported_from: z.nullable(ImportedFromSchema),
-  warnings: z.array(WarningSchema),
-});
+export const ThreadResourceSchema = z.onFirstUse(() =>
+  z.object({
+    object: z.literal("thread"),
+    id: ThreadIdSchema,
+    status: ThreadStatusSchema,
+    config: ResolvedThreadConfigSchema,
+    turn_count: z.number().check(z.int(), z.nonnegative()),
+    /**
+     * The context's token accounting as Codex keeps it (a fork's totals include its source's);
+     * null until the first model response reports usage.
+     */
+    token_usage: z.nullable(TokenUsageInfoSchema),
+    /** What this thread's own provider requests used, as the usage ledger counts it. */
+    usage: ThreadUsageSchema,
+    metadata: ThreadMetadataSchema,
+    created_at: timestamp,
+    updated_at: timestamp,
+    /** The id of the thread this one was forked from; null when it was not forked. */
+    forked_from: z.nullable(ThreadIdSchema),
+    /**
+     * Where an imported thread came from: the source rollout's session id, the version of the
+     * Codex (or Spindle) that wrote it and its originator. Kept by restores, forks and re-imports
+     * of its export; null for a thread created through the API.
+     */
+    imported_from: z.nullable(ImportedFromSchema),
+    warnings: z.array(WarningSchema),
+  }),
+);
 
-export const TurnStatusSchema = z.enum([
-  "in_progress",
-  "completed",
-  "requires_action",
-  "interrupted",
-  "failed",
-]);
+export const TurnStatusSchema = z.onFirstUse(() =>
+  z.enum(["in_progress", "completed", "requires_action", "interrupted", "failed"]),
+);
 
-export const TurnErrorSchema = z.object({ code: z.enum(PROBLEM_CODES), message: z.string() });
+export const TurnErrorSchema = z.onFirstUse(() =>
+  z.object({ code: z.enum(PROBLEM_CODES), message: z.string() }),
+);
 
-export const TurnResourceSchema = z.object({
-  object: z.literal("turn"),
-  id: TurnIdSchema,
-  thread_id: ThreadIdSchema,
-  /**
-   * `compaction`: a compaction task (`POST …/compact`, or the automatic one that a turn's stream
-   * shows before the turn itself when its context is near the window).
-   */
-  kind: z.enum(["turn", "compaction"]),
-  status: TurnStatusSchema,
-  /** What the turn recorded, in order: context items, the user input, model output. */
-  items: z.array(ResponseItemOutputSchema),
-  /** Client tool calls still waiting for a `function_call_output` (status `requires_action`). */
-  pending_calls: z.array(FunctionCallItemSchema),
-  /** The turn's summed usage; null before the first model response. */
-  usage: z.nullable(TokenUsageSchema),
-  /** Set when status is `failed`. */
-  error: z.nullable(TurnErrorSchema),
-});
+export const TurnResourceSchema = z.onFirstUse(() =>
+  z.object({
+    object: z.literal("turn"),
+    id: TurnIdSchema,
+    thread_id: ThreadIdSchema,
+    /**
+     * `compaction`: a compaction task (`POST …/compact`, or the automatic one that a turn's stream
+     * shows before the turn itself when its context is near the window).
+     */
+    kind: z.enum(["turn", "compaction"]),
+    status: TurnStatusSchema,
+    /** What the turn recorded, in order: context items, the user input, model output. */
+    items: z.array(ResponseItemOutputSchema),
+    /** Client tool calls still waiting for a `function_call_output` (status `requires_action`). */
+    pending_calls: z.array(FunctionCallItemSchema),
+    /** The turn's summed usage; null before the first model response. */
+    usage: z.nullable(TokenUsageSchema),
+    /** Set when status is `failed`. */
+    error: z.nullable(TurnErrorSchema),
+  }),
+);
 
 /** A page of a cursor-paginated list; `next_cursor` is null on the last page. */
 export function listResourceSchema<T extends z.ZodMiniType>(item: T) {
@@ -144,24 +152,28 @@ export function listResourceSchema<T extends z.ZodMiniType>(item: T) {
   });
 }
 
-export const HistoryPageSchema = listResourceSchema(ResponseItemOutputSchema);
+export const HistoryPageSchema = z.onFirstUse(() => listResourceSchema(ResponseItemOutputSchema));
 
 /** `GET …/prompt`: the provider request, with `input` documented by its output side. */
-export const PromptResourceSchema = z.extend(PromptSchema, {
-  input: z.array(KnownResponseItemOutputSchema),
-});
+export const PromptResourceSchema = z.onFirstUse(() =>
+  z.extend(PromptSchema, {
+    input: z.array(KnownResponseItemOutputSchema),
+  }),
+);
 
 /**
  * One line of a Codex rollout (reference §1.1), as exported and imported: the envelope only;
  * `payload` depends on `type` (session_meta, response_item, turn_context, world_state, compacted,
  * event_msg, …) and unknown line types are kept.
  */
-export const RolloutLineDocSchema = z.looseObject({
-  timestamp: z.string(),
-  ordinal: z.optional(z.number().check(z.int())),
-  type: z.string(),
-  payload: z.unknown(),
-});
+export const RolloutLineDocSchema = z.onFirstUse(() =>
+  z.looseObject({
+    timestamp: z.string(),
+    ordinal: z.optional(z.number().check(z.int())),
+    type: z.string(),
+    payload: z.unknown(),
+  }),
+);
 
 export type ResolvedThreadConfig = z.output<typeof ResolvedThreadConfigSchema>;
 export type ThreadStatus = z.output<typeof ThreadStatusSchema>;

@@ -17,45 +17,55 @@ import { pageLimitParam } from "./requests.ts";
 
 /** Where a tenant's data lives: its Durable Objects' jurisdiction and its R2 bucket's. */
 export const JURISDICTIONS = ["eu", "fedramp"] as const;
-export const JurisdictionSchema = z
-  .nullable(z.enum(JURISDICTIONS))
-  .check(
-    z.describe("Data residency, fixed at creation: `eu`, `fedramp`, or null (no restriction)."),
-  );
+export const JurisdictionSchema = z.onFirstUse(() =>
+  z
+    .nullable(z.enum(JURISDICTIONS))
+    .check(
+      z.describe("Data residency, fixed at creation: `eu`, `fedramp`, or null (no restriction)."),
+    ),
+);
 export type Jurisdiction = z.output<typeof JurisdictionSchema>;
 
 /** What a key may do. A key created without `scopes` has every one. */
 export const SCOPES = ["threads", "hooks", "keys", "usage"] as const;
-export const ScopeSchema = z.enum(SCOPES);
+export const ScopeSchema = z.onFirstUse(() => z.enum(SCOPES));
 export type Scope = z.output<typeof ScopeSchema>;
 
-const positiveCount = z.number().check(z.int(), z.gte(1), z.lte(Number.MAX_SAFE_INTEGER));
+const positiveCount = z.onFirstUse(() =>
+  z.number().check(z.int(), z.gte(1), z.lte(Number.MAX_SAFE_INTEGER)),
+);
 
 /** The quotas as a request sets them: a number sets one, null removes it, absent leaves it. */
-export const QuotasInputSchema = z.strictObject({
-  max_threads: z
-    .optional(z.nullable(positiveCount))
-    .check(z.describe("Threads the tenant may hold.")),
-  max_running_turns: z
-    .optional(z.nullable(positiveCount))
-    .check(z.describe("Turns (and compactions) running at once across the tenant's threads.")),
-  tokens_per_day: z
-    .optional(z.nullable(positiveCount))
-    .check(z.describe("Input + output tokens per UTC day; a turn is refused once they are spent.")),
-  max_thread_bytes: z
-    .optional(z.nullable(positiveCount))
-    .check(
-      z.describe("Bytes of rollout JSONL one thread may hold; a full thread takes no new turn."),
-    ),
-});
+export const QuotasInputSchema = z.onFirstUse(() =>
+  z.strictObject({
+    max_threads: z
+      .optional(z.nullable(positiveCount))
+      .check(z.describe("Threads the tenant may hold.")),
+    max_running_turns: z
+      .optional(z.nullable(positiveCount))
+      .check(z.describe("Turns (and compactions) running at once across the tenant's threads.")),
+    tokens_per_day: z
+      .optional(z.nullable(positiveCount))
+      .check(
+        z.describe("Input + output tokens per UTC day; a turn is refused once they are spent."),
+      ),
+    max_thread_bytes: z
+      .optional(z.nullable(positiveCount))
+      .check(
+        z.describe("Bytes of rollout JSONL one thread may hold; a full thread takes no new turn."),
+      ),
+  }),
+);
 
 /** The quotas of a tenant: every one present, null when unlimited. */
-export const QuotasSchema = z.object({
-  max_threads: z.nullable(positiveCount),
-  max_running_turns: z.nullable(positiveCount),
-  tokens_per_day: z.nullable(positiveCount),
-  max_thread_bytes: z.nullable(positiveCount),
-});
+export const QuotasSchema = z.onFirstUse(() =>
+  z.object({
+    max_threads: z.nullable(positiveCount),
+    max_running_turns: z.nullable(positiveCount),
+    tokens_per_day: z.nullable(positiveCount),
+    max_thread_bytes: z.nullable(positiveCount),
+  }),
+);
 export type Quotas = z.output<typeof QuotasSchema>;
 
 export const NO_QUOTAS: Quotas = Object.freeze({
@@ -75,102 +85,124 @@ export function patchQuotas(base: Quotas, patch: z.output<typeof QuotasInputSche
   return next;
 }
 
-const timestamp = z.iso.datetime();
-const TenantNameSchema = z.string().check(z.minLength(1), z.maxLength(256));
+const timestamp = z.onFirstUse(() => z.iso.datetime());
+const TenantNameSchema = z.onFirstUse(() => z.string().check(z.minLength(1), z.maxLength(256)));
 
 /** `POST /v1/admin/tenants`. */
-export const CreateTenantBodySchema = z.strictObject({
-  id: TenantIdSchema,
-  name: z.optional(z.nullable(TenantNameSchema)),
-  jurisdiction: z.optional(JurisdictionSchema),
-  quotas: z.optional(QuotasInputSchema),
-});
+export const CreateTenantBodySchema = z.onFirstUse(() =>
+  z.strictObject({
+    id: TenantIdSchema,
+    name: z.optional(z.nullable(TenantNameSchema)),
+    jurisdiction: z.optional(JurisdictionSchema),
+    quotas: z.optional(QuotasInputSchema),
+  }),
+);
 
 /** `PATCH /v1/admin/tenants/{tenant}`: the name and quotas; the jurisdiction is fixed. */
-export const PatchTenantBodySchema = z.strictObject({
-  name: z.optional(z.nullable(TenantNameSchema)),
-  quotas: z.optional(QuotasInputSchema),
-});
+export const PatchTenantBodySchema = z.onFirstUse(() =>
+  z.strictObject({
+    name: z.optional(z.nullable(TenantNameSchema)),
+    quotas: z.optional(QuotasInputSchema),
+  }),
+);
 
-export const TenantResourceSchema = z.object({
-  object: z.literal("tenant"),
-  id: TenantIdSchema,
-  name: z.nullable(z.string()),
-  jurisdiction: JurisdictionSchema,
-  quotas: QuotasSchema,
-  /** `deleting` from the delete until its threads are gone; then the tenant no longer exists. */
-  status: z.enum(["active", "deleting"]),
-  created_at: timestamp,
-});
+export const TenantResourceSchema = z.onFirstUse(() =>
+  z.object({
+    object: z.literal("tenant"),
+    id: TenantIdSchema,
+    name: z.nullable(z.string()),
+    jurisdiction: JurisdictionSchema,
+    quotas: QuotasSchema,
+    /** `deleting` from the delete until its threads are gone; then the tenant no longer exists. */
+    status: z.enum(["active", "deleting"]),
+    created_at: timestamp,
+  }),
+);
 export type TenantResource = z.output<typeof TenantResourceSchema>;
 
 /** `POST /v1/keys`, `POST /v1/admin/tenants/{tenant}/keys`. */
-export const CreateKeyBodySchema = z.strictObject({
-  name: z.optional(z.nullable(z.string().check(z.minLength(1), z.maxLength(256)))),
-  scopes: z
-    .optional(
-      z.array(ScopeSchema).check(
-        z.minLength(1),
-        z.refine((scopes) => new Set(scopes).size === scopes.length, "each scope at most once"),
+export const CreateKeyBodySchema = z.onFirstUse(() =>
+  z.strictObject({
+    name: z.optional(z.nullable(z.string().check(z.minLength(1), z.maxLength(256)))),
+    scopes: z
+      .optional(
+        z.array(ScopeSchema).check(
+          z.minLength(1),
+          z.refine((scopes) => new Set(scopes).size === scopes.length, "each scope at most once"),
+        ),
+      )
+      .check(
+        z.describe(
+          "What the key may do; absent: every scope (of the creating key, under /v1/keys).",
+        ),
       ),
-    )
-    .check(
-      z.describe("What the key may do; absent: every scope (of the creating key, under /v1/keys)."),
-    ),
-});
+  }),
+);
 
-export const ApiKeyResourceSchema = z.object({
-  object: z.literal("api_key"),
-  id: ApiKeyIdSchema,
-  name: z.nullable(z.string()),
-  scopes: z.array(ScopeSchema),
-  /** The key with its secret cut to its last four characters, to tell keys apart. */
-  redacted_key: z.string(),
-  created_at: timestamp,
-  /** When the key was last checked by the service; updated at most once a minute. */
-  last_used_at: z.nullable(timestamp),
-});
+export const ApiKeyResourceSchema = z.onFirstUse(() =>
+  z.object({
+    object: z.literal("api_key"),
+    id: ApiKeyIdSchema,
+    name: z.nullable(z.string()),
+    scopes: z.array(ScopeSchema),
+    /** The key with its secret cut to its last four characters, to tell keys apart. */
+    redacted_key: z.string(),
+    created_at: timestamp,
+    /** When the key was last checked by the service; updated at most once a minute. */
+    last_used_at: z.nullable(timestamp),
+  }),
+);
 export type ApiKeyResource = z.output<typeof ApiKeyResourceSchema>;
 
 /** A new key: the resource plus `key`, the secret, in this answer only. */
-export const CreatedApiKeySchema = z.extend(ApiKeyResourceSchema, {
-  key: z.string().check(z.describe("The secret. Shown once: only its SHA-256 digest is stored.")),
-});
+export const CreatedApiKeySchema = z.onFirstUse(() =>
+  z.extend(ApiKeyResourceSchema, {
+    key: z.string().check(z.describe("The secret. Shown once: only its SHA-256 digest is stored.")),
+  }),
+);
 export type CreatedApiKey = z.output<typeof CreatedApiKeySchema>;
 
 /** A page of a directory-like list (tenants, keys). */
-export const ListQuerySchema = z.strictObject({
-  limit: pageLimitParam(100, 20),
-  cursor: z.optional(z.string().check(z.minLength(1), z.maxLength(512))),
-});
+export const ListQuerySchema = z.onFirstUse(() =>
+  z.strictObject({
+    limit: pageLimitParam(100, 20),
+    cursor: z.optional(z.string().check(z.minLength(1), z.maxLength(512))),
+  }),
+);
 export type ListQuery = z.output<typeof ListQuerySchema>;
 
-export const TenantParamsSchema = z.object({ tenant: TenantIdSchema });
-export const KeyParamsSchema = z.object({ key_id: ApiKeyIdSchema });
-export const TenantKeyParamsSchema = z.object({ tenant: TenantIdSchema, key_id: ApiKeyIdSchema });
+export const TenantParamsSchema = z.onFirstUse(() => z.object({ tenant: TenantIdSchema }));
+export const KeyParamsSchema = z.onFirstUse(() => z.object({ key_id: ApiKeyIdSchema }));
+export const TenantKeyParamsSchema = z.onFirstUse(() =>
+  z.object({ tenant: TenantIdSchema, key_id: ApiKeyIdSchema }),
+);
 
 /** `GET /v1/threads`: `metadata[KEY]=VALUE` arrives folded into `metadata` (see the worker). */
-export const ListThreadsQuerySchema = z.strictObject({
-  limit: pageLimitParam(100, 20),
-  cursor: z.optional(z.string().check(z.minLength(1), z.maxLength(512))),
-  status: z.optional(z.enum(["idle", "running", "requires_action"])),
-  order: z
-    ._default(z.enum(["desc", "asc"]), "desc")
-    .check(z.describe("By `updated_at`: newest first (`desc`, the default) or oldest first.")),
-  metadata: z
-    .optional(MetadataFilterSchema)
-    .check(
-      z.describe(
-        "`metadata[KEY]=VALUE`: only threads whose metadata has KEY set to VALUE (all of them).",
+export const ListThreadsQuerySchema = z.onFirstUse(() =>
+  z.strictObject({
+    limit: pageLimitParam(100, 20),
+    cursor: z.optional(z.string().check(z.minLength(1), z.maxLength(512))),
+    status: z.optional(z.enum(["idle", "running", "requires_action"])),
+    order: z
+      ._default(z.enum(["desc", "asc"]), "desc")
+      .check(z.describe("By `updated_at`: newest first (`desc`, the default) or oldest first.")),
+    metadata: z
+      .optional(MetadataFilterSchema)
+      .check(
+        z.describe(
+          "`metadata[KEY]=VALUE`: only threads whose metadata has KEY set to VALUE (all of them).",
+        ),
       ),
-    ),
-});
+  }),
+);
 export type ListThreadsQuery = z.output<typeof ListThreadsQuerySchema>;
 
 /** `PATCH /v1/threads/{id}`: a JSON merge patch of the metadata (a string sets, null removes). */
-export const PatchThreadBodySchema = z.strictObject({
-  metadata: metadataRecordOf(z.nullable(ThreadMetadataValueSchema)),
-});
+export const PatchThreadBodySchema = z.onFirstUse(() =>
+  z.strictObject({
+    metadata: metadataRecordOf(z.nullable(ThreadMetadataValueSchema)),
+  }),
+);
 export type PatchThreadBody = z.output<typeof PatchThreadBodySchema>;
 
 /**
@@ -190,7 +222,7 @@ export function mergeMetadata(
 }
 
 /** Token counts of the usage ledger (design §11); `reasoning_tokens` is part of `output_tokens`. */
-const usageCounts = {
+const usageCounts = z.onFirstUse(() => ({
   input_tokens: z.number().check(z.int(), z.nonnegative()),
   cached_input_tokens: z.number().check(z.int(), z.nonnegative()),
   output_tokens: z.number().check(z.int(), z.nonnegative()),
@@ -199,10 +231,10 @@ const usageCounts = {
   requests: z.number().check(z.int(), z.nonnegative()),
   /** Turns (and compactions) counted where their first provider request is. */
   turns: z.number().check(z.int(), z.nonnegative()),
-};
+}));
 
 /** A thread's own totals: what its provider requests used (a fork starts from zero). */
-export const ThreadUsageSchema = z.object(usageCounts);
+export const ThreadUsageSchema = z.onFirstUse(() => z.object({ ...usageCounts }));
 export type ThreadUsage = z.output<typeof ThreadUsageSchema>;
 
 export const ZERO_THREAD_USAGE: ThreadUsage = Object.freeze({
@@ -217,32 +249,36 @@ export const ZERO_THREAD_USAGE: ThreadUsage = Object.freeze({
 export const USAGE_GROUPS = ["day", "thread", "model"] as const;
 export type UsageGroup = (typeof USAGE_GROUPS)[number];
 
-const day = z.iso.date();
+const day = z.onFirstUse(() => z.iso.date());
 
 /** `GET /v1/usage`: UTC days, `start` included, `end` excluded. */
-export const UsageQuerySchema = z
-  .strictObject({
-    start: z
-      .optional(day)
-      .check(z.describe("First UTC day (YYYY-MM-DD); default: 30 days before `end`.")),
-    end: z.optional(day).check(z.describe("The UTC day after the last one; default: tomorrow.")),
-    group_by: z._default(z.enum(USAGE_GROUPS), "day"),
-    limit: pageLimitParam(1000, 100),
-    cursor: z.optional(z.string().check(z.minLength(1), z.maxLength(512))),
-  })
-  .check(
-    z.superRefine((query, ctx) => {
-      if (query.start !== undefined && query.end !== undefined && query.start >= query.end) {
-        ctx.addIssue({ code: "custom", path: ["end"], message: "end must be after start" });
-      }
-    }),
-  );
+export const UsageQuerySchema = z.onFirstUse(() =>
+  z
+    .strictObject({
+      start: z
+        .optional(day)
+        .check(z.describe("First UTC day (YYYY-MM-DD); default: 30 days before `end`.")),
+      end: z.optional(day).check(z.describe("The UTC day after the last one; default: tomorrow.")),
+      group_by: z._default(z.enum(USAGE_GROUPS), "day"),
+      limit: pageLimitParam(1000, 100),
+      cursor: z.optional(z.string().check(z.minLength(1), z.maxLength(512))),
+    })
+    .check(
+      z.superRefine((query, ctx) => {
+        if (query.start !== undefined && query.end !== undefined && query.start >= query.end) {
+          ctx.addIssue({ code: "custom", path: ["end"], message: "end must be after start" });
+        }
+      }),
+    ),
+);
 export type UsageQuery = z.output<typeof UsageQuerySchema>;
 
 /** One bucket of `GET /v1/usage`: a UTC day, a thread id or a model, by `group_by`. */
-export const UsageBucketSchema = z.object({
-  object: z.literal("usage_bucket"),
-  bucket: z.string(),
-  ...usageCounts,
-});
+export const UsageBucketSchema = z.onFirstUse(() =>
+  z.object({
+    object: z.literal("usage_bucket"),
+    bucket: z.string(),
+    ...usageCounts,
+  }),
+);
 export type UsageBucket = z.output<typeof UsageBucketSchema>;

@@ -6,30 +6,35 @@ import type { ModelInfo } from "./catalog.ts";
 export const DEFAULT_MAX_OUTPUT_TOKENS = 32_768;
 
 /** A model served by a remote provider, as configured by the operator (e.g. `SPINDLE_OPENAI_MODELS`). */
-export const ConfiguredModelSchema = z.strictObject({
-  slug: z.string().check(z.regex(/^[A-Za-z0-9._:-]{1,64}$/)),
-  /** The provider's own model name, when it differs from the slug. */
-  model: z.optional(z.string().check(z.minLength(1))),
-  context_window: z.number().check(z.int(), z.positive()),
-  /** The most tokens one request may produce (sent as `max_output_tokens`). */
-  max_output_tokens: z._default(z.number().check(z.int(), z.positive()), DEFAULT_MAX_OUTPUT_TOKENS),
-  input_modalities: z._default(z.array(z.enum(["text", "image"])).check(z.minLength(1)), [
-    "text",
-    "image",
-  ]),
-  parallel_tool_calls: z._default(z.boolean(), true),
-  instructions: z._default(
-    z.string(),
-    "You are a helpful assistant working inside a hosted agent thread. Follow the developer and user instructions in the conversation.",
-  ),
-  /**
-   * Set for a reasoning model: its default `effort` (absent: the API's own) and `summary`
-   * (default `auto`; `none` sends no summary).
-   */
-  reasoning: z.optional(ReasoningConfigSchema),
-  /** Sent as `text.verbosity` (for models that take one). */
-  verbosity: z.optional(VerbositySchema),
-});
+export const ConfiguredModelSchema = z.onFirstUse(() =>
+  z.strictObject({
+    slug: z.string().check(z.regex(/^[A-Za-z0-9._:-]{1,64}$/)),
+    /** The provider's own model name, when it differs from the slug. */
+    model: z.optional(z.string().check(z.minLength(1))),
+    context_window: z.number().check(z.int(), z.positive()),
+    /** The most tokens one request may produce (sent as `max_output_tokens`). */
+    max_output_tokens: z._default(
+      z.number().check(z.int(), z.positive()),
+      DEFAULT_MAX_OUTPUT_TOKENS,
+    ),
+    input_modalities: z._default(z.array(z.enum(["text", "image"])).check(z.minLength(1)), [
+      "text",
+      "image",
+    ]),
+    parallel_tool_calls: z._default(z.boolean(), true),
+    instructions: z._default(
+      z.string(),
+      "You are a helpful assistant working inside a hosted agent thread. Follow the developer and user instructions in the conversation.",
+    ),
+    /**
+     * Set for a reasoning model: its default `effort` (absent: the API's own) and `summary`
+     * (default `auto`; `none` sends no summary).
+     */
+    reasoning: z.optional(ReasoningConfigSchema),
+    /** Sent as `text.verbosity` (for models that take one). */
+    verbosity: z.optional(VerbositySchema),
+  }),
+);
 export type ConfiguredModel = z.output<typeof ConfiguredModelSchema>;
 
 export interface ProviderModel extends ModelInfo {

@@ -11,22 +11,24 @@ import {
  * The request a provider receives (design §5, §7 `GET …/prompt`): three channels built from one
  * StepContext capture. Providers drop local bookkeeping fields of the items before sending.
  */
-export const PromptSchema = z.object({
-  instructions: z.string(),
-  input: z.array(KnownResponseItemSchema),
-  tools: z.array(FunctionToolSchema),
-  parallel_tool_calls: z.boolean(),
-  /** A reasoning model's settings: present exactly when the model reasons. */
-  reasoning: z.optional(
-    z.object({
-      effort: z.optional(ReasoningEffortSchema),
-      /** Absent when the summary is `none`. */
-      summary: z.optional(z.enum(ReasoningSummarySchema.options.filter((s) => s !== "none"))),
-    }),
-  ),
-  /** Present when the model takes a verbosity. */
-  text: z.optional(z.object({ verbosity: VerbositySchema })),
-});
+export const PromptSchema = z.onFirstUse(() =>
+  z.object({
+    instructions: z.string(),
+    input: z.array(KnownResponseItemSchema),
+    tools: z.array(FunctionToolSchema),
+    parallel_tool_calls: z.boolean(),
+    /** A reasoning model's settings: present exactly when the model reasons. */
+    reasoning: z.optional(
+      z.object({
+        effort: z.optional(ReasoningEffortSchema),
+        /** Absent when the summary is `none`. */
+        summary: z.optional(z.enum(ReasoningSummarySchema.options.filter((s) => s !== "none"))),
+      }),
+    ),
+    /** Present when the model takes a verbosity. */
+    text: z.optional(z.object({ verbosity: VerbositySchema })),
+  }),
+);
 export type Prompt = z.infer<typeof PromptSchema>;
 
 /**

@@ -8,116 +8,139 @@ import { recordOf } from "./json-record.ts";
  * thread's new default. `null` clears a clearable field (agents_md, personality, a custom section).
  */
 
-export const SandboxModeSchema = z.enum(["read-only", "workspace-write", "danger-full-access"]);
-export const ApprovalPolicySchema = z.enum(["never", "on-request", "on-failure", "untrusted"]);
+export const SandboxModeSchema = z.onFirstUse(() =>
+  z.enum(["read-only", "workspace-write", "danger-full-access"]),
+);
+export const ApprovalPolicySchema = z.onFirstUse(() =>
+  z.enum(["never", "on-request", "on-failure", "untrusted"]),
+);
 
-export const PermissionsConfigSchema = z.strictObject({
-  sandbox: SandboxModeSchema,
-  approval_policy: ApprovalPolicySchema,
-  writable_roots: z._default(z.array(z.string().check(z.minLength(1))), []),
-  network_access: z._default(z.boolean(), false),
-});
+export const PermissionsConfigSchema = z.onFirstUse(() =>
+  z.strictObject({
+    sandbox: SandboxModeSchema,
+    approval_policy: ApprovalPolicySchema,
+    writable_roots: z._default(z.array(z.string().check(z.minLength(1))), []),
+    network_access: z._default(z.boolean(), false),
+  }),
+);
 
-export const EnvironmentConfigSchema = z.strictObject({
-  id: z.string().check(z.minLength(1), z.maxLength(128)),
-  cwd: z.string().check(z.minLength(1)),
-  shell: z.optional(z.string().check(z.minLength(1))),
-  status: z.optional(z.enum(["available", "starting"])),
-});
+export const EnvironmentConfigSchema = z.onFirstUse(() =>
+  z.strictObject({
+    id: z.string().check(z.minLength(1), z.maxLength(128)),
+    cwd: z.string().check(z.minLength(1)),
+    shell: z.optional(z.string().check(z.minLength(1))),
+    status: z.optional(z.enum(["available", "starting"])),
+  }),
+);
 
-export const CollaborationModeConfigSchema = z.strictObject({
-  mode: z.string().check(z.minLength(1)),
-  instructions: z.optional(z.string()),
-});
+export const CollaborationModeConfigSchema = z.onFirstUse(() =>
+  z.strictObject({
+    mode: z.string().check(z.minLength(1)),
+    instructions: z.optional(z.string()),
+  }),
+);
 
-export const AgentsMdConfigSchema = z.strictObject({
-  text: z.string(),
-  directory: z.string().check(z.minLength(1)),
-});
+export const AgentsMdConfigSchema = z.onFirstUse(() =>
+  z.strictObject({
+    text: z.string(),
+    directory: z.string().check(z.minLength(1)),
+  }),
+);
 
-export const ContextSectionIdSchema = z
-  .string()
-  .check(z.regex(/^[A-Za-z0-9_.-]{1,64}$/, "section ids are 1-64 chars of [A-Za-z0-9_.-]"));
-export const ContextSectionConfigSchema = z.strictObject({
-  role: z.enum(["user", "developer"]),
-  text: z.string(),
-});
-
-export const FunctionToolSchema = z.strictObject({
-  type: z._default(z.literal("function"), "function"),
-  name: z
+export const ContextSectionIdSchema = z.onFirstUse(() =>
+  z
     .string()
-    .check(z.regex(/^[A-Za-z0-9_-]{1,64}$/, "tool names are 1-64 chars of [A-Za-z0-9_-]")),
-  description: z._default(z.string(), ""),
-  parameters: z._default(
-    recordOf(z.string(), z.unknown()).check(nestedWithin(MAX_TOOL_PARAMETERS_DEPTH, "parameters")),
-    { type: "object", properties: {} },
-  ),
-  strict: z.optional(z.boolean()),
-});
+    .check(z.regex(/^[A-Za-z0-9_.-]{1,64}$/, "section ids are 1-64 chars of [A-Za-z0-9_.-]")),
+);
+export const ContextSectionConfigSchema = z.onFirstUse(() =>
+  z.strictObject({
+    role: z.enum(["user", "developer"]),
+    text: z.string(),
+  }),
+);
 
-export const TruncationConfigSchema = z.union([
-  z.strictObject({ tokens: z.number().check(z.int(), z.positive()) }),
-  z.strictObject({ bytes: z.number().check(z.int(), z.positive()) }),
-]);
+export const FunctionToolSchema = z.onFirstUse(() =>
+  z.strictObject({
+    type: z._default(z.literal("function"), "function"),
+    name: z
+      .string()
+      .check(z.regex(/^[A-Za-z0-9_-]{1,64}$/, "tool names are 1-64 chars of [A-Za-z0-9_-]")),
+    description: z._default(z.string(), ""),
+    parameters: z._default(
+      recordOf(z.string(), z.unknown()).check(
+        nestedWithin(MAX_TOOL_PARAMETERS_DEPTH, "parameters"),
+      ),
+      { type: "object", properties: {} },
+    ),
+    strict: z.optional(z.boolean()),
+  }),
+);
 
-export const NetworkConfigSchema = z.strictObject({
-  allowed_domains: z._default(z.array(z.string()), []),
-  denied_domains: z._default(z.array(z.string()), []),
-});
+export const TruncationConfigSchema = z.onFirstUse(() =>
+  z.union([
+    z.strictObject({ tokens: z.number().check(z.int(), z.positive()) }),
+    z.strictObject({ bytes: z.number().check(z.int(), z.positive()) }),
+  ]),
+);
+
+export const NetworkConfigSchema = z.onFirstUse(() =>
+  z.strictObject({
+    allowed_domains: z._default(z.array(z.string()), []),
+    denied_domains: z._default(z.array(z.string()), []),
+  }),
+);
 
 /** The Responses API's reasoning efforts, as Codex names them. */
-export const ReasoningEffortSchema = z.enum([
-  "none",
-  "minimal",
-  "low",
-  "medium",
-  "high",
-  "xhigh",
-  "max",
-  "ultra",
-]);
+export const ReasoningEffortSchema = z.onFirstUse(() =>
+  z.enum(["none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra"]),
+);
 /** `none` asks for no reasoning summary: the request then carries no `summary`. */
-export const ReasoningSummarySchema = z.enum(["auto", "concise", "detailed", "none"]);
-export const VerbositySchema = z.enum(["low", "medium", "high"]);
+export const ReasoningSummarySchema = z.onFirstUse(() =>
+  z.enum(["auto", "concise", "detailed", "none"]),
+);
+export const VerbositySchema = z.onFirstUse(() => z.enum(["low", "medium", "high"]));
 
 /** Reasoning settings of a model (catalog defaults) or of a thread (overrides of them). */
-export const ReasoningConfigSchema = z.strictObject({
-  effort: z.optional(ReasoningEffortSchema),
-  summary: z.optional(ReasoningSummarySchema),
-});
+export const ReasoningConfigSchema = z.onFirstUse(() =>
+  z.strictObject({
+    effort: z.optional(ReasoningEffortSchema),
+    summary: z.optional(ReasoningSummarySchema),
+  }),
+);
 
-export const ThreadConfigSchema = z.strictObject({
-  model: z.optional(z.string().check(z.minLength(1))),
-  provider: z.optional(z.string().check(z.minLength(1))),
-  base_instructions: z.optional(z.string()),
-  developer_instructions: z.optional(z.nullable(z.string())),
-  personality: z.optional(z.nullable(z.string())),
-  collaboration_mode: z.optional(z.nullable(CollaborationModeConfigSchema)),
-  permissions: z.optional(PermissionsConfigSchema),
-  /** The first environment is the primary one. */
-  environments: z.optional(z.array(EnvironmentConfigSchema).check(z.maxLength(16))),
-  /** Shorthand for a single environment `{id: "local", cwd}`. */
-  cwd: z.optional(z.string().check(z.minLength(1))),
-  timezone: z.optional(z.string().check(z.minLength(1))),
-  network: z.optional(z.nullable(NetworkConfigSchema)),
-  agents_md: z.optional(z.nullable(AgentsMdConfigSchema)),
-  context_sections: z.optional(
-    recordOf(ContextSectionIdSchema, z.nullable(ContextSectionConfigSchema)),
-  ),
-  tools: z.optional(z.array(FunctionToolSchema).check(z.maxLength(128))),
-  truncation: z.optional(TruncationConfigSchema),
-  /**
-   * Auto-compaction runs before a turn when the estimated context exceeds this share of the
-   * model's window (0 < x ≤ 1; default 0.9). `null` goes back to the default.
-   */
-  auto_compact_fraction: z.optional(z.nullable(z.number().check(z.gt(0), z.lte(1)))),
-  /**
-   * Overrides the reasoning model's catalog defaults (`effort`, `summary`); replaces the whole
-   * object, `null` goes back to the defaults. No effect on a model that does not reason.
-   */
-  reasoning: z.optional(z.nullable(ReasoningConfigSchema)),
-});
+export const ThreadConfigSchema = z.onFirstUse(() =>
+  z.strictObject({
+    model: z.optional(z.string().check(z.minLength(1))),
+    provider: z.optional(z.string().check(z.minLength(1))),
+    base_instructions: z.optional(z.string()),
+    developer_instructions: z.optional(z.nullable(z.string())),
+    personality: z.optional(z.nullable(z.string())),
+    collaboration_mode: z.optional(z.nullable(CollaborationModeConfigSchema)),
+    permissions: z.optional(PermissionsConfigSchema),
+    /** The first environment is the primary one. */
+    environments: z.optional(z.array(EnvironmentConfigSchema).check(z.maxLength(16))),
+    /** Shorthand for a single environment `{id: "local", cwd}`. */
+    cwd: z.optional(z.string().check(z.minLength(1))),
+    timezone: z.optional(z.string().check(z.minLength(1))),
+    network: z.optional(z.nullable(NetworkConfigSchema)),
+    agents_md: z.optional(z.nullable(AgentsMdConfigSchema)),
+    context_sections: z.optional(
+      recordOf(ContextSectionIdSchema, z.nullable(ContextSectionConfigSchema)),
+    ),
+    tools: z.optional(z.array(FunctionToolSchema).check(z.maxLength(128))),
+    truncation: z.optional(TruncationConfigSchema),
+    /**
+     * Auto-compaction runs before a turn when the estimated context exceeds this share of the
+     * model's window (0 < x ≤ 1; default 0.9). `null` goes back to the default.
+     */
+    auto_compact_fraction: z.optional(z.nullable(z.number().check(z.gt(0), z.lte(1)))),
+    /**
+     * Overrides the reasoning model's catalog defaults (`effort`, `summary`); replaces the whole
+     * object, `null` goes back to the defaults. No effect on a model that does not reason.
+     */
+    reasoning: z.optional(z.nullable(ReasoningConfigSchema)),
+  }),
+);
 
 export type PermissionsConfig = z.infer<typeof PermissionsConfigSchema>;
 export type EnvironmentConfig = z.infer<typeof EnvironmentConfigSchema>;
@@ -137,26 +160,28 @@ export type ThreadConfig = z.infer<typeof ThreadConfigSchema>;
  * The resolved configuration a thread runs with: every field decided. Optional fields here mean
  * "not set" (no such section is rendered). Persisted in `spindle_config` rollout lines.
  */
-export const SessionConfigurationSchema = z.object({
-  model: z.string(),
-  provider: z.string(),
-  /** Overrides the model's catalog instructions when set. */
-  base_instructions: z.optional(z.string()),
-  developer_instructions: z.optional(z.string()),
-  personality: z.optional(z.string()),
-  collaboration_mode: z.optional(CollaborationModeConfigSchema),
-  permissions: PermissionsConfigSchema,
-  environments: z.array(EnvironmentConfigSchema),
-  timezone: z.string(),
-  network: z.optional(NetworkConfigSchema),
-  agents_md: z.optional(AgentsMdConfigSchema),
-  /** Insertion-ordered; the order is model-visible. */
-  context_sections: recordOf(ContextSectionIdSchema, ContextSectionConfigSchema),
-  tools: z.array(FunctionToolSchema),
-  truncation: TruncationConfigSchema,
-  /** Unset: the engine's default (0.9). */
-  auto_compact_fraction: z.optional(z.number().check(z.gt(0), z.lte(1))),
-  /** Unset: the model's catalog defaults. */
-  reasoning: z.optional(ReasoningConfigSchema),
-});
+export const SessionConfigurationSchema = z.onFirstUse(() =>
+  z.object({
+    model: z.string(),
+    provider: z.string(),
+    /** Overrides the model's catalog instructions when set. */
+    base_instructions: z.optional(z.string()),
+    developer_instructions: z.optional(z.string()),
+    personality: z.optional(z.string()),
+    collaboration_mode: z.optional(CollaborationModeConfigSchema),
+    permissions: PermissionsConfigSchema,
+    environments: z.array(EnvironmentConfigSchema),
+    timezone: z.string(),
+    network: z.optional(NetworkConfigSchema),
+    agents_md: z.optional(AgentsMdConfigSchema),
+    /** Insertion-ordered; the order is model-visible. */
+    context_sections: recordOf(ContextSectionIdSchema, ContextSectionConfigSchema),
+    tools: z.array(FunctionToolSchema),
+    truncation: TruncationConfigSchema,
+    /** Unset: the engine's default (0.9). */
+    auto_compact_fraction: z.optional(z.number().check(z.gt(0), z.lte(1))),
+    /** Unset: the model's catalog defaults. */
+    reasoning: z.optional(ReasoningConfigSchema),
+  }),
+);
 export type SessionConfiguration = z.output<typeof SessionConfigurationSchema>;

@@ -12,16 +12,20 @@ export const METADATA_VALUE_MAX_CHARS = 512;
  */
 const RESERVED_KEYS: ReadonlySet<string> = new Set(["constructor", "prototype"]);
 
-const MetadataKeySchema = z
-  .string()
-  .check(
-    z.minLength(1, "a metadata key is 1-64 characters"),
-    z.maxLength(METADATA_KEY_MAX_CHARS, "a metadata key is 1-64 characters"),
-  );
+const MetadataKeySchema = z.onFirstUse(() =>
+  z
+    .string()
+    .check(
+      z.minLength(1, "a metadata key is 1-64 characters"),
+      z.maxLength(METADATA_KEY_MAX_CHARS, "a metadata key is 1-64 characters"),
+    ),
+);
 
-export const ThreadMetadataValueSchema = z
-  .string()
-  .check(z.maxLength(METADATA_VALUE_MAX_CHARS, "a metadata value is at most 512 characters"));
+export const ThreadMetadataValueSchema = z.onFirstUse(() =>
+  z
+    .string()
+    .check(z.maxLength(METADATA_VALUE_MAX_CHARS, "a metadata value is at most 512 characters")),
+);
 
 /** `schema` with at most `METADATA_MAX_KEYS` keys (`noun`: what the message calls them). */
 const atMostKeys = <S extends z.ZodMiniType<Record<string, unknown>>>(schema: S, noun: string) =>
@@ -37,9 +41,8 @@ const atMostKeys = <S extends z.ZodMiniType<Record<string, unknown>>>(schema: S,
  * thread rebuilt from R2 keeps it. Read as stored: the keys a request may not name are refused on
  * the way in (`metadataRecordOf`), so no line stored before becomes unreadable.
  */
-export const ThreadMetadataSchema = atMostKeys(
-  z.record(MetadataKeySchema, ThreadMetadataValueSchema),
-  "metadata keys",
+export const ThreadMetadataSchema = z.onFirstUse(() =>
+  atMostKeys(z.record(MetadataKeySchema, ThreadMetadataValueSchema), "metadata keys"),
 );
 
 export type ThreadMetadata = z.output<typeof ThreadMetadataSchema>;
@@ -61,13 +64,11 @@ export function metadataRecordOf<V extends z.ZodMiniType>(values: V) {
 }
 
 /** The metadata a request gives a new thread (a create, a fork, a hook's thread). */
-export const NewThreadMetadataSchema = atMostKeys(
-  metadataRecordOf(ThreadMetadataValueSchema),
-  "metadata keys",
+export const NewThreadMetadataSchema = z.onFirstUse(() =>
+  atMostKeys(metadataRecordOf(ThreadMetadataValueSchema), "metadata keys"),
 );
 
 /** `GET /v1/threads`' `metadata[KEY]=VALUE` filters: keys as a create sets them. */
-export const MetadataFilterSchema = atMostKeys(
-  metadataRecordOf(ThreadMetadataValueSchema),
-  "metadata filters",
+export const MetadataFilterSchema = z.onFirstUse(() =>
+  atMostKeys(metadataRecordOf(ThreadMetadataValueSchema), "metadata filters"),
 );

@@ -1,18 +1,22 @@
 import * as z from "../zod/index.ts";
 
-export const TokenUsageSchema = z.looseObject({
-  input_tokens: z.number(),
-  cached_input_tokens: z.number(),
-  output_tokens: z.number(),
-  reasoning_output_tokens: z.number(),
-  total_tokens: z.number(),
-});
+export const TokenUsageSchema = z.onFirstUse(() =>
+  z.looseObject({
+    input_tokens: z.number(),
+    cached_input_tokens: z.number(),
+    output_tokens: z.number(),
+    reasoning_output_tokens: z.number(),
+    total_tokens: z.number(),
+  }),
+);
 
-export const TokenUsageInfoSchema = z.looseObject({
-  total_token_usage: TokenUsageSchema,
-  last_token_usage: TokenUsageSchema,
-  model_context_window: z.nullish(z.number()),
-});
+export const TokenUsageInfoSchema = z.onFirstUse(() =>
+  z.looseObject({
+    total_token_usage: TokenUsageSchema,
+    last_token_usage: TokenUsageSchema,
+    model_context_window: z.nullish(z.number()),
+  }),
+);
 
 export type TokenUsage = z.infer<typeof TokenUsageSchema>;
 export type TokenUsageInfo = z.infer<typeof TokenUsageInfoSchema>;

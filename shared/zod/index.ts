@@ -10,3 +10,4 @@ import { config } from "zod/mini";
 config(en());
 
 export * from "zod/mini";
+export { onFirstUse } from "./on-first-use.ts";

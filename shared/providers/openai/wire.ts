@@ -87,36 +87,46 @@ export function requestBodyBytes(
   );
 }
 
-const ApiErrorSchema = z.looseObject({
-  message: z.nullish(z.string()),
-  code: z.nullish(z.union([z.string(), z.number()])),
-});
+const ApiErrorSchema = z.onFirstUse(() =>
+  z.looseObject({
+    message: z.nullish(z.string()),
+    code: z.nullish(z.union([z.string(), z.number()])),
+  }),
+);
 
-const UsageSchema = z.looseObject({
-  input_tokens: z.number(),
-  input_tokens_details: z.nullish(z.looseObject({ cached_tokens: z.nullish(z.number()) })),
-  output_tokens: z.number(),
-  output_tokens_details: z.nullish(z.looseObject({ reasoning_tokens: z.nullish(z.number()) })),
-  total_tokens: z.nullish(z.number()),
-});
+const UsageSchema = z.onFirstUse(() =>
+  z.looseObject({
+    input_tokens: z.number(),
+    input_tokens_details: z.nullish(z.looseObject({ cached_tokens: z.nullish(z.number()) })),
+    output_tokens: z.number(),
+    output_tokens_details: z.nullish(z.looseObject({ reasoning_tokens: z.nullish(z.number()) })),
+    total_tokens: z.nullish(z.number()),
+  }),
+);
 
-const ResponseEnvelopeSchema = z.looseObject({
-  response: z.nullish(
-    z.looseObject({
-      usage: z.optional(z.unknown()),
-      error: z.nullish(ApiErrorSchema),
-      incomplete_details: z.nullish(z.looseObject({ reason: z.nullish(z.string()) })),
-    }),
-  ),
-});
+const ResponseEnvelopeSchema = z.onFirstUse(() =>
+  z.looseObject({
+    response: z.nullish(
+      z.looseObject({
+        usage: z.optional(z.unknown()),
+        error: z.nullish(ApiErrorSchema),
+        incomplete_details: z.nullish(z.looseObject({ reason: z.nullish(z.string()) })),
+      }),
+    ),
+  }),
+);
 
-const DeltaEventSchema = z.looseObject({ delta: z.string() });
-const ItemDoneEventSchema = z.looseObject({ item: z.looseObject({ type: z.string() }) });
-const ErrorEventSchema = z.looseObject({
-  message: z.nullish(z.string()),
-  code: z.nullish(z.union([z.string(), z.number()])),
-  error: z.nullish(ApiErrorSchema),
-});
+const DeltaEventSchema = z.onFirstUse(() => z.looseObject({ delta: z.string() }));
+const ItemDoneEventSchema = z.onFirstUse(() =>
+  z.looseObject({ item: z.looseObject({ type: z.string() }) }),
+);
+const ErrorEventSchema = z.onFirstUse(() =>
+  z.looseObject({
+    message: z.nullish(z.string()),
+    code: z.nullish(z.union([z.string(), z.number()])),
+    error: z.nullish(ApiErrorSchema),
+  }),
+);
 
 /** Maps the API's `usage` object onto our `TokenUsage`; undefined when absent or unreadable. */
 export function toTokenUsage(raw: unknown): TokenUsage | undefined {
