@@ -6,7 +6,7 @@
  * metafile gives how many bytes of the bundle each input (a source file, a package's module) takes.
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -55,6 +55,9 @@ export async function buildBundle(config: string): Promise<Bundle> {
       env: { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false" },
     },
   );
+  // The bundle is an ES module: said so, Node compiles it once as one, where it would otherwise
+  // first try it as CommonJS (Node 22's syntax detection) and compile it again.
+  writeFileSync(join(outdir, "package.json"), '{ "type": "module" }\n');
   const upload = /Total Upload: ([\d.]+) KiB \/ gzip: ([\d.]+) KiB/.exec(stdout);
   const modules = readdirSync(outdir).filter((f) => /\.(m?js|wasm)$/.test(f));
   const entry = modules.find((f) => f === "index.js") ?? modules[0];
