@@ -1,4 +1,3 @@
-import { v7 as uuidv7 } from "uuid";
 import type { Env } from "../env.ts";
 import type { CreateThreadRequest, TenantHome } from "../shared/api/index.ts";
 import {
@@ -25,6 +24,7 @@ import {
   ThreadSession,
   truncationPolicyOf,
 } from "../shared/session/index.ts";
+import { uuidv7 } from "../shared/uuid/index.ts";
 import {
   CheckpointStore,
   DEFAULT_ITEM_GROUP_LIMITS,

@@ -1,4 +1,3 @@
-import { v7 as uuidv7 } from "uuid";
 import type {
   FunctionCallOutputInput,
   RpcResult,
@@ -11,6 +10,7 @@ import {
   type ToolCallOutput,
   UnknownCallIdError,
 } from "../shared/session/index.ts";
+import { uuidv7 } from "../shared/uuid/index.ts";
 import type { AlarmSchedule } from "./alarms.ts";
 import type { EventLog } from "./event-log.ts";
 import type { LiveThread } from "./live-thread.ts";

@@ -1,4 +1,3 @@
-import { v7 as uuidv7 } from "uuid";
 import type {
   DeliveryResource,
   Jurisdiction,
@@ -7,6 +6,7 @@ import type {
   WebhookSubscriptions,
 } from "../shared/api/index.ts";
 import type { Clock } from "../shared/ports/index.ts";
+import { uuidv7 } from "../shared/uuid/index.ts";
 import {
   eventPayload,
   type WebhookEventData,

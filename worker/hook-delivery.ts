@@ -7,7 +7,6 @@
  * handed to the thread, which makes it durable with its turn queued before this answers 202.
  */
 import type { Context } from "hono";
-import { v7 as uuidv7 } from "uuid";
 import { tenantStubIn, threadStubIn } from "../durable-objects/placement.ts";
 import {
   type AcceptDeliveryRequest,
@@ -19,6 +18,7 @@ import {
   type TenantCaller,
   type TenantHome,
 } from "../shared/api/index.ts";
+import { uuidv7 } from "../shared/uuid/index.ts";
 import {
   DeliveryBodyError,
   dedupKeyOf,

@@ -1,4 +1,3 @@
-import { v5 as uuidv5 } from "uuid";
 import type {
   ContentItem,
   CustomToolCallOutputItem,
@@ -7,6 +6,7 @@ import type {
   ResponseItem,
   ToolOutput,
 } from "../protocol/index.ts";
+import { uuidv5 } from "../uuid/index.ts";
 import { frozenItem } from "./estimate.ts";
 import { PromptInput } from "./prompt-input.ts";
 import { type CallIdKind, callIdKind, type RunSummary, type SealedItems } from "./sealed.ts";
