@@ -3,7 +3,8 @@
  * the result (design §7). No thread state lives here. The routes are the table in `routes.ts`;
  * this file holds one handler per route.
  */
-import { type Context, Hono, type MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
+import { Hono } from "hono/tiny";
 import {
   type CreateFromRolloutRequest,
   type IdempotencyKey,
@@ -84,6 +85,8 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   const importMaxBytes = options.importMaxBytes ?? importBodyMaxBytes;
   const keyCache = options.keyCache ?? isolateKeyCache;
   const hookCache = options.hookCache ?? isolateHookCache;
+  // Hono's smallest preset (`hono/tiny`, one pattern router): nothing to build on an isolate's
+  // first request, where the default compiles its router then, and the least code to load.
   const app = new Hono<AppEnv>();
   let document: OpenApiDocument | undefined;
 
