@@ -1,11 +1,12 @@
-import { createHash } from "node:crypto";
-import { constants, gunzipSync, gzipSync } from "node:zlib";
-
 /*
  * gzip with node:zlib (workerd provides it under nodejs_compat). Synchronous on purpose: for a
  * checkpoint of a few MB, CompressionStream's chunked promise pipeline costs several times the
- * inflation itself, and a cold start waits for it.
+ * inflation itself, and a cold start waits for it. node:zlib and node:crypto are loaded on first
+ * use, not imported: loading them runs the runtime's Node modules (streams, buffers), which a new
+ * isolate would otherwise pay before its first request, whether it needs them or not.
  */
+const zlib = () => process.getBuiltinModule("node:zlib");
+const nodeCrypto = () => process.getBuiltinModule("node:crypto");
 
 /**
  * At the best compression level: every caller writes off the request path (the alarm's flush,
@@ -14,11 +15,13 @@ import { constants, gunzipSync, gzipSync } from "node:zlib";
  * and R2 segments 1.4% smaller, for about a quarter more deflate time.
  */
 export function gzip(text: string): Uint8Array {
+  const { constants, gzipSync } = zlib();
   return new Uint8Array(gzipSync(text, { level: constants.Z_BEST_COMPRESSION }));
 }
 
 export function gunzip(bytes: Uint8Array | ArrayBuffer): string {
-  return gunzipSync(bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes)).toString("utf8");
+  const input = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+  return zlib().gunzipSync(input).toString("utf8");
 }
 
 export async function sha256Hex(data: Uint8Array | string): Promise<string> {
@@ -29,5 +32,5 @@ export async function sha256Hex(data: Uint8Array | string): Promise<string> {
 
 /** SHA-256 in hex, synchronously (node:crypto under nodejs_compat): for checks inside a load. */
 export function sha256HexSync(data: Uint8Array): string {
-  return createHash("sha256").update(data).digest("hex");
+  return nodeCrypto().createHash("sha256").update(data).digest("hex");
 }
