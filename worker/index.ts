@@ -6,10 +6,19 @@ export { TenantDirectory } from "../durable-objects/directory.ts";
 export { Tenant } from "../durable-objects/tenant.ts";
 export { Thread } from "../durable-objects/thread.ts";
 
-const app = createApp();
+/**
+ * Made on the isolate's first HTTP request, not in its global scope: an isolate that runs only
+ * the Durable Objects, or only the queue consumer, never needs it.
+ */
+let app: ReturnType<typeof createApp> | undefined;
+
+const fetch: ReturnType<typeof createApp>["fetch"] = (request, env, ctx) => {
+  app ??= createApp();
+  return app.fetch(request, env, ctx);
+};
 
 /** The HTTP API, and the consumer of the webhook queue and its dead-letter queue. */
 export default {
-  fetch: app.fetch,
+  fetch,
   queue: consumeWebhooks,
 } satisfies ExportedHandler<Env>;

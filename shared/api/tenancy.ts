@@ -222,7 +222,7 @@ export function mergeMetadata(
 }
 
 /** Token counts of the usage ledger (design §11); `reasoning_tokens` is part of `output_tokens`. */
-const usageCounts = z.onFirstUse(() => ({
+const usageCounts = () => ({
   input_tokens: z.number().check(z.int(), z.nonnegative()),
   cached_input_tokens: z.number().check(z.int(), z.nonnegative()),
   output_tokens: z.number().check(z.int(), z.nonnegative()),
@@ -231,10 +231,10 @@ const usageCounts = z.onFirstUse(() => ({
   requests: z.number().check(z.int(), z.nonnegative()),
   /** Turns (and compactions) counted where their first provider request is. */
   turns: z.number().check(z.int(), z.nonnegative()),
-}));
+});
 
 /** A thread's own totals: what its provider requests used (a fork starts from zero). */
-export const ThreadUsageSchema = z.onFirstUse(() => z.object({ ...usageCounts }));
+export const ThreadUsageSchema = z.onFirstUse(() => z.object(usageCounts()));
 export type ThreadUsage = z.output<typeof ThreadUsageSchema>;
 
 export const ZERO_THREAD_USAGE: ThreadUsage = Object.freeze({
@@ -278,7 +278,7 @@ export const UsageBucketSchema = z.onFirstUse(() =>
   z.object({
     object: z.literal("usage_bucket"),
     bucket: z.string(),
-    ...usageCounts,
+    ...usageCounts(),
   }),
 );
 export type UsageBucket = z.output<typeof UsageBucketSchema>;

@@ -15,9 +15,9 @@ const optionalString = z.onFirstUse(() => z.nullish(z.string()));
 export const ItemMetadataSchema = z.onFirstUse(() =>
   z.looseObject({ turn_id: z.optional(z.string()) }),
 );
-const metadata = z.onFirstUse(() => ({
+const metadata = () => ({
   internal_chat_message_metadata_passthrough: z.optional(ItemMetadataSchema),
-}));
+});
 
 export const ImageDetailSchema = z.onFirstUse(() => z.enum(["auto", "low", "high", "original"]));
 
@@ -63,7 +63,7 @@ export const MessageItemSchema = z.onFirstUse(() =>
     role: MessageRoleSchema,
     content: z.array(ContentItemSchema),
     phase: z.nullish(z.enum(["commentary", "final_answer"])),
-    ...metadata,
+    ...metadata(),
   }),
 );
 
@@ -77,7 +77,7 @@ export const ReasoningItemSchema = z.onFirstUse(() =>
       z.array(z.looseObject({ type: z.enum(["reasoning_text", "text"]), text: z.string() })),
     ),
     encrypted_content: z.nullish(z.string()),
-    ...metadata,
+    ...metadata(),
   }),
 );
 
@@ -98,7 +98,7 @@ export const LocalShellCallItemSchema = z.onFirstUse(() =>
     call_id: z.nullable(z.string()),
     status: z.enum(["completed", "in_progress", "incomplete"]),
     action: LocalShellActionSchema,
-    ...metadata,
+    ...metadata(),
   }),
 );
 
@@ -111,7 +111,7 @@ export const FunctionCallItemSchema = z.onFirstUse(() =>
     /** A string that holds JSON, exactly as the model produced it. */
     arguments: z.string(),
     call_id: z.string(),
-    ...metadata,
+    ...metadata(),
   }),
 );
 
@@ -121,7 +121,7 @@ export const FunctionCallOutputItemSchema = z.onFirstUse(() =>
     id: optionalString,
     call_id: z.string(),
     output: ToolOutputSchema,
-    ...metadata,
+    ...metadata(),
   }),
 );
 
@@ -134,7 +134,7 @@ export const CustomToolCallItemSchema = z.onFirstUse(() =>
     name: z.string(),
     namespace: optionalString,
     input: z.string(),
-    ...metadata,
+    ...metadata(),
   }),
 );
 
@@ -145,7 +145,7 @@ export const CustomToolCallOutputItemSchema = z.onFirstUse(() =>
     call_id: z.string(),
     name: optionalString,
     output: ToolOutputSchema,
-    ...metadata,
+    ...metadata(),
   }),
 );
 
@@ -155,7 +155,7 @@ export const WebSearchCallItemSchema = z.onFirstUse(() =>
     id: optionalString,
     status: optionalString,
     action: z.nullish(z.looseObject({ type: z.string() })),
-    ...metadata,
+    ...metadata(),
   }),
 );
 
@@ -168,7 +168,7 @@ export const CompactionItemSchema = z.onFirstUse(() =>
     ),
     id: optionalString,
     encrypted_content: z.string(),
-    ...metadata,
+    ...metadata(),
   }),
 );
 

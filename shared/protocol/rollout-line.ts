@@ -180,7 +180,7 @@ export const EventMsgSchema = z.onFirstUse(() => z.union([KnownEventMsgSchema, O
  * it, and `spindle_metadata`, the thread's metadata, written whenever it is set; so a thread
  * rebuilt from R2 alone gets both back.
  */
-const envelope = z.onFirstUse(() => ({ timestamp: z.string(), ordinal: z.nullish(z.number()) }));
+const envelope = () => ({ timestamp: z.string(), ordinal: z.nullish(z.number()) });
 /**
  * Envelopes are loose: members beside `payload` (the `metadata` of newer Codex `response_item`
  * lines) are kept, so a decoded line encodes back to what was read.
@@ -190,26 +190,26 @@ const line = z.looseObject;
 export const RolloutLineSchema = z.onFirstUse(() =>
   z.union([
     z.discriminatedUnion("type", [
-      line({ ...envelope, type: z.literal("session_meta"), payload: SessionMetaSchema }),
-      line({ ...envelope, type: z.literal("response_item"), payload: ResponseItemSchema }),
-      line({ ...envelope, type: z.literal("turn_context"), payload: TurnContextItemSchema }),
-      line({ ...envelope, type: z.literal("world_state"), payload: WorldStateItemSchema }),
-      line({ ...envelope, type: z.literal("compacted"), payload: CompactedItemSchema }),
-      line({ ...envelope, type: z.literal("event_msg"), payload: EventMsgSchema }),
+      line({ ...envelope(), type: z.literal("session_meta"), payload: SessionMetaSchema }),
+      line({ ...envelope(), type: z.literal("response_item"), payload: ResponseItemSchema }),
+      line({ ...envelope(), type: z.literal("turn_context"), payload: TurnContextItemSchema }),
+      line({ ...envelope(), type: z.literal("world_state"), payload: WorldStateItemSchema }),
+      line({ ...envelope(), type: z.literal("compacted"), payload: CompactedItemSchema }),
+      line({ ...envelope(), type: z.literal("event_msg"), payload: EventMsgSchema }),
       line({
-        ...envelope,
+        ...envelope(),
         type: z.literal("spindle_config"),
         payload: SessionConfigurationSchema,
       }),
       z.object({
-        ...envelope,
+        ...envelope(),
         type: z.literal("spindle_metadata"),
         payload: z.object({ metadata: ThreadMetadataSchema }),
       }),
     ]),
     // Line types from other Codex revisions are tolerated on read and ignored by reconstruction.
     z.pipe(
-      line({ ...envelope, type: z.string(), payload: z.unknown() }),
+      line({ ...envelope(), type: z.string(), payload: z.unknown() }),
       z.transform((l) => ({
         ...l,
         type: "unknown" as const,
