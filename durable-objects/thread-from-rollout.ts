@@ -15,7 +15,12 @@ import {
   reconstructRollout,
   unreadLineWarnings,
 } from "../shared/rollout/index.ts";
-import { configOfRollout, type NumberedLine, truncationPolicyOf } from "../shared/session/index.ts";
+import {
+  configOfRollout,
+  importedBaseline,
+  type NumberedLine,
+  truncationPolicyOf,
+} from "../shared/session/index.ts";
 import { creationTime, ThreadLedger } from "./ledger.ts";
 import {
   LiveThread,
@@ -173,6 +178,19 @@ export async function importThread(
     lost,
   });
   const { meta, config, turns, state } = rebuilt;
+  // Codex's world state as what Spindle's sections saw: the first turn renders what changed.
+  const baseline = importedBaseline(
+    parts.catalog,
+    config,
+    source.value.lines.map((l) => l.line),
+    state,
+  );
+  if (baseline !== undefined) {
+    stored.push(
+      encoded({ timestamp: now, type: "world_state", payload: { full: true, state: baseline } }),
+    );
+    state.history.worldStateBaseline = baseline;
+  }
   const log = new RolloutLog(parts.sql, systemClock, 0);
   parts.storage.transactionSync(() => {
     for (const line of stored) log.appendText(line.text);

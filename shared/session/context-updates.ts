@@ -89,7 +89,9 @@ export interface ContextUpdateResult {
  * `record_context_updates_and_set_reference_context_item` (reference §5.2), design §10
  * invariants 1-2. With no reference context item the full initial context is recorded with a full
  * `world_state`; otherwise only the sections that changed (or whose text is missing from history)
- * are rendered, with a merge-patch `world_state` (none when nothing changed). Durable order: the
+ * are rendered, with a merge-patch `world_state` (none when nothing changed). Sections of the
+ * baseline that Spindle does not model (Codex's own, from an imported rollout) are carried into
+ * the new snapshot as they are, so no patch removes them. Durable order: the
  * context `response_item`s, then `turn_context` (always), then `world_state` — the patch is written
  * after the context it describes is in history. The reference and the baseline always advance.
  */
@@ -100,7 +102,7 @@ export function recordContextUpdates(
   sink: RolloutSink,
 ): ContextUpdateResult {
   const worldState = buildWorldState(step.worldState);
-  const snapshot = worldState.snapshot();
+  const snapshot = worldState.snapshotOver(history.worldStateBaseline);
   const full = history.referenceContextItem === undefined;
 
   const { items, worldStateItem } = full
@@ -174,7 +176,7 @@ export function recordWorldStateUpdate(
   sink: RolloutSink,
 ): WorldStateUpdateResult {
   const worldState = buildWorldState(step.worldState);
-  const snapshot = worldState.snapshot();
+  const snapshot = worldState.snapshotOver(history.worldStateBaseline);
   const { items, worldStateItem } = diffAgainstBaseline(history, turn, worldState, snapshot);
   const recorded = recordContextItems(history, items, turn, sink);
   if (worldStateItem !== undefined) sink.append({ type: "world_state", payload: worldStateItem });

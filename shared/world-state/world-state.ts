@@ -45,6 +45,11 @@ export interface WorldStateSection<S extends JsonValue = JsonValue> {
    * e.g. after compaction or rollback dropped it.
    */
   matchesRetainedFragment?(role: FragmentRole, text: string): boolean;
+  /**
+   * Other snapshot keys this section stands for (Codex's AGENTS.md shards): a stored baseline's
+   * members under them are this section's, not another writer's (see `snapshotOver`).
+   */
+  readonly aliasIds?: readonly string[];
 }
 
 /**
@@ -79,6 +84,29 @@ export class WorldState {
     }
     const result: WorldStateSnapshot = {};
     for (const [id, value] of sortedEntries(byId)) setMember(result, id, value);
+    return result;
+  }
+
+  /**
+   * The snapshot that follows `baseline`: every section's, and the baseline's members that no
+   * section stands for (sections another writer keeps, such as Codex's `skills` or `realtime`)
+   * as they are, so a merge patch never removes what Spindle does not model.
+   */
+  snapshotOver(baseline: WorldStateSnapshot | undefined): WorldStateSnapshot {
+    const own = this.snapshot();
+    if (baseline === undefined) return own;
+    const owned = new Set<string>();
+    for (const [id, section] of this.#sections) {
+      owned.add(id);
+      for (const alias of section.aliasIds ?? []) owned.add(alias);
+    }
+    const merged: WorldStateSnapshot = {};
+    for (const [id, value] of Object.entries(baseline)) {
+      if (!owned.has(id)) setMember(merged, id, value);
+    }
+    for (const [id, value] of Object.entries(own)) setMember(merged, id, value);
+    const result: WorldStateSnapshot = {};
+    for (const [id, value] of sortedEntries(merged)) setMember(result, id, value);
     return result;
   }
 

@@ -64,11 +64,12 @@ describe("importing a Codex rollout of each shape", () => {
       });
 
       // History holds conversation items only.
-      const history = await json<{ data: Item[] }>(
+      const imported = await json<{ data: Item[] }>(
         await api("GET", `/v1/threads/${id}/history?limit=1000`),
       );
-      expect(history.data.filter((item) => item.type === "other")).toEqual([]);
+      expect(imported.data.filter((item) => item.type === "other")).toEqual([]);
 
+      const previewed = await json<{ input: Item[] }>(await api("GET", `/v1/threads/${id}/prompt`));
       // The first turn: the model switch leads when the last turn ran on another model, and
       // the newest cwd, timezone, sandbox and approval policy the model reads are the thread's.
       const turn = await json<{ status: string; items: Item[] }>(
@@ -84,18 +85,27 @@ describe("importing a Codex rollout of each shape", () => {
           : undefined;
       const prompt = await json<{ input: Item[] }>(await api("GET", `/v1/threads/${id}/prompt`));
       const primary = config.environments[0];
+      // A quiet resume restates no setting: the permissions the model read are Codex's text.
+      const quiet = fixture.expected.quietResume === true;
       expect({
         switchedFrom: switched ?? null,
         said: newestStatements(textsOf(prompt.input)),
+        restated: textsOf(turn.items).filter(
+          (t) => t.startsWith("<permissions instructions>") || t.startsWith("# AGENTS.md"),
+        ).length,
       }).toEqual({
         switchedFrom: fixture.expected.switchedFrom,
         said: {
           cwd: primary?.cwd ?? null,
           timezone: config.timezone,
-          sandbox: config.permissions.sandbox,
-          approval: config.permissions.approval_policy,
+          sandbox: quiet ? null : config.permissions.sandbox,
+          approval: quiet ? null : config.permissions.approval_policy,
         },
+        restated: quiet ? 0 : expect.any(Number),
       });
+      // The prompt before the turn, then exactly what the turn recorded: nothing the preview
+      // did not show was sent.
+      expect(textsOf(prompt.input)).toEqual([...textsOf(previewed.input), ...textsOf(turn.items)]);
 
       // Export: Spindle's session_meta, the upload's other lines byte for byte, the
       // configuration the import resolved, then the turn.

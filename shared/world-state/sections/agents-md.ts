@@ -22,6 +22,9 @@ export type AgentsMdSnapshot = { directory: string; fingerprint: string } | NoAg
 type NoAgentsMd = Record<string, never>;
 const NO_AGENTS_MD: NoAgentsMd = {};
 
+/** The ids of the continuation shards of Codex's sharded AGENTS.md (reference §3.6). */
+export const CODEX_SHARD_IDS = ["agents_md_2", "agents_md_3", "agents_md_4"] as const;
+
 /** Our wording; model-visible. Opens the fragment that carries changed instructions. */
 export const AGENTS_MD_REPLACEMENT_NOTICE =
   "These AGENTS.md instructions replace all AGENTS.md instructions given earlier in this conversation. Follow only the version below.";
@@ -99,6 +102,8 @@ export function agentsMdSection(
     matchesLegacyFragment: isAgentsMdFragment,
     matchesRetainedFragment: (role, text) =>
       isAgentsMdFragment(role, text) && !isRemovalNotice(text),
+    // Codex (0.150+) splits a long document into shards; one unsharded section replaces them.
+    aliasIds: CODEX_SHARD_IDS,
   };
 }
 

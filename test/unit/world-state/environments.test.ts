@@ -123,7 +123,7 @@ describe("environments section: full render", () => {
     expect(rendered(world)[0]).toContain("<cwd>/first</cwd>");
     expect(world.snapshot()).toEqual({
       environments: {
-        environments: { local: { cwd: "file:///first" } },
+        environments: { local: { cwd: "/first", status: "available", shell: "bash" } },
         current_date: "2026-06-20",
         timezone: "America/Los_Angeles",
       },
@@ -244,8 +244,8 @@ describe("environments section: diffs", () => {
     expect(stored).toEqual({
       environments: {
         environments: {
-          devbox: { cwd: "file:///workspace" },
-          laptop: { cwd: "file:///repo", is_primary: true },
+          devbox: { cwd: "/workspace", status: "starting" },
+          laptop: { cwd: "/repo", status: "available", shell: "zsh", is_primary: true },
         },
         current_date: "2026-06-20",
         timezone: "America/Los_Angeles",
@@ -288,6 +288,22 @@ describe("environments section: diffs", () => {
       },
     };
     expect(state().renderDiff(legacy)).toEqual([]);
+  });
+
+  test("a stored cwd compares by its path: Codex 0.169's plain path and the earlier file:// URI are the same cwd", () => {
+    const stored = (cwd: string): JsonObject => ({
+      environments: {
+        environments: { local: { cwd } },
+        current_date: "2026-06-20",
+        timezone: "America/Los_Angeles",
+      },
+    });
+    const spaced = state({ environments: [env("local", "/a b/ü", "bash")] });
+    expect({
+      path: spaced.renderDiff(stored("/a b/ü")),
+      uri: spaced.renderDiff(stored("file:///a%20b/%C3%BC")),
+      other: spaced.renderDiff(stored("/a b")).length,
+    }).toEqual({ path: [], uri: [], other: 1 });
   });
 
   test("adding a second environment lists only the new one", () => {
@@ -413,7 +429,7 @@ describe("environments section: the <filesystem> line", () => {
     const before = withPermissions();
     expect(before.snapshot()).toEqual({
       environments: {
-        environments: { local: { cwd: "file:///repo" } },
+        environments: { local: { cwd: "/repo", status: "available", shell: "bash" } },
         current_date: "2026-06-20",
         timezone: "America/Los_Angeles",
         filesystem: `<filesystem>${ROOTS}${managed(READ_ROOT + write("/repo"))}</filesystem>`,
