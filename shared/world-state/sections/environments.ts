@@ -67,12 +67,14 @@ type Listing =
  * `<timezone>`, with a network configuration a one-line `<network>` element, and with
  * permissions the one-line `<filesystem>` (`renderFilesystem`).
  *
- * Against a Known snapshot only what changed renders: environments that are new, whose cwd
- * changed or whose primary flag moved; removed ones as `status="unavailable"`; and the date,
- * timezone, network or filesystem lines that changed (a removed network configuration renders
- * `<network enabled="false" />`). A shell or status change alone renders nothing. While there is
- * a single available environment and there was at most one, no removals are listed and an
- * unchanged cwd (whatever the id) renders nothing.
+ * Against a Known snapshot a diff renders when something changed: environments that are new,
+ * whose cwd changed or whose primary flag moved; removed ones as `status="unavailable"`; the
+ * date, timezone, network or filesystem. It lists only the environments that changed, and, as
+ * Codex's diff does, states every turn value as it is now: the date, the timezone, the network
+ * line (or `<network enabled="false" />` when the configuration was just removed) and the
+ * filesystem line. A shell or status change alone renders nothing. While there is a single
+ * available environment and there was at most one, no removals are listed and an unchanged cwd
+ * (whatever the id) renders no cwd line.
  */
 export function environmentsSection(
   input: EnvironmentsSectionInput,
@@ -130,26 +132,28 @@ export function environmentsSection(
         return [environmentContext([...envLines, ...topLines])];
       }
 
-      const topLines: string[] = [];
-      if (stored.currentDate !== input.currentDate) {
-        topLines.push(element("current_date", input.currentDate));
-      }
-      if (stored.timezone !== input.timezone) topLines.push(element("timezone", input.timezone));
-      if (!sameDomains(stored.domains, domains)) {
-        topLines.push(networkLine ?? '<network enabled="false" />');
-      }
+      const networkChanged = !sameDomains(stored.domains, domains);
       // A baseline from before the line (no `filesystem`) gets it once.
-      if (filesystemLine !== undefined && stored.filesystem !== filesystemLine) {
-        topLines.push(filesystemLine);
-      }
+      const topChanged =
+        stored.currentDate !== input.currentDate ||
+        stored.timezone !== input.timezone ||
+        networkChanged ||
+        (filesystemLine !== undefined && stored.filesystem !== filesystemLine);
+      // As Codex: a diff states every turn value as it is now, whichever of them changed.
+      const topLines = [
+        element("current_date", input.currentDate),
+        element("timezone", input.timezone),
+      ];
+      if (networkLine !== undefined) topLines.push(networkLine);
+      else if (networkChanged) topLines.push('<network enabled="false" />');
+      if (filesystemLine !== undefined) topLines.push(filesystemLine);
 
       const environment = soleAvailable(live);
       if (environment !== undefined && stored.environments.size <= 1) {
         const before = [...stored.environments.values()][0];
-        if (before?.key === environment.key && topLines.length === 0) return [];
+        if (before?.key === environment.key && !topChanged) return [];
         const changed = stored.environments.get(environment.id)?.key !== environment.key;
-        const lines = [...(changed ? flatLines(environment) : []), ...topLines];
-        return lines.length === 0 ? [] : [environmentContext(lines)];
+        return [environmentContext([...(changed ? flatLines(environment) : []), ...topLines])];
       }
 
       const listings: Listing[] = [];
@@ -170,8 +174,10 @@ export function environmentsSection(
         if (!liveIds.has(id)) listings.push({ id });
       }
       listings.sort((a, b) => compareCodePoints(a.id, b.id));
-      const lines = [...(listings.length > 0 ? blockLines(listings) : []), ...topLines];
-      return lines.length === 0 ? [] : [environmentContext(lines)];
+      if (listings.length === 0 && !topChanged) return [];
+      return [
+        environmentContext([...(listings.length > 0 ? blockLines(listings) : []), ...topLines]),
+      ];
     },
   };
 }
