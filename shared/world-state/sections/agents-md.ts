@@ -42,11 +42,10 @@ export const AGENTS_MD_REMOVAL_NOTICE =
  *   replacement form).
  * - Known and changed (text or directory), or Unknown (legacy AGENTS.md text in history, no
  *   snapshot): one fragment holding the replacement notice and then the full new text.
- * - Removed (no text now) after a Known document: one removal notice for its directory, framed
- *   by the same markers so it stays contextual. After an Unknown state (legacy text in history,
- *   no snapshot): one removal notice under the bare `# AGENTS.md instructions` header, since no
- *   directory is known. Either way the snapshot becomes `{}`, a Known "none", so the notice is
- *   sent once.
+ * - Removed (no text now) after a Known document or an Unknown state (legacy text in history,
+ *   no snapshot): one removal notice under the bare `# AGENTS.md instructions` header, as
+ *   Codex's has no directory, framed by the same markers so it stays contextual. The snapshot
+ *   becomes `{}`, a Known "none", so the notice is sent once.
  *
  * Retained matcher: any AGENTS.md instructions fragment other than a removal notice, so the
  * section is injected again when history no longer holds any.
@@ -70,12 +69,11 @@ export function agentsMdSection(
       retained?: RetainedHistory,
     ): Fragment[] {
       if (current === undefined) {
-        if (previous.kind === "unknown") {
-          return [agentsMdFragment(undefined, AGENTS_MD_REMOVAL_NOTICE)];
-        }
-        return previous.kind === "known" && "directory" in previous.snapshot
-          ? [agentsMdFragment(previous.snapshot.directory, AGENTS_MD_REMOVAL_NOTICE)]
-          : [];
+        // As Codex's removal notice: the bare header, whatever directory the document had.
+        const withdrawn =
+          previous.kind === "unknown" ||
+          (previous.kind === "known" && "directory" in previous.snapshot);
+        return withdrawn ? [agentsMdFragment(undefined, AGENTS_MD_REMOVAL_NOTICE)] : [];
       }
       const full = agentsMdFragment(current.directory, current.text);
       const replacement = agentsMdFragment(
