@@ -11,6 +11,8 @@ export interface Fragment {
   readonly startMarker: string;
   readonly endMarker: string;
   readonly body: string;
+  /** Sent as a message of its own, never merged with other fragments (Codex's `Standalone`). */
+  readonly standalone?: true;
 }
 
 export function fragment(
@@ -20,6 +22,11 @@ export function fragment(
   body: string,
 ): Fragment {
   return { role, startMarker, endMarker, body };
+}
+
+/** The fragment with Codex's `Standalone` placement: a message of its own. */
+export function standalone(f: Fragment): Fragment {
+  return { ...f, standalone: true };
 }
 
 export function renderFragment(f: Fragment): string {

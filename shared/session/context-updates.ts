@@ -13,10 +13,7 @@ import type { RolloutSink } from "./rollout-sink.ts";
 import { type StepContext, type TurnContext, toTurnContextItem } from "./turn-context.ts";
 
 /** Developer fragments that precede `developer_instructions` in the initial bundle (reference §5.3). */
-const LEADING_DEVELOPER_MARKERS: readonly string[] = [
-  MARKERS.modelSwitch.start,
-  MARKERS.permissions.start,
-];
+const LEADING_DEVELOPER_MARKERS: readonly string[] = [MARKERS.permissions.start];
 
 /**
  * Stamps `turn_id` into an item's metadata unless a non-empty one is there (reference §1.2).
@@ -37,14 +34,21 @@ function message(role: FragmentRole, texts: readonly string[]): MessageItem {
   };
 }
 
+/** Standalone fragments (the model switch), each as a message of its own, in section order. */
+function standaloneMessages(fragments: readonly Fragment[]): MessageItem[] {
+  return fragments.filter((f) => f.standalone).map((f) => message(f.role, [renderFragment(f)]));
+}
+
 /**
- * The full initial context of a turn (reference §5.3): one merged developer message (model switch
- * first, then permissions, then `developer_instructions`, then the other developer sections), then
- * one merged contextual user message (AGENTS.md, environment, custom user sections). Empty groups
+ * The full initial context of a turn (reference §5.3): the standalone fragments first, each its
+ * own message (the model switch, as Codex places it), then one merged developer message
+ * (permissions, then `developer_instructions`, then the other developer sections), then one
+ * merged contextual user message (AGENTS.md, environment, custom user sections). Empty groups
  * produce no message. Every item carries the turn id.
  */
 export function buildInitialContext(turn: TurnContext, worldState: WorldState): MessageItem[] {
-  const fragments = worldState.renderFull();
+  const all = worldState.renderFull();
+  const fragments = all.filter((f) => !f.standalone);
   const developer = fragments.filter((f) => f.role === "developer");
   const leading = developer.filter((f) => LEADING_DEVELOPER_MARKERS.includes(f.startMarker));
   const trailing = developer.filter((f) => !LEADING_DEVELOPER_MARKERS.includes(f.startMarker));
@@ -54,23 +58,24 @@ export function buildInitialContext(turn: TurnContext, worldState: WorldState): 
     ...trailing.map(renderFragment),
   ];
   const userTexts = fragments.filter((f) => f.role === "user").map(renderFragment);
-  const items: MessageItem[] = [];
+  const items = standaloneMessages(all);
   if (developerTexts.length > 0) items.push(message("developer", developerTexts));
   if (userTexts.length > 0) items.push(message("user", userTexts));
   return items.map((item) => withTurnId(item, turn.turnId));
 }
 
 /**
- * A settings update (reference §5.2): at most two messages, one developer message with the
- * developer-role diffs (model switch first), then one contextual user message.
+ * A settings update (reference §5.2): the standalone fragments first, each its own message (the
+ * model switch, so the new model reads its guidance before the other diffs), then one developer
+ * message with the other developer-role diffs, then one contextual user message.
  */
 export function buildSettingsUpdateItems(
   turn: TurnContext,
   fragments: readonly Fragment[],
 ): MessageItem[] {
-  const items: MessageItem[] = [];
+  const items = standaloneMessages(fragments);
   for (const role of ["developer", "user"] as const) {
-    const texts = fragments.filter((f) => f.role === role).map(renderFragment);
+    const texts = fragments.filter((f) => f.role === role && !f.standalone).map(renderFragment);
     if (texts.length > 0) items.push(message(role, texts));
   }
   return items.map((item) => withTurnId(item, turn.turnId));
