@@ -11,6 +11,8 @@ export const ConfiguredModelSchema = z.strictObject({
   /** The provider's own model name, when it differs from the slug. */
   model: z.string().min(1).optional(),
   context_window: z.number().int().positive(),
+  /** The usable share of the window, in percent, that `model_context_window` records (default 95). */
+  effective_context_window_percent: z.number().int().min(1).max(100).optional(),
   /** The most tokens one request may produce (sent as `max_output_tokens`). */
   max_output_tokens: z.number().int().positive().default(DEFAULT_MAX_OUTPUT_TOKENS),
   input_modalities: z
@@ -63,6 +65,9 @@ export function parseConfiguredModels(provider: string, json: string | undefined
       model.reasoning = effort === undefined ? { summary } : { effort, summary };
     }
     if (e.verbosity !== undefined) model.verbosity = e.verbosity;
+    if (e.effective_context_window_percent !== undefined) {
+      model.effectiveContextWindowPercent = e.effective_context_window_percent;
+    }
     return model;
   });
 }

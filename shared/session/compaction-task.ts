@@ -1,4 +1,4 @@
-import type { ModelCatalog, ModelInfo } from "../models/index.ts";
+import { effectiveContextWindow, type ModelCatalog, type ModelInfo } from "../models/index.ts";
 import type { ResponseItem, TokenUsage } from "../protocol/index.ts";
 import { buildWorldState } from "../world-state/index.ts";
 import {
@@ -270,7 +270,7 @@ function recordCompactionUsage(
   turn: TurnContext,
 ): void {
   const { config, history } = scope.state;
-  const window = turn.model.contextWindowTokens;
+  const window = effectiveContextWindow(turn.model);
   history.updateTokenInfo(usage, window);
   const estimate = history.estimateTokenCount(
     effectiveBaseInstructions(config, scope.model(config.model)),

@@ -1,3 +1,4 @@
+import { effectiveContextWindow } from "../models/index.ts";
 import type {
   ContentItem,
   FunctionCallItem,
@@ -67,7 +68,7 @@ export async function* sampleTurn(
     const result = yield* streamStep(scope, client, prompt, turn, signal);
     if (result.interrupted) return yield* interruptTurn(scope, turn, startedAtMs);
 
-    history.updateTokenInfo(result.usage, turn.model.contextWindowTokens);
+    history.updateTokenInfo(result.usage, effectiveContextWindow(turn.model));
     const info = history.tokenInfo;
     sink.append({
       type: "event_msg",
