@@ -36,6 +36,12 @@ export interface ModelInfo {
   reasoning?: { readonly effort?: ReasoningEffort; readonly summary: ReasoningSummary };
   /** The verbosity a request asks for (`text.verbosity`); absent: none is sent. */
   verbosity?: Verbosity;
+  /**
+   * The model's compaction family (Codex's `comp_hash`): a switch between two models whose
+   * families differ compacts the history first, with the previous model. Absent: no family is
+   * known, and no switch compacts for it.
+   */
+  compHash?: string;
 }
 
 /** Codex's default `effective_context_window_percent`. */

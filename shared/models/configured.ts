@@ -32,6 +32,8 @@ export const ConfiguredModelSchema = z.strictObject({
   reasoning: ReasoningConfigSchema.optional(),
   /** Sent as `text.verbosity` (for models that take one). */
   verbosity: VerbositySchema.optional(),
+  /** The compaction family (Codex's `comp_hash`): switching between families compacts first. */
+  comp_hash: z.string().min(1).max(128).optional(),
 });
 export type ConfiguredModel = z.output<typeof ConfiguredModelSchema>;
 
@@ -65,6 +67,7 @@ export function parseConfiguredModels(provider: string, json: string | undefined
       model.reasoning = effort === undefined ? { summary } : { effort, summary };
     }
     if (e.verbosity !== undefined) model.verbosity = e.verbosity;
+    if (e.comp_hash !== undefined) model.compHash = e.comp_hash;
     if (e.effective_context_window_percent !== undefined) {
       model.effectiveContextWindowPercent = e.effective_context_window_percent;
     }

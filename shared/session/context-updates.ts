@@ -191,5 +191,6 @@ export function recordWorldStateUpdate(
 
 /** The settings a turn leaves for the next one (reference §1.5 `PreviousTurnSettings`). */
 export function previousTurnSettingsOf(turn: TurnContext): PreviousTurnSettings {
-  return { model: turn.model.slug };
+  const { slug, compHash } = turn.model;
+  return compHash === undefined ? { model: slug } : { model: slug, comp_hash: compHash };
 }

@@ -174,6 +174,7 @@ export function toTurnContextItem(turn: TurnContext): TurnContextItem {
         }
       : {}),
     model: turn.model.slug,
+    ...(turn.model.compHash === undefined ? {} : { comp_hash: turn.model.compHash }),
     ...(c.personality !== undefined ? { personality: c.personality } : {}),
     ...(c.collaboration_mode ? { collaboration_mode: { ...c.collaboration_mode } } : {}),
     ...(turn.effort === undefined ? {} : { effort: turn.effort }),

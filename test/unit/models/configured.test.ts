@@ -45,6 +45,17 @@ describe("parseConfiguredModels", () => {
     ).toThrow();
   });
 
+  it("takes a compaction family (comp_hash); without one the model has none", () => {
+    const [named, bare] = parseConfiguredModels(
+      "openai",
+      JSON.stringify([
+        { slug: "gpt-a", context_window: 272000, comp_hash: "2900" },
+        { slug: "gpt-b", context_window: 272000 },
+      ]),
+    );
+    expect([named?.compHash, bare && "compHash" in bare]).toEqual(["2900", false]);
+  });
+
   it("takes a reasoning model's defaults (summary auto unless given) and a verbosity", () => {
     const models = parseConfiguredModels(
       "openai",
