@@ -189,7 +189,12 @@ export class TaskControl {
         case "reject":
           return fail("thread_busy", `Turn ${running.currentId} is running.`);
         case "queue":
-          this.#deps.queue.push({ turnId, content, overrides: req.overrides });
+          this.#deps.queue.push({
+            turnId,
+            content,
+            overrides: req.overrides,
+            additionalContext: req.additionalContext,
+          });
           // An alarm soon, so a queue left behind by an eviction still drains.
           await this.#deps.alarms.within(FLUSH_DELAY_MS);
           return ok({ queued: turnId });
@@ -219,7 +224,13 @@ export class TaskControl {
     const begun = await this.started(
       live,
       turnId,
-      (signal) => live.session.runTurn({ content }, req.overrides, signal, { turnId }),
+      (signal) =>
+        live.session.runTurn(
+          { content, additional_context: req.additionalContext },
+          req.overrides,
+          signal,
+          { turnId },
+        ),
       reservation,
     );
     return begun.ok ? ok({ task: begun.value }) : begun;
@@ -452,9 +463,12 @@ export class TaskControl {
       live,
       next.turnId,
       (signal) =>
-        live.session.runTurn({ content: next.content }, next.overrides, signal, {
-          turnId: next.turnId,
-        }),
+        live.session.runTurn(
+          { content: next.content, additional_context: next.additionalContext },
+          next.overrides,
+          signal,
+          { turnId: next.turnId },
+        ),
       reservation,
     );
     this.#deps.waitUntil(task.done.catch(() => undefined));

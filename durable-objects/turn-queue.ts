@@ -7,6 +7,7 @@ export interface QueuedTurn {
   turnId: string;
   content: ContentItem[];
   overrides?: ThreadConfig | undefined;
+  additionalContext?: Record<string, string> | undefined;
 }
 
 /**

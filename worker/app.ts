@@ -189,7 +189,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
     },
 
     startTurn: async (c, { param, body, header }) => {
-      const { input, overrides, on_busy, stream, expected_turn_id } = body;
+      const { input, overrides, on_busy, stream, expected_turn_id, additional_context } = body;
       if (on_busy === "steer" && expected_turn_id === undefined) {
         throw new ApiError("invalid_request", 'on_busy "steer" needs expected_turn_id.', {
           errors: [{ path: "/expected_turn_id", message: 'Required with on_busy "steer"' }],
@@ -198,6 +198,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       const req: StartTurnRequest = {
         input: inputMessages(input),
         ...(overrides === undefined ? {} : { overrides }),
+        ...(additional_context === undefined ? {} : { additionalContext: additional_context }),
         onBusy: on_busy,
         ...(expected_turn_id === undefined ? {} : { expectedTurnId: expected_turn_id }),
         ...policyOf(c),

@@ -2,9 +2,11 @@ import * as z from "zod";
 import {
   ImageDetailSchema,
   NewThreadMetadataSchema,
+  recordOf,
   ThreadConfigSchema,
 } from "../protocol/index.ts";
 import { ThreadIdSchema, TurnIdSchema } from "./ids.ts";
+import { MAX_ADDITIONAL_CONTEXT_ENTRIES } from "./limits.ts";
 
 /**
  * Request shapes of HTTP API v1 (design §7): the bodies, query, path and header parameters the
@@ -61,9 +63,31 @@ export const TurnInputSchema = z.union([
 
 export const OnBusySchema = z.enum(["reject", "queue", "steer", "interrupt"]);
 
+/** Codex's key grammar for additional context: a letter or `_`, then `[A-Za-z0-9_.-]`; ≤ 128. */
+export const AdditionalContextKeySchema = z
+  .string()
+  .regex(
+    /^[A-Za-z_][A-Za-z0-9_.-]{0,127}$/,
+    "keys are 1-128 chars of [A-Za-z0-9_.-], starting with a letter or _",
+  );
+
+/**
+ * A turn's additional context (Codex's `additional_context`): key → text, each sent to the model
+ * as a user message `<external_{key}>…</external_{key}>` before the input, in key order, while
+ * it is new or changed since the previous turn or no longer in history (a compaction dropped
+ * it). Not part of the configuration: a turn that leaves a key out drops it, and a later turn
+ * that brings it back sends it again.
+ */
+export const AdditionalContextSchema = recordOf(AdditionalContextKeySchema, z.string()).check(
+  z.refine((entries) => Object.keys(entries).length <= MAX_ADDITIONAL_CONTEXT_ENTRIES, {
+    message: `at most ${MAX_ADDITIONAL_CONTEXT_ENTRIES} entries`,
+  }),
+);
+
 /** `POST /v1/threads/{id}/turns`. */
 export const StartTurnBodySchema = z.strictObject({
   input: TurnInputSchema,
+  additional_context: AdditionalContextSchema.optional(),
   /** Settings for this turn; they become the thread's new defaults (design §8). */
   overrides: ThreadConfigSchema.optional(),
   /** What to do when a turn is already running; `reject` answers 409 `thread_busy`. */

@@ -77,6 +77,8 @@ export interface StartTurnRequest extends WithPolicy {
   input: InputMessage[];
   /** Absent when the request had none; what it sets becomes the thread's new default. */
   overrides?: ThreadConfig;
+  /** The turn's `additional_context`, absent when the request had none. */
+  additionalContext?: Record<string, string>;
   onBusy: OnBusy;
   /** With `onBusy: "steer"` (always set then): the turn the input must join, else `turn_mismatch`. */
   expectedTurnId?: string;

@@ -17,5 +17,10 @@ export {
   segmentsLength,
   summarizeRun,
 } from "./sealed.ts";
-export { approxTokensFromByteCount, truncateToolOutput, utf8ByteLength } from "./truncate.ts";
+export {
+  approxTokensFromByteCount,
+  truncateText,
+  truncateToolOutput,
+  utf8ByteLength,
+} from "./truncate.ts";
 export type { ContextManagerState, InputModality, TruncationPolicy } from "./types.ts";

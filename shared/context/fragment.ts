@@ -11,8 +11,11 @@ export interface Fragment {
   readonly startMarker: string;
   readonly endMarker: string;
   readonly body: string;
-  /** Sent as a message of its own, never merged with other fragments (Codex's `Standalone`). */
-  readonly standalone?: true;
+  /**
+   * Sent as a message of its own, never merged with other fragments (Codex's `Standalone`):
+   * before the merged messages (the model switch) or after them (a turn's additional context).
+   */
+  readonly standalone?: "before" | "after";
 }
 
 export function fragment(
@@ -25,8 +28,8 @@ export function fragment(
 }
 
 /** The fragment with Codex's `Standalone` placement: a message of its own. */
-export function standalone(f: Fragment): Fragment {
-  return { ...f, standalone: true };
+export function standalone(f: Fragment, where: "before" | "after" = "before"): Fragment {
+  return { ...f, standalone: where };
 }
 
 export function renderFragment(f: Fragment): string {

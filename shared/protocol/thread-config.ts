@@ -84,6 +84,10 @@ export const ReasoningConfigSchema = z.strictObject({
   summary: ReasoningSummarySchema.optional(),
 });
 
+export const CurrentTimeReminderConfigSchema = z.strictObject({
+  reminder_interval_model_requests: z.number().int().min(1).max(10_000),
+});
+
 export const ThreadConfigSchema = z.strictObject({
   model: z.string().min(1).optional(),
   provider: z.string().min(1).optional(),
@@ -115,6 +119,17 @@ export const ThreadConfigSchema = z.strictObject({
    * object, `null` goes back to the defaults. No effect on a model that does not reason.
    */
   reasoning: ReasoningConfigSchema.nullable().optional(),
+  /**
+   * `false`: no `<environment_context>` is sent (Codex's `include_environment_context`); `null`
+   * goes back to the default, `true`.
+   */
+  include_environment_context: z.boolean().nullable().optional(),
+  /**
+   * A developer message with the current time before the first request and then every
+   * `reminder_interval_model_requests` model requests, and again after a compaction (Codex's
+   * current-time reminder). `null` turns it off (the default).
+   */
+  current_time_reminder: CurrentTimeReminderConfigSchema.nullable().optional(),
 });
 
 export type PermissionsConfig = z.infer<typeof PermissionsConfigSchema>;
@@ -129,6 +144,7 @@ export type ReasoningEffort = z.infer<typeof ReasoningEffortSchema>;
 export type ReasoningSummary = z.infer<typeof ReasoningSummarySchema>;
 export type Verbosity = z.infer<typeof VerbositySchema>;
 export type ReasoningConfig = z.infer<typeof ReasoningConfigSchema>;
+export type CurrentTimeReminderConfig = z.infer<typeof CurrentTimeReminderConfigSchema>;
 export type ThreadConfig = z.infer<typeof ThreadConfigSchema>;
 
 /**
@@ -156,5 +172,9 @@ export const SessionConfigurationSchema = z.object({
   auto_compact_fraction: z.number().gt(0).max(1).optional(),
   /** Unset: the model's catalog defaults. */
   reasoning: ReasoningConfigSchema.optional(),
+  /** Unset: environment context is sent. */
+  include_environment_context: z.boolean().optional(),
+  /** Unset: no current-time reminder. */
+  current_time_reminder: CurrentTimeReminderConfigSchema.optional(),
 });
 export type SessionConfiguration = z.output<typeof SessionConfigurationSchema>;

@@ -34,17 +34,23 @@ function message(role: FragmentRole, texts: readonly string[]): MessageItem {
   };
 }
 
-/** Standalone fragments (the model switch), each as a message of its own, in section order. */
-function standaloneMessages(fragments: readonly Fragment[]): MessageItem[] {
-  return fragments.filter((f) => f.standalone).map((f) => message(f.role, [renderFragment(f)]));
+/** Standalone fragments placed `where`, each as a message of its own, in section order. */
+function standaloneMessages(
+  fragments: readonly Fragment[],
+  where: "before" | "after",
+): MessageItem[] {
+  return fragments
+    .filter((f) => f.standalone === where)
+    .map((f) => message(f.role, [renderFragment(f)]));
 }
 
 /**
- * The full initial context of a turn (reference §5.3): the standalone fragments first, each its
- * own message (the model switch, as Codex places it), then one merged developer message
+ * The full initial context of a turn (reference §5.3): the leading standalone fragments first,
+ * each its own message (the model switch, as Codex places it), then one merged developer message
  * (permissions, then `developer_instructions`, then the other developer sections), then one
- * merged contextual user message (AGENTS.md, environment, custom user sections). Empty groups
- * produce no message. Every item carries the turn id.
+ * merged contextual user message (AGENTS.md, environment, custom user sections), then the
+ * trailing standalone ones (the turn's additional context). Empty groups produce no message.
+ * Every item carries the turn id.
  */
 export function buildInitialContext(turn: TurnContext, worldState: WorldState): MessageItem[] {
   const all = worldState.renderFull();
@@ -58,26 +64,29 @@ export function buildInitialContext(turn: TurnContext, worldState: WorldState): 
     ...trailing.map(renderFragment),
   ];
   const userTexts = fragments.filter((f) => f.role === "user").map(renderFragment);
-  const items = standaloneMessages(all);
+  const items = standaloneMessages(all, "before");
   if (developerTexts.length > 0) items.push(message("developer", developerTexts));
   if (userTexts.length > 0) items.push(message("user", userTexts));
+  items.push(...standaloneMessages(all, "after"));
   return items.map((item) => withTurnId(item, turn.turnId));
 }
 
 /**
- * A settings update (reference §5.2): the standalone fragments first, each its own message (the
- * model switch, so the new model reads its guidance before the other diffs), then one developer
- * message with the other developer-role diffs, then one contextual user message.
+ * A settings update (reference §5.2): the leading standalone fragments first, each its own
+ * message (the model switch, so the new model reads its guidance before the other diffs), then
+ * one developer message with the other developer-role diffs, then one contextual user message,
+ * then the trailing standalone ones (additional context), each its own message.
  */
 export function buildSettingsUpdateItems(
   turn: TurnContext,
   fragments: readonly Fragment[],
 ): MessageItem[] {
-  const items = standaloneMessages(fragments);
+  const items = standaloneMessages(fragments, "before");
   for (const role of ["developer", "user"] as const) {
     const texts = fragments.filter((f) => f.role === role && !f.standalone).map(renderFragment);
     if (texts.length > 0) items.push(message(role, texts));
   }
+  items.push(...standaloneMessages(fragments, "after"));
   return items.map((item) => withTurnId(item, turn.turnId));
 }
 

@@ -163,9 +163,14 @@ export class ThreadSession {
     assertContextFits(config, model, this.#deps.clock.nowMs(), previousModel, input.content);
   }
 
-  #newTurnContext(turnId: string): TurnContext {
+  /** `additionalContext`: a new turn's (`{}` when its request has none); undefined when resuming. */
+  #newTurnContext(
+    turnId: string,
+    additionalContext?: UserInput["additional_context"],
+  ): TurnContext {
     const config = this.state.config;
-    return buildTurnContext(turnId, config, this.#model(config.model), this.#deps.clock.nowMs());
+    const model = this.#model(config.model);
+    return buildTurnContext(turnId, config, model, this.#deps.clock.nowMs(), additionalContext);
   }
 
   /** Applies overrides (they become the new defaults) and freezes the turn's settings. */
@@ -266,7 +271,8 @@ export class ThreadSession {
 
     const { sink, clock, ids } = this.#deps;
     // A caller may fix the id up front (a queued or streamed turn is addressed before it starts).
-    const turn = this.#newTurnContext(options.turnId ?? `turn_${ids.uuidv7()}`);
+    const turnId = options.turnId ?? `turn_${ids.uuidv7()}`;
+    const turn = this.#newTurnContext(turnId, input.additional_context ?? {});
     this.#running = { turnId: turn.turnId, kind: "turn", queue: [] };
     try {
       const startedAtMs = clock.nowMs();

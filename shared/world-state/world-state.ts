@@ -50,6 +50,11 @@ export interface WorldStateSection<S extends JsonValue = JsonValue> {
    * members under them are this section's, not another writer's (see `snapshotOver`).
    */
   readonly aliasIds?: readonly string[];
+  /**
+   * With no snapshot of its own this step (`snapshot()` undefined), the stored value stays as it
+   * is instead of being removed (Codex: a section that returns no snapshot keeps the stored one).
+   */
+  readonly keepsStoredSnapshot?: boolean;
 }
 
 /**
@@ -97,7 +102,7 @@ export class WorldState {
     if (baseline === undefined) return own;
     const owned = new Set<string>();
     for (const [id, section] of this.#sections) {
-      owned.add(id);
+      if (!section.keepsStoredSnapshot || getMember(own, id) !== undefined) owned.add(id);
       for (const alias of section.aliasIds ?? []) owned.add(alias);
     }
     const merged: WorldStateSnapshot = {};
@@ -159,6 +164,15 @@ export class WorldState {
       return section.render(state, retained);
     });
   }
+}
+
+/**
+ * A section turned off (`include_environment_context: false`): it renders nothing and stores no
+ * snapshot. Its id stays Spindle's, so a baseline's value under it is dropped by the next
+ * patch, not carried as another writer's.
+ */
+export function omittedSection(id: string): WorldStateSection<JsonValue> {
+  return { id, snapshot: () => undefined, readSnapshot: () => undefined, render: () => [] };
 }
 
 function known(
