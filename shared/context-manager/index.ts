@@ -6,6 +6,7 @@ export {
   estimateTextTokenCount,
   freezeItemsInPlace,
   frozenItem,
+  isModelGeneratedItem,
 } from "./estimate.ts";
 export { ContextManager } from "./history.ts";
 export { SYNTHETIC_OUTPUT_NAMESPACE } from "./normalize.ts";

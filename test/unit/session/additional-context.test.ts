@@ -102,3 +102,33 @@ describe("additional context", () => {
     expect(cut?.length).toBeLessThan(4_200);
   });
 });
+
+describe("include_environment_context: false (Codex's include_environment_context)", () => {
+  const contextTexts = (h: Harness, from: number) =>
+    h.session.history.items
+      .slice(from)
+      .flatMap((i) =>
+        i.type === "message"
+          ? i.content.flatMap((p) => (p.type === "input_text" ? [p.text.split("\n")[0]] : []))
+          : [],
+      );
+
+  it("sends no <environment_context> and stores no environments snapshot; turning it on sends the full one, off again removes it without a word", async () => {
+    const h = newSession({ cwd: "/repo", include_environment_context: false });
+    await turn(h, "one");
+    expect(contextTexts(h, 0)).not.toContain("<environment_context>");
+    expect(h.session.history.worldStateBaseline?.environments).toBeUndefined();
+    let mark = h.session.history.items.length;
+    await drain(h.session.runTurn(text("three"), { include_environment_context: true }));
+    expect(contextTexts(h, mark)[0]).toBe("<environment_context>");
+    mark = h.session.history.items.length;
+    const lines = h.sink.items.length;
+    await drain(h.session.runTurn(text("four"), { include_environment_context: false }));
+    expect(contextTexts(h, mark)[0]).toBe("four");
+    const patch = h.sink.items.slice(lines).find((i) => i.type === "world_state");
+    expect(patch?.type === "world_state" && patch.payload).toEqual({
+      full: false,
+      state: { environments: null },
+    });
+  });
+});
