@@ -23,9 +23,9 @@
 import { hexToBytes } from "@noble/hashes/utils.js";
 import type { MiddlewareHandler } from "hono";
 import * as z from "zod";
-import { digestsEqual, keyDigest } from "../durable-objects/digests.ts";
-import { type IdTags, idTagsOf } from "../durable-objects/id-tags.ts";
-import { tenantStubIn } from "../durable-objects/placement.ts";
+import { digestsEqual, keyDigest } from "../durable-objects/common/digests.ts";
+import { type IdTags, idTagsOf } from "../durable-objects/tenant/id-tags.ts";
+import { tenantStubIn } from "../durable-objects/common/placement.ts";
 import type { Env } from "../env.ts";
 import { parseApiKey, SCOPES, type Scope, TenantIdSchema } from "../shared/api/index.ts";
 import type { AppEnv, Principal } from "./app-env.ts";

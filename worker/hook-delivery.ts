@@ -8,7 +8,7 @@
  */
 import type { Context } from "hono";
 import { v7 as uuidv7 } from "uuid";
-import { tenantStubIn, threadStubIn } from "../durable-objects/placement.ts";
+import { tenantStubIn, threadStubIn } from "../durable-objects/common/placement.ts";
 import {
   type AcceptDeliveryRequest,
   type DeliveryResource,

@@ -4,7 +4,7 @@
  * `hooks`); the public delivery route is `hook-delivery.ts`'s.
  */
 import type { Context } from "hono";
-import { newWebhookId } from "../durable-objects/webhook-outbox.ts";
+import { newWebhookId } from "../durable-objects/thread/webhooks/outbox.ts";
 import {
   type CreatedHook,
   type HookRecord,

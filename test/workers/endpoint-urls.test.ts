@@ -7,7 +7,7 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { DEV_ID_SECRET } from "../../durable-objects/id-tags.ts";
+import { DEV_ID_SECRET } from "../../durable-objects/tenant/id-tags.ts";
 import type { Env } from "../../env.ts";
 import type { WebhookMessage } from "../../shared/api/index.ts";
 import worker from "../../worker/index.ts";

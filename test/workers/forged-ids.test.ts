@@ -8,7 +8,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { idTagsOf } from "../../durable-objects/id-tags.ts";
+import { idTagsOf } from "../../durable-objects/tenant/id-tags.ts";
 import { api, json } from "./helpers/api.ts";
 import { createHook, deliver, expectedHookUrl, signedHeaders } from "./helpers/hooks.ts";
 import { ADMIN_KEY, createKey, tenantWithKey } from "./helpers/tenancy.ts";

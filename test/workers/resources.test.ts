@@ -5,14 +5,14 @@ import {
   LiveThread,
   type StorageParts,
   storagePartsOf,
-} from "../../durable-objects/live-thread.ts";
-import type { TurnRow } from "../../durable-objects/meta-store.ts";
+} from "../../durable-objects/thread/live-thread.ts";
+import type { TurnRow } from "../../durable-objects/thread/storage/meta-store.ts";
 import {
   historyPage,
   queuedTurnResource,
   threadResource,
   turnResource,
-} from "../../durable-objects/resources.ts";
+} from "../../durable-objects/thread/resources.ts";
 import type { Env } from "../../env.ts";
 import { ZERO_THREAD_USAGE } from "../../shared/api/index.ts";
 import type { MessageItem } from "../../shared/protocol/index.ts";

@@ -6,9 +6,9 @@ import {
   type StorageParts,
   storagePartsOf,
   threadPrefix,
-} from "../../durable-objects/live-thread.ts";
-import type { TurnRow } from "../../durable-objects/meta-store.ts";
-import { exportedRollout, rolloutPrefix } from "../../durable-objects/rollout-export.ts";
+} from "../../durable-objects/thread/live-thread.ts";
+import type { TurnRow } from "../../durable-objects/thread/storage/meta-store.ts";
+import { exportedRollout, rolloutPrefix } from "../../durable-objects/thread/rollouts/export.ts";
 import type { Env } from "../../env.ts";
 import type { ForkSource, RolloutExport, RpcResult } from "../../shared/api/index.ts";
 import type { MessageItem } from "../../shared/protocol/index.ts";

@@ -1,11 +1,11 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { CheckpointStore } from "../../durable-objects/checkpoint-store.ts";
-import { IdempotencyKeys } from "../../durable-objects/idempotency.ts";
-import { MetaStore } from "../../durable-objects/meta-store.ts";
-import { clearRolloutState, migrate } from "../../durable-objects/schema.ts";
-import { sqlOf } from "../../durable-objects/sql.ts";
-import { TurnQueue } from "../../durable-objects/turn-queue.ts";
+import { CheckpointStore } from "../../durable-objects/thread/storage/checkpoint-store.ts";
+import { IdempotencyKeys } from "../../durable-objects/thread/storage/idempotency-keys.ts";
+import { MetaStore } from "../../durable-objects/thread/storage/meta-store.ts";
+import { clearRolloutState, migrate } from "../../durable-objects/thread/storage/schema.ts";
+import { sqlOf } from "../../durable-objects/common/sql.ts";
+import { TurnQueue } from "../../durable-objects/thread/tasks/turn-queue.ts";
 import { createCheckpoint } from "../../shared/rollout/index.ts";
 import { api, DEV_KEY, json, newThreadId, threadStub } from "./helpers/api.ts";
 

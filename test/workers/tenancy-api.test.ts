@@ -6,7 +6,7 @@
 import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { idTagsOf } from "../../durable-objects/id-tags.ts";
+import { idTagsOf } from "../../durable-objects/tenant/id-tags.ts";
 import { ACME_KEY, api, DEV_KEY, importRollout, json, newThreadId } from "./helpers/api.ts";
 import {
   ADMIN_KEY,

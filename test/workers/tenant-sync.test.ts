@@ -6,16 +6,16 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { AlarmSchedule } from "../../durable-objects/alarms.ts";
-import { creationTime, pendingEntries, ThreadLedger } from "../../durable-objects/ledger.ts";
-import { sqlOf } from "../../durable-objects/sql.ts";
-import { SyncValues } from "../../durable-objects/sync-values.ts";
+import { AlarmSchedule } from "../../durable-objects/common/alarms.ts";
+import { creationTime, pendingEntries, ThreadLedger } from "../../durable-objects/thread/storage/ledger.ts";
+import { sqlOf } from "../../durable-objects/common/sql.ts";
+import { SyncValues } from "../../durable-objects/thread/tenancy/sync-values.ts";
 import {
   INDEX_ENTRY_MAX_CHARS,
   indexEntryOf,
   SYNC_INTERVAL_MS,
   TenantSync,
-} from "../../durable-objects/tenant-sync.ts";
+} from "../../durable-objects/thread/tenancy/tenant-sync.ts";
 import type { Env } from "../../env.ts";
 import type { ThreadResource, ThreadSync } from "../../shared/api/index.ts";
 import type { RolloutItem, TokenUsage } from "../../shared/protocol/index.ts";

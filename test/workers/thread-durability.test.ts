@@ -3,8 +3,8 @@ import { env } from "cloudflare:workers";
 import { createHash } from "node:crypto";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { CheckpointStore } from "../../durable-objects/checkpoint-store.ts";
-import { sqlOf } from "../../durable-objects/sql.ts";
+import { CheckpointStore } from "../../durable-objects/thread/storage/checkpoint-store.ts";
+import { sqlOf } from "../../durable-objects/common/sql.ts";
 import {
   ACME_KEY,
   api,

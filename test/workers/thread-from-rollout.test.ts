@@ -6,12 +6,12 @@ import {
   type StorageParts,
   storagePartsOf,
   systemClock,
-} from "../../durable-objects/live-thread.ts";
-import type { ThreadMeta } from "../../durable-objects/meta-store.ts";
-import { readRolloutStream } from "../../durable-objects/rollout-import.ts";
-import { decodeTolerantly, RolloutLog } from "../../durable-objects/rollout-log.ts";
-import { tablesOf } from "../../durable-objects/schema.ts";
-import { importThread, restoreThread } from "../../durable-objects/thread-from-rollout.ts";
+} from "../../durable-objects/thread/live-thread.ts";
+import type { ThreadMeta } from "../../durable-objects/thread/storage/meta-store.ts";
+import { readRolloutStream } from "../../durable-objects/thread/rollouts/import.ts";
+import { decodeTolerantly, RolloutLog } from "../../durable-objects/thread/storage/rollout-log.ts";
+import { tablesOf } from "../../durable-objects/thread/storage/schema.ts";
+import { importThread, restoreThread } from "../../durable-objects/thread/rollouts/from-rollout.ts";
 import type { Env } from "../../env.ts";
 import { DEFAULT_MODEL_CATALOG } from "../../shared/models/index.ts";
 import type { MessageItem } from "../../shared/protocol/index.ts";

@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { sqlOf } from "../../durable-objects/sql.ts";
-import { TurnQueue } from "../../durable-objects/turn-queue.ts";
+import { sqlOf } from "../../durable-objects/common/sql.ts";
+import { TurnQueue } from "../../durable-objects/thread/tasks/turn-queue.ts";
 import { newThreadId, threadStub } from "./helpers/api.ts";
 
 const turn = (turnId: string) => ({

@@ -1,6 +1,6 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { type Sql, sqlOf } from "../../durable-objects/sql.ts";
+import { type Sql, sqlOf } from "../../durable-objects/common/sql.ts";
 import {
   encodeTurnGroup,
   RECENT_TURN_ROWS,
@@ -8,7 +8,7 @@ import {
   type TurnRow,
   TurnRows,
   turnIdHash,
-} from "../../durable-objects/turn-rows.ts";
+} from "../../durable-objects/thread/storage/turn-rows.ts";
 import { api, importRollout, json, newThreadId, threadStub } from "./helpers/api.ts";
 
 const row = (n: number, over: Partial<TurnRow> = {}): TurnRow => ({

@@ -7,10 +7,10 @@
  */
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
-import { AlarmSchedule } from "../../durable-objects/alarms.ts";
-import type { TurnRow } from "../../durable-objects/meta-store.ts";
-import { sqlOf } from "../../durable-objects/sql.ts";
-import { SUBSCRIPTIONS_TTL_MS, WebhookOutbox } from "../../durable-objects/webhook-outbox.ts";
+import { AlarmSchedule } from "../../durable-objects/common/alarms.ts";
+import type { TurnRow } from "../../durable-objects/thread/storage/meta-store.ts";
+import { sqlOf } from "../../durable-objects/common/sql.ts";
+import { SUBSCRIPTIONS_TTL_MS, WebhookOutbox } from "../../durable-objects/thread/webhooks/outbox.ts";
 import type {
   DeliveryResource,
   TenantRpc,

@@ -7,12 +7,12 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { migrate } from "../../durable-objects/schema.ts";
-import { sqlOf } from "../../durable-objects/sql.ts";
-import { EndpointStore, MAX_RECORDED_ATTEMPTS } from "../../durable-objects/tenant-endpoints.ts";
-import { DELIVERY_LOG_RETENTION_MS, HookStore } from "../../durable-objects/tenant-hooks.ts";
-import { TENANT_MIGRATIONS } from "../../durable-objects/tenant-schema.ts";
-import { DeliveryLeases } from "../../durable-objects/webhook-leases.ts";
+import { migrate } from "../../durable-objects/thread/storage/schema.ts";
+import { sqlOf } from "../../durable-objects/common/sql.ts";
+import { EndpointStore, MAX_RECORDED_ATTEMPTS } from "../../durable-objects/tenant/endpoints.ts";
+import { DELIVERY_LOG_RETENTION_MS, HookStore } from "../../durable-objects/tenant/hooks.ts";
+import { TENANT_MIGRATIONS } from "../../durable-objects/tenant/schema.ts";
+import { DeliveryLeases } from "../../durable-objects/tenant/webhook-leases.ts";
 import type {
   CreateHookBody,
   DeliveryResource,

@@ -16,7 +16,7 @@ import {
 } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { sweepGraceMs } from "../../durable-objects/webhook-sweep.ts";
+import { sweepGraceMs } from "../../durable-objects/tenant/webhook-sweep.ts";
 import type { Env } from "../../env.ts";
 import type { TenantRpc, WebhookEvent, WebhookMessage } from "../../shared/api/index.ts";
 import { MAX_ATTEMPTS } from "../../shared/webhooks/index.ts";

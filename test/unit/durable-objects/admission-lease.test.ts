@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { AdmissionLease } from "../../../durable-objects/admission-lease.ts";
+import { AdmissionLease } from "../../../durable-objects/thread/quotas/quota-lease.ts";
 import { NO_QUOTAS, type Quotas } from "../../../shared/api/index.ts";
 
 const QUOTAS: Quotas = { ...NO_QUOTAS, max_running_turns: 2, tokens_per_day: 1_000 };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { AlarmSchedule } from "../../../durable-objects/alarms.ts";
+import { AlarmSchedule } from "../../../durable-objects/common/alarms.ts";
 
 /** The alarm calls of a Durable Object's storage, recorded; `stored` is the alarm it holds. */
 function fakeStorage(stored: number | null = null) {

@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
-import { DEV_ID_SECRET, IdTags, idTagsOf } from "../../../durable-objects/id-tags.ts";
+import { DEV_ID_SECRET, IdTags, idTagsOf } from "../../../durable-objects/tenant/id-tags.ts";
 import { formatApiKey, hookPath, parseApiKey, parseHookPath } from "../../../shared/api/index.ts";
 
 const SECRET = "a deployment's id secret";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bucketIn, namespaceIn } from "../../../durable-objects/placement.ts";
+import { bucketIn, namespaceIn } from "../../../durable-objects/common/placement.ts";
 import type { Env } from "../../../env.ts";
 
 /** A namespace whose `jurisdiction()` records what it was asked, or throws as workerd does. */

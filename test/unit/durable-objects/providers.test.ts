@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { catalogOf } from "../../../durable-objects/providers.ts";
+import { catalogOf } from "../../../durable-objects/thread/providers.ts";
 import type { Env } from "../../../env.ts";
 import { resolveSessionConfiguration } from "../../../shared/session/index.ts";
 

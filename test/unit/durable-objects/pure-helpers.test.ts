@@ -3,10 +3,10 @@ import {
   chunkBytes,
   keptItemGroups,
   planItemGroups,
-} from "../../../durable-objects/checkpoint-store.ts";
-import { segmentKey } from "../../../durable-objects/segments.ts";
-import { splitText } from "../../../durable-objects/text-parts.ts";
-import { turnRowsFromRollout } from "../../../durable-objects/turn-index.ts";
+} from "../../../durable-objects/thread/storage/checkpoint-store.ts";
+import { segmentKey } from "../../../durable-objects/thread/storage/segments.ts";
+import { splitText } from "../../../durable-objects/thread/storage/text-parts.ts";
+import { turnRowsFromRollout } from "../../../durable-objects/thread/rollouts/turn-index.ts";
 import type { ResponseItem, RolloutLine } from "../../../shared/protocol/index.ts";
 
 const at = "2026-01-01T00:00:00.000Z";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fail, failureOf, guarded, ok } from "../../../durable-objects/results.ts";
+import { fail, failureOf, guarded, ok } from "../../../durable-objects/common/results.ts";
 import {
   CompactionFailedError,
   DuplicateCallOutputError,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { newestTimestamp } from "../../../durable-objects/thread-from-rollout.ts";
+import { newestTimestamp } from "../../../durable-objects/thread/rollouts/from-rollout.ts";
 import type { RolloutLine } from "../../../shared/protocol/index.ts";
 
 const AT = "2026-03-01T10:00:00.000Z";

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { TOKEN_SHARE_PARTS, tokenAdmission } from "../../../durable-objects/token-admission.ts";
+import { TOKEN_SHARE_PARTS, tokenAdmission } from "../../../durable-objects/tenant/token-shares.ts";
 
 describe("tokenAdmission", () => {
   it("grants at least the reservation, a quarter of the rest when larger", () => {

@@ -7,7 +7,7 @@ import {
   encodeTurnRow,
   type TurnRow,
   turnIdHash,
-} from "../../../durable-objects/turn-rows.ts";
+} from "../../../durable-objects/thread/storage/turn-rows.ts";
 
 const ROW: TurnRow = {
   id: "turn_01a2299d-b8f9-701a-89e2-dc9d5c4ee1c5",

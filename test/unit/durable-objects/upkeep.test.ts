@@ -1,16 +1,16 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { AlarmSchedule, RETRY_MAX_MS, retryDelayMs } from "../../../durable-objects/alarms.ts";
-import type { EventLog } from "../../../durable-objects/event-log.ts";
-import type { IdempotencyKeys } from "../../../durable-objects/idempotency.ts";
-import type { LiveThread } from "../../../durable-objects/live-thread.ts";
-import type { MetaStore } from "../../../durable-objects/meta-store.ts";
+import { AlarmSchedule, RETRY_MAX_MS, retryDelayMs } from "../../../durable-objects/common/alarms.ts";
+import type { EventLog } from "../../../durable-objects/thread/storage/event-log.ts";
+import type { IdempotencyKeys } from "../../../durable-objects/thread/storage/idempotency-keys.ts";
+import type { LiveThread } from "../../../durable-objects/thread/live-thread.ts";
+import type { MetaStore } from "../../../durable-objects/thread/storage/meta-store.ts";
 import {
   FLUSH_DELAY_MS,
   FLUSH_TAIL_MAX_LINES,
   RUNNING_TASK_ALARM_MS,
   Upkeep,
   type UpkeepDeps,
-} from "../../../durable-objects/upkeep.ts";
+} from "../../../durable-objects/thread/upkeep.ts";
 
 const NOW = 1_700_000_000_000;
 

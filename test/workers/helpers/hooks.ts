@@ -1,7 +1,7 @@
 import { exports } from "cloudflare:workers";
 import { createHmac } from "node:crypto";
 import { Webhook } from "standardwebhooks";
-import { DEV_ID_SECRET } from "../../../durable-objects/id-tags.ts";
+import { DEV_ID_SECRET } from "../../../durable-objects/tenant/id-tags.ts";
 import { api, BASE, DEV_KEY, json } from "./api.ts";
 
 export type Scheme = "standard" | "github" | "slack" | "stripe";

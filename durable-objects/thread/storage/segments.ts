@@ -1,0 +1,247 @@
+import { gunzip, gzip, sha256Hex } from "./gzip.ts";
+import type { RolloutLog } from "./rollout-log.ts";
+import type { Sql } from "../../common/sql.ts";
+
+/** Upper bound of one segment's uncompressed JSONL. */
+export const SEGMENT_MAX_BYTES = 4 * 1024 * 1024;
+
+export interface SegmentRow {
+  first_seq: number;
+  last_seq: number;
+  r2_key: string;
+  bytes: number;
+  sha256: string;
+  state: "pending" | "done";
+}
+
+/** `{prefix}segments/{first:012}-{last:012}.jsonl.gz`: zero-padded so R2 lists them in order. */
+export function segmentKey(prefix: string, first: number, last: number): string {
+  const pad = (n: number) => String(n).padStart(12, "0");
+  return `${prefix}segments/${pad(first)}-${pad(last)}.jsonl.gz`;
+}
+
+/**
+ * Moves the SQLite tail to R2 as immutable segment objects (design §6). Each segment is a
+ * contiguous seq range written under its own key exactly once. The range is recorded as `pending`
+ * in the manifest before the put, so a retry after a failure (or an eviction) rewrites the same
+ * range from the same lines, never a different one: no gap, no duplicate. Lines stay in SQLite
+ * until their segment is `done`.
+ */
+export class SegmentStore {
+  readonly #sql: Sql;
+  readonly #bucket: R2Bucket;
+  readonly #prefix: string;
+  readonly #log: RolloutLog;
+  #inFlight: Promise<void> | undefined;
+  /** `flushedThrough`, read once and then kept up to date by this store's own writes. */
+  #flushed: number | undefined;
+
+  constructor(sql: Sql, bucket: R2Bucket, prefix: string, log: RolloutLog) {
+    this.#sql = sql;
+    this.#bucket = bucket;
+    this.#prefix = prefix;
+    this.#log = log;
+  }
+
+  manifest(): SegmentRow[] {
+    return this.#sql<SegmentRow & Record<string, SqlStorageValue>>`
+      SELECT first_seq, last_seq, r2_key, bytes, sha256, state FROM spindle_segments ORDER BY first_seq`.toArray();
+  }
+
+  /** The last seq R2 holds (0 when none). */
+  flushedThrough(): number {
+    this.#flushed ??= SegmentStore.flushedThroughOf(this.#sql);
+    return this.#flushed;
+  }
+
+  static flushedThroughOf(sql: Sql): number {
+    const row = sql<{ seq: number | null }>`
+      SELECT MAX(last_seq) AS seq FROM spindle_segments WHERE state = 'done'`.one();
+    return row.seq ?? 0;
+  }
+
+  /** Records a segment R2 already holds (restore). */
+  static recordDone(sql: Sql, s: Omit<SegmentRow, "state">): void {
+    sql`INSERT INTO spindle_segments (first_seq, last_seq, r2_key, bytes, sha256, state)
+      VALUES (${s.first_seq}, ${s.last_seq}, ${s.r2_key}, ${s.bytes}, ${s.sha256}, 'done')`;
+  }
+
+  /** Flushes every unflushed line; concurrent callers share one run. Throws if a put fails. */
+  flush(): Promise<void> {
+    this.#inFlight ??= this.#flushAll().finally(() => {
+      this.#inFlight = undefined;
+    });
+    return this.#inFlight;
+  }
+
+  async #flushAll(): Promise<void> {
+    for (;;) {
+      const segment = this.#pending() ?? this.#plan();
+      if (segment === undefined) return;
+      await this.#write(segment);
+    }
+  }
+
+  #pending(): SegmentRow | undefined {
+    return this.manifest().find((s) => s.state === "pending");
+  }
+
+  /** Records the next range as pending. Synchronous: the plan is durable before any put. */
+  #plan(): SegmentRow | undefined {
+    // From the manifest, not the cached value: a store of an instance's earlier load may have
+    // finished a segment since.
+    const after = SegmentStore.flushedThroughOf(this.#sql);
+    this.#flushed = after;
+    const rows = this.#log.rawAfter(after, 10_000);
+    if (rows.length === 0) return undefined;
+    let bytes = 0;
+    let last = after;
+    for (const row of rows) {
+      if (row.seq !== last + 1)
+        throw new Error(`[rollout] gap in the SQLite tail after seq ${last}`);
+      if (bytes > 0 && bytes + row.line.length + 1 > SEGMENT_MAX_BYTES) break;
+      bytes += row.line.length + 1;
+      last = row.seq;
+    }
+    const first = after + 1;
+    const key = segmentKey(this.#prefix, first, last);
+    this.#sql`INSERT INTO spindle_segments (first_seq, last_seq, r2_key, bytes, sha256, state)
+      VALUES (${first}, ${last}, ${key}, 0, '', 'pending')`;
+    return {
+      first_seq: first,
+      last_seq: last,
+      r2_key: key,
+      bytes: 0,
+      sha256: "",
+      state: "pending",
+    };
+  }
+
+  async #write(segment: SegmentRow): Promise<void> {
+    const lines = this.#log
+      .rawAfter(segment.first_seq - 1, segment.last_seq - segment.first_seq + 1)
+      .map((r) => r.line);
+    if (lines.length !== segment.last_seq - segment.first_seq + 1) {
+      throw new Error(
+        `[rollout] lines ${segment.first_seq}-${segment.last_seq} left SQLite before R2`,
+      );
+    }
+    const text = `${lines.join("\n")}\n`;
+    const digest = await sha256Hex(text);
+    const existing = await this.#bucket.head(segment.r2_key);
+    if (existing?.customMetadata?.sha256 !== digest) {
+      const body = gzip(text);
+      await this.#bucket.put(segment.r2_key, body, {
+        httpMetadata: { contentType: "application/gzip" },
+        customMetadata: {
+          sha256: digest,
+          first_seq: String(segment.first_seq),
+          last_seq: String(segment.last_seq),
+        },
+      });
+    }
+    this.#sql`UPDATE spindle_segments SET state = 'done', bytes = ${text.length}, sha256 = ${digest}
+      WHERE first_seq = ${segment.first_seq}`;
+    this.#flushed = Math.max(this.flushedThrough(), segment.last_seq);
+  }
+
+  /**
+   * The lines with seq in [first, last] that flushed segments hold, read from only those
+   * segments (the manifest says which). A damaged or missing segment's lines are left out; a
+   * read that fails throws.
+   */
+  async readLines(first: number, last: number): Promise<{ seq: number; line: string }[]> {
+    const lines: { seq: number; line: string }[] = [];
+    for (const segment of this.manifest()) {
+      if (segment.state !== "done" || segment.last_seq < first || segment.first_seq > last)
+        continue;
+      const object = await this.#bucket.get(segment.r2_key);
+      if (object === null) continue;
+      const bytes = await object.arrayBuffer();
+      try {
+        const decoded = await decodeSegment(object, bytes);
+        lines.push(...decoded.lines.filter((l) => l.seq >= first && l.seq <= last));
+      } catch {
+        // Left out: the caller gets fewer lines, as a replay skips a damaged segment.
+      }
+    }
+    return lines;
+  }
+
+  /**
+   * Reads every segment of a prefix from R2 in seq order, checking each checksum. A segment whose
+   * content is wrong is skipped with a warning (its lines are then missing); a read that fails
+   * throws.
+   */
+  static async readAll(
+    bucket: R2Bucket,
+    prefix: string,
+  ): Promise<{
+    lines: { seq: number; line: string }[];
+    segments: Omit<SegmentRow, "state">[];
+    warnings: string[];
+  }> {
+    const lines: { seq: number; line: string }[] = [];
+    const segments: Omit<SegmentRow, "state">[] = [];
+    const warnings: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await bucket.list({
+        prefix: `${prefix}segments/`,
+        cursor,
+        include: ["customMetadata"],
+      });
+      for (const object of page.objects) {
+        // A read that fails is R2 unavailable, not a bad segment: the caller fails and is retried
+        // later, instead of rebuilding the thread without the segment's lines.
+        const body = await bucket.get(object.key);
+        const bytes = body === null ? null : await body.arrayBuffer();
+        try {
+          const segment = await decodeSegment(object, bytes);
+          lines.push(...segment.lines);
+          segments.push(segment.row);
+        } catch (err) {
+          warnings.push(`segment ${object.key} skipped: ${(err as Error).message}`);
+        }
+      }
+      cursor = page.truncated ? page.cursor : undefined;
+    } while (cursor !== undefined);
+    return { lines, segments, warnings };
+  }
+
+  /** Deletes every R2 object under the prefix (thread deletion). */
+  static async deleteAll(bucket: R2Bucket, prefix: string): Promise<void> {
+    let cursor: string | undefined;
+    do {
+      const page = await bucket.list({ prefix, cursor });
+      if (page.objects.length > 0) await bucket.delete(page.objects.map((o) => o.key));
+      cursor = page.truncated ? page.cursor : undefined;
+    } while (cursor !== undefined);
+  }
+}
+
+/** A segment's lines, checked against its metadata; throws when its content is not right. */
+async function decodeSegment(
+  object: R2Object,
+  bytes: ArrayBuffer | null,
+): Promise<{ lines: { seq: number; line: string }[]; row: Omit<SegmentRow, "state"> }> {
+  if (bytes === null) throw new Error("it vanished");
+  const text = gunzip(bytes);
+  const expected = object.customMetadata?.sha256;
+  if (expected === undefined || expected !== (await sha256Hex(text))) {
+    throw new Error("its checksum does not match");
+  }
+  const first = Number(object.customMetadata?.first_seq);
+  if (!Number.isInteger(first) || first < 1) throw new Error("it has no first_seq");
+  const texts = text.split("\n").filter((l) => l !== "");
+  return {
+    lines: texts.map((line, i) => ({ seq: first + i, line })),
+    row: {
+      first_seq: first,
+      last_seq: first + texts.length - 1,
+      r2_key: object.key,
+      bytes: text.length,
+      sha256: expected,
+    },
+  };
+}
