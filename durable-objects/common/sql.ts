@@ -1,12 +1,10 @@
-import { type Tables, tablesOf } from "../thread/storage/schema.ts";
-
 /** Values SQLite accepts as bound parameters. */
 export type SqlValue = string | number | null | ArrayBuffer;
 
 /**
  * A tagged template over `ctx.storage.sql.exec`: values are always bound as parameters, never
  * concatenated into the SQL text. Synchronous, like the storage API itself; consume the cursor
- * before any `await`. `tables` knows which lazily created tables exist. `exec` takes a text built
+ * before any `await`. `exec` takes a text built
  * at run time (a filter of several parts, names from the module's constants), its values still
  * bound at its `?`s.
  */
@@ -19,7 +17,6 @@ export interface Sql {
     text: string,
     ...values: SqlValue[]
   ): SqlStorageCursor<T>;
-  readonly tables: Tables;
 }
 
 export function sqlOf(storage: SqlStorage): Sql {
@@ -29,5 +26,5 @@ export function sqlOf(storage: SqlStorage): Sql {
   ) => storage.exec<T>(strings.join("?"), ...values);
   const exec = <T extends Record<string, SqlStorageValue>>(text: string, ...values: SqlValue[]) =>
     storage.exec<T>(text, ...values);
-  return Object.assign(sql, { exec, tables: tablesOf(storage) });
+  return Object.assign(sql, { exec });
 }

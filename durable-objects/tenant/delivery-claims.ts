@@ -1,5 +1,5 @@
 import type { Clock } from "../../shared/ports/index.ts";
-import { DEDUP_WINDOW_MS } from "../thread/webhooks/hook-intake.ts";
+import { DEDUP_WINDOW_MS } from "../../shared/webhooks/index.ts";
 import type { Sql } from "../common/sql.ts";
 
 /** Expired claims dropped per claim made, so the table stays bounded without a sweep. */

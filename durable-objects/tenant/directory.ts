@@ -9,8 +9,8 @@ import type {
   TenantResource,
 } from "../../shared/api/index.ts";
 import { badCursor, decodeCursor, pageOf } from "../common/cursor.ts";
+import { migrate } from "../common/migrations.ts";
 import { fail, ok } from "../common/results.ts";
-import { migrate } from "../thread/storage/schema.ts";
 import { type Sql, sqlOf } from "../common/sql.ts";
 import { DIRECTORY_MIGRATIONS } from "./schema.ts";
 

@@ -15,11 +15,11 @@ import type {
 } from "../../shared/api/index.ts";
 import type { Clock } from "../../shared/ports/index.ts";
 import { tablePage } from "../common/cursor.ts";
-import { randomId } from "./random-ids.ts";
 import { ok } from "../common/results.ts";
-import { liveSecrets, rotated, type SecretColumns } from "./rotating-secrets.ts";
 import type { Sql } from "../common/sql.ts";
 import { refusedByLimit } from "./limits.ts";
+import { randomId } from "./random-ids.ts";
+import { liveSecrets, rotated, type SecretColumns } from "./rotating-secrets.ts";
 import type { DeliveryLeases } from "./webhook-leases.ts";
 
 /** Each event's delivery record (status and attempts) is kept this long. */

@@ -10,11 +10,11 @@ import {
 } from "../../shared/api/index.ts";
 import type { Clock } from "../../shared/ports/index.ts";
 import { tablePage } from "../common/cursor.ts";
-import { randomId } from "./random-ids.ts";
 import { fail, ok } from "../common/results.ts";
-import { liveSecrets, rotated, type SecretColumns } from "./rotating-secrets.ts";
 import type { Sql } from "../common/sql.ts";
 import { refusedByLimit } from "./limits.ts";
+import { randomId } from "./random-ids.ts";
+import { liveSecrets, rotated, type SecretColumns } from "./rotating-secrets.ts";
 
 /** A hook's delivery log keeps entries this long. */
 export const DELIVERY_LOG_RETENTION_MS = 7 * 24 * 60 * 60_000;

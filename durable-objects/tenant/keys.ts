@@ -14,9 +14,9 @@ import {
 import type { Clock } from "../../shared/ports/index.ts";
 import { tablePage } from "../common/cursor.ts";
 import { digestsEqual, keyDigest } from "../common/digests.ts";
-import { type IdTagsEnv, idTagsOf } from "./id-tags.ts";
 import { ok } from "../common/results.ts";
 import type { Sql } from "../common/sql.ts";
+import { type IdTagsEnv, idTagsOf } from "./id-tags.ts";
 import { refusedByLimit } from "./limits.ts";
 
 /** `last_used_at` is written at most this often per key: coarse, so a request writes nothing. */

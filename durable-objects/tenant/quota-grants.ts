@@ -7,10 +7,10 @@ import type {
   YieldedAdmission,
 } from "../../shared/api/index.ts";
 import type { Clock } from "../../shared/ports/index.ts";
+import { secondsToNextUtcDay } from "../common/clock.ts";
 import { failQuota, ok } from "../common/results.ts";
 import type { Sql } from "../common/sql.ts";
 import { tokenAdmission } from "./token-shares.ts";
-import { secondsToNextUtcDay } from "./usage-rollup.ts";
 
 /** How long an admission lets a thread start tasks without asking again. */
 export const ADMISSION_LEASE_MS = 30_000;

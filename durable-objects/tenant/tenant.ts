@@ -40,21 +40,21 @@ import type {
   WebhookTargetState,
 } from "../../shared/api/index.ts";
 import { AlarmSchedule } from "../common/alarms.ts";
+import { systemClock, utcDay } from "../common/clock.ts";
 import { badCursor } from "../common/cursor.ts";
-import { DeliveryClaims } from "./delivery-claims.ts";
-import { systemClock } from "../thread/live-thread.ts";
+import { migrate } from "../common/migrations.ts";
 import { directoryStub, threadStubIn } from "../common/placement.ts";
-import { randomId } from "./random-ids.ts";
 import { fail, ok } from "../common/results.ts";
-import { migrate } from "../thread/storage/schema.ts";
 import { type Sql, sqlOf } from "../common/sql.ts";
-import { TenantAdmissions, type YieldAnswer } from "./quota-grants.ts";
+import { DeliveryClaims } from "./delivery-claims.ts";
 import { EndpointStore } from "./endpoints.ts";
 import { HookStore } from "./hooks.ts";
 import { KeyStore } from "./keys.ts";
+import { TenantAdmissions, type YieldAnswer } from "./quota-grants.ts";
+import { randomId } from "./random-ids.ts";
 import { TENANT_MIGRATIONS } from "./schema.ts";
 import { ThreadIndex } from "./thread-index.ts";
-import { UsageRollup, utcDay } from "./usage-rollup.ts";
+import { UsageRollup } from "./usage-rollup.ts";
 import { DeliveryLeases } from "./webhook-leases.ts";
 import { sweepGraceMs, WebhookSweep } from "./webhook-sweep.ts";
 

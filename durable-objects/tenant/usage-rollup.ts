@@ -1,5 +1,6 @@
 import * as z from "zod";
 import type {
+  EntryMark,
   LedgerEntry,
   ListResource,
   RpcResult,
@@ -7,8 +8,8 @@ import type {
   UsageGroup,
   UsageQuery,
 } from "../../shared/api/index.ts";
+import { utcDay } from "../common/clock.ts";
 import { badCursor, decodeCursor, pageOf } from "../common/cursor.ts";
-import type { EntryMark } from "../thread/storage/ledger.ts";
 import { ok } from "../common/results.ts";
 import type { Sql } from "../common/sql.ts";
 
@@ -16,17 +17,6 @@ import type { Sql } from "../common/sql.ts";
 export const DEFAULT_USAGE_DAYS = 30;
 
 const DAY_MS = 86_400_000;
-
-/** The UTC day of a time, `YYYY-MM-DD`. */
-export function utcDay(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10);
-}
-
-/** Whole seconds from `ms` to the next UTC midnight (at least 1). */
-export function secondsToNextUtcDay(ms: number): number {
-  const next = (Math.floor(ms / DAY_MS) + 1) * DAY_MS;
-  return Math.max(1, Math.ceil((next - ms) / 1000));
-}
 
 /** Ledger entries in the order a thread writes them: by incarnation (its creation), then seq. */
 function byMark(a: EntryMark, b: EntryMark): number {

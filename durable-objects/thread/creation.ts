@@ -7,14 +7,15 @@ import type {
   TenantPolicy,
   ThreadResource,
 } from "../../shared/api/index.ts";
-import type { Admission } from "./keyed-requests.ts";
-import { LiveThread, type StorageParts, systemClock } from "./live-thread.ts";
+import { systemClock } from "../common/clock.ts";
 import { fail, guarded, ok } from "../common/results.ts";
+import type { Admission } from "./keyed-requests.ts";
+import { LiveThread, type StorageParts } from "./live-thread.ts";
+import { cancelUpload, importThread, restoreThread } from "./rollouts/from-rollout.ts";
 import { importFingerprint, readRolloutStream } from "./rollouts/import.ts";
 import { RolloutLog } from "./storage/rollout-log.ts";
 import type { TaskControl } from "./tasks/task-control.ts";
 import type { TenantSync } from "./tenancy/tenant-sync.ts";
-import { cancelUpload, importThread, restoreThread } from "./rollouts/from-rollout.ts";
 
 export interface ThreadCreationDeps {
   parts: StorageParts;

@@ -1,8 +1,8 @@
 import type { AlarmSchedule } from "../common/alarms.ts";
 import { type LiveThread, threadPrefix } from "./live-thread.ts";
-import { migrate } from "./storage/schema.ts";
+import { migrateThread } from "./storage/schema.ts";
 import { SegmentStore } from "./storage/segments.ts";
-import { sqlOf } from "../common/sql.ts";
+import { sqlOf } from "./storage/sql.ts";
 import { TenantSync } from "./tenancy/tenant-sync.ts";
 
 /**
@@ -37,7 +37,7 @@ export async function deleteThreadState(
     sql`SELECT * FROM spindle_deliveries`.toArray(),
   );
   await storage.deleteAll();
-  migrate(storage.sql);
+  migrateThread(storage.sql);
   for (const { key, value } of kept) {
     sql`INSERT INTO spindle_sync (key, value) VALUES (${key}, ${value})`;
   }

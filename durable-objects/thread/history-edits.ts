@@ -7,11 +7,11 @@ import {
   type ThreadResource,
 } from "../../shared/api/index.ts";
 import type { MessageItem } from "../../shared/protocol/index.ts";
+import { fail, ok, THREAD_NOT_FOUND } from "../common/results.ts";
 import type { Admission } from "./keyed-requests.ts";
-import type { EventLog } from "./storage/event-log.ts";
 import { LiveThread, type StorageParts } from "./live-thread.ts";
 import type { QuotaGate } from "./quotas/quota-gate.ts";
-import { fail, ok, THREAD_NOT_FOUND } from "../common/results.ts";
+import type { EventLog } from "./storage/event-log.ts";
 import type { TaskControl } from "./tasks/task-control.ts";
 
 export interface HistoryEditsDeps {

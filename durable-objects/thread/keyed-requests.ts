@@ -1,6 +1,6 @@
 import type { IdempotencyKey, RpcResult } from "../../shared/api/index.ts";
-import type { IdempotencyKeys, IdempotencyRecord } from "./storage/idempotency-keys.ts";
 import { fail, ok } from "../common/results.ts";
+import type { IdempotencyKeys, IdempotencyRecord } from "./storage/idempotency-keys.ts";
 
 /**
  * Idempotent admission (the IETF `Idempotency-Key` draft): finds the earlier request a retry

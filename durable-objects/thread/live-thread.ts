@@ -7,7 +7,7 @@ import {
   type TruncationPolicy,
 } from "../../shared/context-manager/index.ts";
 import { DEFAULT_MODEL_SLUG, type ModelCatalog } from "../../shared/models/index.ts";
-import type { Clock, IdSource } from "../../shared/ports/index.ts";
+import type { IdSource } from "../../shared/ports/index.ts";
 import type { RolloutLine, SessionConfiguration } from "../../shared/protocol/index.ts";
 import {
   type Checkpoint,
@@ -25,23 +25,28 @@ import {
   ThreadSession,
   truncationPolicyOf,
 } from "../../shared/session/index.ts";
+import { systemClock } from "../common/clock.ts";
+import { tenantPathOf, threadNameOf } from "../common/placement.ts";
+import { catalogOf, modelClientFactory } from "./providers.ts";
 import {
   CheckpointStore,
   DEFAULT_ITEM_GROUP_LIMITS,
   type ItemGroupLimits,
 } from "./storage/checkpoint-store.ts";
 import { creationTime, ThreadLedger } from "./storage/ledger.ts";
-import { MetaStore, newThreadMeta, sessionMetaPayload, type ThreadMeta } from "./storage/meta-store.ts";
-import { tenantPathOf, threadNameOf } from "../common/placement.ts";
-import { catalogOf, modelClientFactory } from "./providers.ts";
+import {
+  MetaStore,
+  newThreadMeta,
+  sessionMetaPayload,
+  type ThreadMeta,
+} from "./storage/meta-store.ts";
 import { decodeTolerantly, firstMissingSeq, RolloutLog } from "./storage/rollout-log.ts";
 import { type SegmentRow, SegmentStore } from "./storage/segments.ts";
-import { type Sql, sqlOf } from "../common/sql.ts";
+import { type Sql, sqlOf } from "./storage/sql.ts";
 
 /** A new checkpoint is taken once this many lines were written after the last one. */
 export const DEFAULT_CHECKPOINT_EVERY_LINES = 250;
 
-export const systemClock: Clock = { nowMs: () => Date.now() };
 export const randomIds: IdSource = { uuidv7: () => uuidv7() };
 
 /**

@@ -7,9 +7,9 @@ import type {
   TurnResource,
 } from "../../shared/api/index.ts";
 import type { ResponseItem, RolloutLine } from "../../shared/protocol/index.ts";
+import { fail, ok } from "../common/results.ts";
 import type { LiveThread } from "./live-thread.ts";
 import type { TurnRow } from "./storage/meta-store.ts";
-import { fail, ok } from "../common/results.ts";
 import { decodeTolerantly } from "./storage/rollout-log.ts";
 
 /** The Thread resource; `running` when a task runs now (a paused turn is `requires_action`). */

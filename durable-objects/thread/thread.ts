@@ -29,25 +29,26 @@ import type {
   YieldedAdmission,
 } from "../../shared/api/index.ts";
 import type { Prompt, ResponseItem } from "../../shared/protocol/index.ts";
-import { Admission } from "./keyed-requests.ts";
 import { AlarmSchedule } from "../common/alarms.ts";
-import { EventLog } from "./storage/event-log.ts";
-import { HistoryEdits } from "./history-edits.ts";
-import { HookIntake } from "./webhooks/hook-intake.ts";
-import { IdempotencyKeys, type IdempotencyRecord } from "./storage/idempotency-keys.ts";
-import { LiveThread, type StorageParts, storagePartsOf, systemClock } from "./live-thread.ts";
+import { systemClock } from "../common/clock.ts";
 import { requireBucketIn, threadNameOf } from "../common/placement.ts";
-import { QuotaGate } from "./quotas/quota-gate.ts";
-import { historyPage, queuedTurnResource, threadResource, turnResource } from "./resources.ts";
 import { fail, guarded, ok, THREAD_NOT_FOUND } from "../common/results.ts";
-import { exportedRollout, rolloutPrefix } from "./rollouts/export.ts";
-import { migrate } from "./storage/schema.ts";
-import { contentOf, newTurnId, reservationOf, TaskControl } from "./tasks/task-control.ts";
-import { TenantSync } from "./tenancy/tenant-sync.ts";
 import { ThreadCreation } from "./creation.ts";
 import { deleteThreadState } from "./deletion.ts";
+import { HistoryEdits } from "./history-edits.ts";
+import { Admission } from "./keyed-requests.ts";
+import { LiveThread, type StorageParts, storagePartsOf } from "./live-thread.ts";
+import { QuotaGate } from "./quotas/quota-gate.ts";
+import { historyPage, queuedTurnResource, threadResource, turnResource } from "./resources.ts";
+import { exportedRollout, rolloutPrefix } from "./rollouts/export.ts";
+import { EventLog } from "./storage/event-log.ts";
+import { IdempotencyKeys, type IdempotencyRecord } from "./storage/idempotency-keys.ts";
+import { migrateThread } from "./storage/schema.ts";
+import { contentOf, newTurnId, reservationOf, TaskControl } from "./tasks/task-control.ts";
 import { TurnQueue } from "./tasks/turn-queue.ts";
+import { TenantSync } from "./tenancy/tenant-sync.ts";
 import { Upkeep } from "./upkeep.ts";
+import { HookIntake } from "./webhooks/hook-intake.ts";
 import { WebhookOutbox } from "./webhooks/outbox.ts";
 
 /**
@@ -82,7 +83,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    migrate(ctx.storage.sql);
+    migrateThread(ctx.storage.sql);
     this.#alarms = new AlarmSchedule(ctx.storage, systemClock);
     this.#sync = TenantSync.ofObject(ctx, env, systemClock, this.#alarms, {
       snapshot: async () => {

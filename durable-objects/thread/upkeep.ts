@@ -1,8 +1,8 @@
 import type { Clock } from "../../shared/ports/index.ts";
 import { type AlarmSchedule, retryDelayMs } from "../common/alarms.ts";
+import { type LiveThread, readWholeRollout } from "./live-thread.ts";
 import type { EventLog } from "./storage/event-log.ts";
 import type { IdempotencyKeys } from "./storage/idempotency-keys.ts";
-import { type LiveThread, readWholeRollout } from "./live-thread.ts";
 import type { MetaStore } from "./storage/meta-store.ts";
 
 /** Lines written at turn end are flushed to R2 this long after, so bursts share one segment. */

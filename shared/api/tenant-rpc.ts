@@ -83,6 +83,12 @@ export interface CreateKeyRequest {
   record?: TenantResource;
 }
 
+/** A place in the ledger entries of one thread id: its incarnation, then the line's seq. */
+export interface EntryMark {
+  incarnation: string;
+  seq: number;
+}
+
 /**
  * One provider request's usage (design §11 usage ledger), as the Thread DO derived it from the
  * `token_count` line the request produced, in the same step that wrote the line.

@@ -3,6 +3,9 @@ import { bytesToHex } from "@noble/hashes/utils.js";
 import { parseJsonWithin } from "../protocol/index.ts";
 import type { HookScheme } from "./signatures.ts";
 
+/** A sender's delivery id is recognized for this long: a redelivery within it starts nothing. */
+export const DEDUP_WINDOW_MS = 72 * 60 * 60_000;
+
 /**
  * What a verified delivery says, read the way its scheme sends it (design §12): the sender's
  * delivery id (the key of the 72-hour dedup), the event type (what `events` filters), and the

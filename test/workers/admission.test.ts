@@ -1,8 +1,11 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { Admission } from "../../durable-objects/thread/keyed-requests.ts";
-import { IDEMPOTENCY_TTL_MS, IdempotencyKeys } from "../../durable-objects/thread/storage/idempotency-keys.ts";
-import { type Sql, sqlOf } from "../../durable-objects/common/sql.ts";
+import {
+  IDEMPOTENCY_TTL_MS,
+  IdempotencyKeys,
+} from "../../durable-objects/thread/storage/idempotency-keys.ts";
+import { type Sql, sqlOf } from "../../durable-objects/thread/storage/sql.ts";
 import { newThreadId, threadStub } from "./helpers/api.ts";
 
 const T0 = Date.UTC(2026, 10, 30, 12);

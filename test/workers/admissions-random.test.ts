@@ -2,11 +2,11 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { AdmissionLease, type Asked } from "../../durable-objects/thread/quotas/quota-lease.ts";
-import { migrate } from "../../durable-objects/thread/storage/schema.ts";
+import { migrate } from "../../durable-objects/common/migrations.ts";
 import { sqlOf } from "../../durable-objects/common/sql.ts";
 import { TenantAdmissions } from "../../durable-objects/tenant/quota-grants.ts";
 import { TENANT_MIGRATIONS } from "../../durable-objects/tenant/schema.ts";
+import { AdmissionLease, type Asked } from "../../durable-objects/thread/quotas/quota-lease.ts";
 import {
   type LedgerEntry,
   NO_QUOTAS,

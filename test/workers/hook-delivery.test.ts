@@ -8,7 +8,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { DEDUP_WINDOW_MS } from "../../durable-objects/thread/webhooks/hook-intake.ts";
+import { DEDUP_WINDOW_MS } from "../../shared/webhooks/index.ts";
 import { api, json, post, threadStub, untilRunning } from "./helpers/api.ts";
 import {
   bodyOf,

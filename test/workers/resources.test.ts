@@ -6,13 +6,13 @@ import {
   type StorageParts,
   storagePartsOf,
 } from "../../durable-objects/thread/live-thread.ts";
-import type { TurnRow } from "../../durable-objects/thread/storage/meta-store.ts";
 import {
   historyPage,
   queuedTurnResource,
   threadResource,
   turnResource,
 } from "../../durable-objects/thread/resources.ts";
+import type { TurnRow } from "../../durable-objects/thread/storage/meta-store.ts";
 import type { Env } from "../../env.ts";
 import { ZERO_THREAD_USAGE } from "../../shared/api/index.ts";
 import type { MessageItem } from "../../shared/protocol/index.ts";

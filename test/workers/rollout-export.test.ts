@@ -7,8 +7,8 @@ import {
   storagePartsOf,
   threadPrefix,
 } from "../../durable-objects/thread/live-thread.ts";
-import type { TurnRow } from "../../durable-objects/thread/storage/meta-store.ts";
 import { exportedRollout, rolloutPrefix } from "../../durable-objects/thread/rollouts/export.ts";
+import type { TurnRow } from "../../durable-objects/thread/storage/meta-store.ts";
 import type { Env } from "../../env.ts";
 import type { ForkSource, RolloutExport, RpcResult } from "../../shared/api/index.ts";
 import type { MessageItem } from "../../shared/protocol/index.ts";

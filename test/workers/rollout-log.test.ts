@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { decodeTolerantly, RolloutLog } from "../../durable-objects/thread/storage/rollout-log.ts";
-import { sqlOf } from "../../durable-objects/common/sql.ts";
+import { sqlOf } from "../../durable-objects/thread/storage/sql.ts";
 import type { RolloutItem, RolloutLine } from "../../shared/protocol/index.ts";
 import { encodeRolloutLine } from "../../shared/rollout/index.ts";
 import { newThreadId, threadStub } from "./helpers/api.ts";

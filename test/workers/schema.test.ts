@@ -3,8 +3,8 @@ import { describe, expect, it } from "vitest";
 import { CheckpointStore } from "../../durable-objects/thread/storage/checkpoint-store.ts";
 import { IdempotencyKeys } from "../../durable-objects/thread/storage/idempotency-keys.ts";
 import { MetaStore } from "../../durable-objects/thread/storage/meta-store.ts";
-import { clearRolloutState, migrate } from "../../durable-objects/thread/storage/schema.ts";
-import { sqlOf } from "../../durable-objects/common/sql.ts";
+import { clearRolloutState, migrateThread } from "../../durable-objects/thread/storage/schema.ts";
+import { sqlOf } from "../../durable-objects/thread/storage/sql.ts";
 import { TurnQueue } from "../../durable-objects/thread/tasks/turn-queue.ts";
 import { createCheckpoint } from "../../shared/rollout/index.ts";
 import { api, DEV_KEY, json, newThreadId, threadStub } from "./helpers/api.ts";
@@ -208,7 +208,7 @@ describe("the Thread's tables", () => {
           storage.exec(`DROP TABLE ${name}`);
         }
         storage.exec(layout);
-        migrate(storage);
+        migrateThread(storage);
         const sql = sqlOf(storage);
         const meta = new MetaStore(sql);
         const queue = new TurnQueue(sql);

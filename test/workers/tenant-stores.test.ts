@@ -7,15 +7,15 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { keyDigest } from "../../durable-objects/common/digests.ts";
-import { migrate } from "../../durable-objects/thread/storage/schema.ts";
+import { migrate } from "../../durable-objects/common/migrations.ts";
 import { sqlOf } from "../../durable-objects/common/sql.ts";
+import { KeyStore } from "../../durable-objects/tenant/keys.ts";
 import {
   RECLAIM_PARALLEL,
   RESERVED_RETRY_AFTER_S,
   TenantAdmissions,
   type YieldAnswer,
 } from "../../durable-objects/tenant/quota-grants.ts";
-import { KeyStore } from "../../durable-objects/tenant/keys.ts";
 import { TENANT_MIGRATIONS } from "../../durable-objects/tenant/schema.ts";
 import { RESERVATION_MS, ThreadIndex } from "../../durable-objects/tenant/thread-index.ts";
 import { UsageRollup } from "../../durable-objects/tenant/usage-rollup.ts";

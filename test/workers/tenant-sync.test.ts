@@ -7,8 +7,12 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AlarmSchedule } from "../../durable-objects/common/alarms.ts";
-import { creationTime, pendingEntries, ThreadLedger } from "../../durable-objects/thread/storage/ledger.ts";
-import { sqlOf } from "../../durable-objects/common/sql.ts";
+import {
+  creationTime,
+  pendingEntries,
+  ThreadLedger,
+} from "../../durable-objects/thread/storage/ledger.ts";
+import { sqlOf } from "../../durable-objects/thread/storage/sql.ts";
 import { SyncValues } from "../../durable-objects/thread/tenancy/sync-values.ts";
 import {
   INDEX_ENTRY_MAX_CHARS,

@@ -1,6 +1,9 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { EVENT_WINDOW_BYTES, EVENT_WINDOW_CUT_BYTES } from "../../durable-objects/thread/storage/event-log.ts";
+import {
+  EVENT_WINDOW_BYTES,
+  EVENT_WINDOW_CUT_BYTES,
+} from "../../durable-objects/thread/storage/event-log.ts";
 import { DEFAULT_MAX_OUTPUT_TOKENS } from "../../shared/models/index.ts";
 import {
   api,

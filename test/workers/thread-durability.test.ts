@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { CheckpointStore } from "../../durable-objects/thread/storage/checkpoint-store.ts";
-import { sqlOf } from "../../durable-objects/common/sql.ts";
+import { sqlOf } from "../../durable-objects/thread/storage/sql.ts";
 import {
   ACME_KEY,
   api,

@@ -1,17 +1,17 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { systemClock } from "../../durable-objects/common/clock.ts";
 import {
   LiveThread,
   type StorageParts,
   storagePartsOf,
-  systemClock,
 } from "../../durable-objects/thread/live-thread.ts";
-import type { ThreadMeta } from "../../durable-objects/thread/storage/meta-store.ts";
+import { importThread, restoreThread } from "../../durable-objects/thread/rollouts/from-rollout.ts";
 import { readRolloutStream } from "../../durable-objects/thread/rollouts/import.ts";
+import type { ThreadMeta } from "../../durable-objects/thread/storage/meta-store.ts";
 import { decodeTolerantly, RolloutLog } from "../../durable-objects/thread/storage/rollout-log.ts";
 import { tablesOf } from "../../durable-objects/thread/storage/schema.ts";
-import { importThread, restoreThread } from "../../durable-objects/thread/rollouts/from-rollout.ts";
 import type { Env } from "../../env.ts";
 import { DEFAULT_MODEL_CATALOG } from "../../shared/models/index.ts";
 import type { MessageItem } from "../../shared/protocol/index.ts";

@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { sqlOf } from "../../durable-objects/common/sql.ts";
+import { sqlOf } from "../../durable-objects/thread/storage/sql.ts";
 import { TurnQueue } from "../../durable-objects/thread/tasks/turn-queue.ts";
 import { newThreadId, threadStub } from "./helpers/api.ts";
 

@@ -1,6 +1,6 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { type Sql, sqlOf } from "../../durable-objects/common/sql.ts";
+import { type Sql, sqlOf } from "../../durable-objects/thread/storage/sql.ts";
 import {
   encodeTurnGroup,
   RECENT_TURN_ROWS,

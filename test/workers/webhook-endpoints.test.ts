@@ -16,7 +16,7 @@ import {
 } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { sqlOf } from "../../durable-objects/common/sql.ts";
+import { sqlOf } from "../../durable-objects/thread/storage/sql.ts";
 import type { Env } from "../../env.ts";
 import type { WebhookMessage } from "../../shared/api/index.ts";
 import { consumeWebhooks } from "../../worker/webhook-consumer.ts";

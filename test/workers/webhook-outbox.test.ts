@@ -9,8 +9,11 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import { AlarmSchedule } from "../../durable-objects/common/alarms.ts";
 import type { TurnRow } from "../../durable-objects/thread/storage/meta-store.ts";
-import { sqlOf } from "../../durable-objects/common/sql.ts";
-import { SUBSCRIPTIONS_TTL_MS, WebhookOutbox } from "../../durable-objects/thread/webhooks/outbox.ts";
+import { sqlOf } from "../../durable-objects/thread/storage/sql.ts";
+import {
+  SUBSCRIPTIONS_TTL_MS,
+  WebhookOutbox,
+} from "../../durable-objects/thread/webhooks/outbox.ts";
 import type {
   DeliveryResource,
   TenantRpc,

@@ -7,7 +7,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { migrate } from "../../durable-objects/thread/storage/schema.ts";
+import { migrate } from "../../durable-objects/common/migrations.ts";
 import { sqlOf } from "../../durable-objects/common/sql.ts";
 import { EndpointStore, MAX_RECORDED_ATTEMPTS } from "../../durable-objects/tenant/endpoints.ts";
 import { DELIVERY_LOG_RETENTION_MS, HookStore } from "../../durable-objects/tenant/hooks.ts";

@@ -1,8 +1,8 @@
 import type { Quotas, RpcResult, YieldedAdmission } from "../../../shared/api/index.ts";
-import { AdmissionLease, type AdmissionLeaseDeps } from "./quota-lease.ts";
 import { failQuota, ok } from "../../common/results.ts";
-import type { Sql } from "../../common/sql.ts";
+import type { Sql } from "../storage/sql.ts";
 import type { TenantSync } from "../tenancy/tenant-sync.ts";
+import { AdmissionLease, type AdmissionLeaseDeps } from "./quota-lease.ts";
 
 /**
  * The tenant's quotas as a thread applies them (design §11, §15 invariant 13), before anything

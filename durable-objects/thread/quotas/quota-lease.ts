@@ -1,6 +1,6 @@
 import type { AdmissionGrant, Quotas } from "../../../shared/api/index.ts";
 import type { Clock } from "../../../shared/ports/index.ts";
-import { utcDay } from "../../tenant/usage-rollup.ts";
+import { utcDay } from "../../common/clock.ts";
 
 /** The turn quotas an admission was granted under: another value needs another admission. */
 function turnQuotasKey(quotas: Quotas): string {

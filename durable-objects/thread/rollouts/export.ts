@@ -1,6 +1,6 @@
 import type { ForkSource, RolloutExport, RpcResult } from "../../../shared/api/index.ts";
-import { type LiveThread, readWholeRollout } from "../live-thread.ts";
 import { fail, ok } from "../../common/results.ts";
+import { type LiveThread, readWholeRollout } from "../live-thread.ts";
 import { jsonlStream } from "./import.ts";
 
 /**

@@ -15,21 +15,30 @@ import {
   reconstructRollout,
   unreadLineWarnings,
 } from "../../../shared/rollout/index.ts";
-import { configOfRollout, type NumberedLine, truncationPolicyOf } from "../../../shared/session/index.ts";
-import { creationTime, ThreadLedger } from "../storage/ledger.ts";
+import {
+  configOfRollout,
+  type NumberedLine,
+  truncationPolicyOf,
+} from "../../../shared/session/index.ts";
+import { systemClock } from "../../common/clock.ts";
+import { fail, ok } from "../../common/results.ts";
 import {
   LiveThread,
   readWholeRollout,
   type StorageParts,
-  systemClock,
   withoutContextBaseline,
 } from "../live-thread.ts";
-import { newThreadMeta, sessionMetaPayload, type ThreadMeta, type TurnRow } from "../storage/meta-store.ts";
-import { fail, ok } from "../../common/results.ts";
-import { type ImportedLine, type ImportResult, readRolloutStream } from "./import.ts";
+import { creationTime, ThreadLedger } from "../storage/ledger.ts";
+import {
+  newThreadMeta,
+  sessionMetaPayload,
+  type ThreadMeta,
+  type TurnRow,
+} from "../storage/meta-store.ts";
 import { RolloutLog } from "../storage/rollout-log.ts";
 import { clearRolloutState } from "../storage/schema.ts";
 import { SegmentStore } from "../storage/segments.ts";
+import { type ImportedLine, type ImportResult, readRolloutStream } from "./import.ts";
 import { turnRowsFromRollout } from "./turn-index.ts";
 
 /**

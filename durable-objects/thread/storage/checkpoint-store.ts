@@ -10,7 +10,7 @@ import type { ResponseItem } from "../../../shared/protocol/index.ts";
 import { type Checkpoint, restoreCheckpoint } from "../../../shared/rollout/index.ts";
 import { gunzip, gzip, sha256HexSync } from "./gzip.ts";
 import { CHECKPOINT_TABLES } from "./schema.ts";
-import type { Sql } from "../../common/sql.ts";
+import type { Sql } from "./sql.ts";
 
 /** Headroom below the 2 MB per-value limit of Durable Object SQLite (see `text-parts.ts`). */
 export const CHECKPOINT_CHUNK_MAX_BYTES = 1_800_000;

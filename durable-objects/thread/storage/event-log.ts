@@ -1,7 +1,7 @@
 import { isTerminalEventType } from "../../../shared/api/index.ts";
 import { utf8ByteLength } from "../../../shared/context-manager/index.ts";
 import type { Clock } from "../../../shared/ports/index.ts";
-import type { Sql } from "../../common/sql.ts";
+import type { Sql } from "./sql.ts";
 import { TEXT_PART_MAX_CHARS, TextParts } from "./text-parts.ts";
 
 /** How many events a thread keeps at most for `Last-Event-ID` replay. */

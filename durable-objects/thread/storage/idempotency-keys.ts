@@ -1,5 +1,5 @@
 import type { Clock } from "../../../shared/ports/index.ts";
-import type { Sql } from "../../common/sql.ts";
+import type { Sql } from "./sql.ts";
 
 /** How long a key is remembered (the IETF draft leaves it to the server; Stripe keeps 24 h). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60_000;

@@ -1,4 +1,9 @@
-import { type LedgerEntry, type ThreadUsage, ZERO_THREAD_USAGE } from "../../../shared/api/index.ts";
+import {
+  type EntryMark,
+  type LedgerEntry,
+  type ThreadUsage,
+  ZERO_THREAD_USAGE,
+} from "../../../shared/api/index.ts";
 import {
   addTokenUsage,
   type RolloutItem,
@@ -7,8 +12,8 @@ import {
   type TokenUsage,
   ZERO_TOKEN_USAGE,
 } from "../../../shared/protocol/index.ts";
-import type { Sql } from "../../common/sql.ts";
 import { SyncValues } from "../tenancy/sync-values.ts";
+import type { Sql } from "./sql.ts";
 
 /** The thread's totals, for the thread of this object that `incarnation` names. */
 interface LedgerState {
@@ -207,10 +212,4 @@ export function dropEntries(sql: Sql, through: EntryMark | null): void {
   if (through === null) return;
   sql`DELETE FROM spindle_usage WHERE incarnation < ${through.incarnation}
     OR (incarnation = ${through.incarnation} AND seq <= ${through.seq})`;
-}
-
-/** A place in the ledger entries of one thread id: its incarnation, then the line's seq. */
-export interface EntryMark {
-  incarnation: string;
-  seq: number;
 }

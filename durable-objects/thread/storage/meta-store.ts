@@ -4,7 +4,7 @@ import type {
   SessionConfiguration,
   ThreadMetadata,
 } from "../../../shared/protocol/index.ts";
-import type { Sql } from "../../common/sql.ts";
+import type { Sql } from "./sql.ts";
 import { TextParts } from "./text-parts.ts";
 import { type TurnRow, TurnRows } from "./turn-rows.ts";
 

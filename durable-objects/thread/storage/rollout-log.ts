@@ -2,7 +2,7 @@ import type { Clock } from "../../../shared/ports/index.ts";
 import type { RolloutItem, RolloutLine } from "../../../shared/protocol/index.ts";
 import { decodeRolloutLine, encodeRolloutLine } from "../../../shared/rollout/index.ts";
 import type { RolloutSink } from "../../../shared/session/index.ts";
-import type { Sql } from "../../common/sql.ts";
+import type { Sql } from "./sql.ts";
 import { splitText } from "./text-parts.ts";
 
 /**

@@ -1,3 +1,5 @@
+import { migrate } from "../../common/migrations.ts";
+
 /**
  * Persisted table names (design §6). They are stable: never rename one; add a migration step.
  * - spindle_meta: small key → JSON values (identity, configuration, status, counters).
@@ -193,20 +195,8 @@ export function clearRolloutState(storage: SqlStorage): void {
   );
 }
 
-/**
- * Applies the numbered migration steps not yet applied (`steps`: the Thread's by default; the
- * tenancy objects have their own). Cheap when up to date.
- */
-export function migrate(storage: SqlStorage, steps: readonly string[] = MIGRATIONS): void {
-  // After a wipe (`deleteAll`) the lazily created tables are gone.
+/** Brings the Thread's tables up to date (`migrate`); after a wipe the lazy ones are gone. */
+export function migrateThread(storage: SqlStorage): void {
   tablesOf(storage).reset();
-  storage.exec("CREATE TABLE IF NOT EXISTS spindle_schema (version INTEGER NOT NULL)");
-  const row = storage.exec<{ version: number }>("SELECT version FROM spindle_schema").toArray()[0];
-  if (row === undefined) storage.exec("INSERT INTO spindle_schema (version) VALUES (0)");
-  for (let version = row?.version ?? 0; version < steps.length; version++) {
-    // A step may hold several statements; exec runs them all.
-    const step = steps[version];
-    if (step) storage.exec(step);
-    storage.exec("UPDATE spindle_schema SET version = ?", version + 1);
-  }
+  migrate(storage, MIGRATIONS);
 }

@@ -1,6 +1,6 @@
 import { gunzip, gzip, sha256Hex } from "./gzip.ts";
 import type { RolloutLog } from "./rollout-log.ts";
-import type { Sql } from "../../common/sql.ts";
+import type { Sql } from "./sql.ts";
 
 /** Upper bound of one segment's uncompressed JSONL. */
 export const SEGMENT_MAX_BYTES = 4 * 1024 * 1024;

@@ -1,4 +1,4 @@
-import type { Sql } from "../../common/sql.ts";
+import type { Sql } from "./sql.ts";
 
 /**
  * Durable Object SQLite limits a row to 2 MB. Local workerd does not enforce that on plain

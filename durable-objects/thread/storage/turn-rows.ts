@@ -1,7 +1,7 @@
 import type { TurnResource } from "../../../shared/api/index.ts";
 import type { ContentItem } from "../../../shared/protocol/index.ts";
 import { gunzip, gzip } from "./gzip.ts";
-import type { Sql } from "../../common/sql.ts";
+import type { Sql } from "./sql.ts";
 import { TextParts } from "./text-parts.ts";
 
 /** A turn's row: its resource minus the items, which are read back from the rollout by seq range. */

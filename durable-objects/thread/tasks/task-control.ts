@@ -12,14 +12,14 @@ import {
   UnknownCallIdError,
 } from "../../../shared/session/index.ts";
 import type { AlarmSchedule } from "../../common/alarms.ts";
-import type { EventLog } from "../storage/event-log.ts";
-import type { LiveThread } from "../live-thread.ts";
-import type { MetaStore, TurnRow } from "../storage/meta-store.ts";
-import { queuedTurnResource, turnResource } from "../resources.ts";
 import { fail, failureOf, guarded, ok } from "../../common/results.ts";
+import type { LiveThread } from "../live-thread.ts";
+import { queuedTurnResource, turnResource } from "../resources.ts";
+import type { EventLog } from "../storage/event-log.ts";
+import type { MetaStore, TurnRow } from "../storage/meta-store.ts";
+import { FLUSH_DELAY_MS, RUNNING_TASK_ALARM_MS } from "../upkeep.ts";
 import { type RunningTask, runTask, type TaskGenerator } from "./task-runner.ts";
 import type { TurnQueue } from "./turn-queue.ts";
-import { FLUSH_DELAY_MS, RUNNING_TASK_ALARM_MS } from "../upkeep.ts";
 
 export interface TaskControlDeps {
   meta: MetaStore;

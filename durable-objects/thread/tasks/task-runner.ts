@@ -7,8 +7,8 @@ import {
   type TurnEvent,
   type TurnOutcome,
 } from "../../../shared/session/index.ts";
-import type { EventLog } from "../storage/event-log.ts";
 import type { LiveThread } from "../live-thread.ts";
+import type { EventLog } from "../storage/event-log.ts";
 import type { MetaStore, TurnRow } from "../storage/meta-store.ts";
 
 export type TaskGenerator = AsyncGenerator<TurnEvent, TurnOutcome | CompactionOutcome>;

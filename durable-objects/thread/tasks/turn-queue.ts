@@ -1,5 +1,5 @@
 import type { ContentItem, ThreadConfig } from "../../../shared/protocol/index.ts";
-import type { Sql } from "../../common/sql.ts";
+import type { Sql } from "../storage/sql.ts";
 import { splitText, TextParts } from "../storage/text-parts.ts";
 
 /** A turn waiting for the running one (`on_busy: "queue"`). */

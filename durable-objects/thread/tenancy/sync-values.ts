@@ -1,4 +1,7 @@
-import type { Sql } from "../../common/sql.ts";
+import type { Sql } from "../storage/sql.ts";
+
+/** The `spindle_sync` keys of the webhook outbox, which outlive a delete of the thread. */
+export const OUTBOX_SYNC_KEYS = ["webhooks", "webhook_sequence"] as const;
 
 /**
  * Small JSON values of the object's tenancy state in `spindle_sync`: the ledger's ids and totals,

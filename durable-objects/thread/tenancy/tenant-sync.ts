@@ -17,13 +17,11 @@ import {
 } from "../../../shared/api/index.ts";
 import type { Clock } from "../../../shared/ports/index.ts";
 import { type AlarmSchedule, retryDelayMs } from "../../common/alarms.ts";
-import { DELIVERY_PUSH_BATCH } from "../webhooks/hook-intake.ts";
-import { dropEntries, pendingEntries } from "../storage/ledger.ts";
 import { tenantStubIn, threadNameOf } from "../../common/placement.ts";
 import { ok } from "../../common/results.ts";
-import { type Sql, sqlOf } from "../../common/sql.ts";
-import { SyncValues } from "./sync-values.ts";
-import { OUTBOX_SYNC_KEYS } from "../webhooks/outbox.ts";
+import { dropEntries, pendingEntries } from "../storage/ledger.ts";
+import { type Sql, sqlOf } from "../storage/sql.ts";
+import { OUTBOX_SYNC_KEYS, SyncValues } from "./sync-values.ts";
 
 /** A thread pushes to its tenant's object at most once per this long, unless it must at once. */
 export const SYNC_INTERVAL_MS = 1_000;
@@ -50,6 +48,9 @@ export function indexEntryOf(thread: ThreadResource): ThreadResource {
 }
 
 /** The values a delete keeps (see `survivingDelete`). */
+/** Log entries per push of hook deliveries; more go in the pushes that follow. */
+export const DELIVERY_PUSH_BATCH = 100;
+
 const SURVIVING_KEYS = ["version", "placement", ...OUTBOX_SYNC_KEYS];
 
 /** What a push acknowledged: its version and the hash of the thread it carried. */

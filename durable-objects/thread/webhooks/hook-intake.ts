@@ -10,20 +10,17 @@ import type {
   WebhookSubscriptions,
 } from "../../../shared/api/index.ts";
 import type { Clock } from "../../../shared/ports/index.ts";
+import { DEDUP_WINDOW_MS } from "../../../shared/webhooks/index.ts";
 import type { AlarmSchedule } from "../../common/alarms.ts";
-import type { LiveThread } from "../live-thread.ts";
-import type { TurnRow } from "../storage/meta-store.ts";
-import type { QuotaGate } from "../quotas/quota-gate.ts";
 import { fail, guarded, ok, THREAD_NOT_FOUND } from "../../common/results.ts";
-import type { Sql } from "../../common/sql.ts";
+import type { LiveThread } from "../live-thread.ts";
+import type { QuotaGate } from "../quotas/quota-gate.ts";
+import type { TurnRow } from "../storage/meta-store.ts";
+import type { Sql } from "../storage/sql.ts";
 import { contentOf, newTurnId, type TaskControl } from "../tasks/task-control.ts";
 import type { TurnQueue } from "../tasks/turn-queue.ts";
+import { DELIVERY_PUSH_BATCH } from "../tenancy/tenant-sync.ts";
 import { FLUSH_DELAY_MS } from "../upkeep.ts";
-
-/** A sender's delivery id is recognized for this long: a redelivery within it starts nothing. */
-export const DEDUP_WINDOW_MS = 72 * 60 * 60_000;
-/** Log entries per push; more go in the pushes that follow. */
-export const DELIVERY_PUSH_BATCH = 100;
 
 const FINAL_STATUSES: ReadonlySet<string> = new Set(["completed", "failed", "interrupted"]);
 

@@ -13,10 +13,10 @@ import {
   type WebhookEventType,
 } from "../../../shared/webhooks/index.ts";
 import { type AlarmSchedule, retryDelayMs } from "../../common/alarms.ts";
-import { systemClock } from "../live-thread.ts";
-import type { TurnRow } from "../storage/meta-store.ts";
+import { systemClock } from "../../common/clock.ts";
 import { threadNameOf } from "../../common/placement.ts";
-import { type Sql, sqlOf } from "../../common/sql.ts";
+import type { TurnRow } from "../storage/meta-store.ts";
+import { type Sql, sqlOf } from "../storage/sql.ts";
 import { SyncValues } from "../tenancy/sync-values.ts";
 import type { TenantSync } from "../tenancy/tenant-sync.ts";
 
@@ -30,9 +30,6 @@ import type { TenantSync } from "../tenancy/tenant-sync.ts";
 export const SUBSCRIPTIONS_TTL_MS = 10_000;
 /** Rows per hand-off. */
 export const HANDOFF_BATCH = 100;
-
-/** The `spindle_sync` keys of the outbox, which outlive a delete of the thread. */
-export const OUTBOX_SYNC_KEYS = ["webhooks", "webhook_sequence"] as const;
 
 interface Known {
   subscriptions: WebhookSubscriptions;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { turnRowsFromRollout } from "../../../durable-objects/thread/rollouts/turn-index.ts";
 import {
   chunkBytes,
   keptItemGroups,
@@ -6,7 +7,6 @@ import {
 } from "../../../durable-objects/thread/storage/checkpoint-store.ts";
 import { segmentKey } from "../../../durable-objects/thread/storage/segments.ts";
 import { splitText } from "../../../durable-objects/thread/storage/text-parts.ts";
-import { turnRowsFromRollout } from "../../../durable-objects/thread/rollouts/turn-index.ts";
 import type { ResponseItem, RolloutLine } from "../../../shared/protocol/index.ts";
 
 const at = "2026-01-01T00:00:00.000Z";

@@ -1,6 +1,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type ImportResult, readRolloutStream } from "../../../durable-objects/thread/rollouts/import.ts";
+import {
+  type ImportResult,
+  readRolloutStream,
+} from "../../../durable-objects/thread/rollouts/import.ts";
 import { rolloutLineMaxBytes } from "../../../shared/api/index.ts";
 import { decodeRolloutJsonl } from "../../../shared/rollout/index.ts";
 import { breakingStream } from "../../helpers/streams.ts";

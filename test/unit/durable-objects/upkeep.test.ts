@@ -1,8 +1,12 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { AlarmSchedule, RETRY_MAX_MS, retryDelayMs } from "../../../durable-objects/common/alarms.ts";
+import {
+  AlarmSchedule,
+  RETRY_MAX_MS,
+  retryDelayMs,
+} from "../../../durable-objects/common/alarms.ts";
+import type { LiveThread } from "../../../durable-objects/thread/live-thread.ts";
 import type { EventLog } from "../../../durable-objects/thread/storage/event-log.ts";
 import type { IdempotencyKeys } from "../../../durable-objects/thread/storage/idempotency-keys.ts";
-import type { LiveThread } from "../../../durable-objects/thread/live-thread.ts";
 import type { MetaStore } from "../../../durable-objects/thread/storage/meta-store.ts";
 import {
   FLUSH_DELAY_MS,
