@@ -326,7 +326,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       c.json(unwrap(await stubFor(c, param.id).patchThread(body))),
 
     ...tenancyHandlers(keyCache, hookCache),
-    ...hookHandlers(hookCache),
+    ...hookHandlers(hookCache, threadStub),
   };
 
   app.onError((err, c) => renderError(c, err));

@@ -23,9 +23,13 @@
 import { hexToBytes } from "@noble/hashes/utils.js";
 import type { MiddlewareHandler } from "hono";
 import * as z from "zod";
-import { digestsEqual, keyDigest } from "../durable-objects/common/digests.ts";
-import { tenantStubIn } from "../durable-objects/common/placement.ts";
-import { type IdTags, idTagsOf } from "../durable-objects/tenant/id-tags.ts";
+import {
+  digestsEqual,
+  type IdTags,
+  idTagsOf,
+  keyDigest,
+  tenantStubIn,
+} from "../durable-objects/index.ts";
 import type { Env } from "../env.ts";
 import { parseApiKey, SCOPES, type Scope, TenantIdSchema } from "../shared/api/index.ts";
 import type { AppEnv, Principal } from "./app-env.ts";
