@@ -1,19 +1,19 @@
 import type {
-  AdmissionGrant,
-  AdmitTaskRequest,
+  GrantQuotaRequest,
   LedgerEntry,
-  ReleaseAdmissionRequest,
+  QuotaGrant,
+  ReleaseQuotaRequest,
   RpcResult,
-  YieldedAdmission,
+  YieldedQuota,
 } from "../../shared/api/index.ts";
 import type { Clock } from "../../shared/ports/index.ts";
 import { secondsToNextUtcDay } from "../common/clock.ts";
 import { failQuota, ok } from "../common/results.ts";
 import type { Sql } from "../common/sql.ts";
-import { tokenAdmission } from "./token-shares.ts";
+import { tokenShare } from "./token-shares.ts";
 
 /** How long an admission lets a thread start tasks without asking again. */
-export const ADMISSION_LEASE_MS = 30_000;
+export const QUOTA_LEASE_MS = 30_000;
 /** Holders asked at once when the tenant wants slots or shares back. */
 export const RECLAIM_PARALLEL = 16;
 /**
@@ -39,9 +39,9 @@ interface Hold {
 }
 
 /** A holder's answer when asked to give its admission back; undefined: the call failed. */
-export type YieldAnswer = YieldedAdmission | undefined;
+export type YieldAnswer = YieldedQuota | undefined;
 
-export interface AdmissionsDeps {
+export interface QuotaGrantsDeps {
   sql: Sql;
   clock: Clock;
   /** Asks `threadId` to give back `grant` (and anything older). */
@@ -58,7 +58,7 @@ export interface AdmissionsDeps {
  *   asks the other holders to give back slots they do not use before it refuses, so an idle
  *   holder never costs another thread its turn;
  * - a share: under `tokens_per_day`, an admission reserves at least what the task may spend
- *   (`AdmitTaskRequest.tokens`), by the rule of `token-admission.ts`; the thread starts its next
+ *   (`GrantQuotaRequest.tokens`), by the rule of `token-admission.ts`; the thread starts its next
  *   tasks on what is left of it without asking. The ledger's counting of the thread's usage
  *   settles the share (`settle`: what is counted is no longer reserved), and a hold ends only in
  *   a step that also takes the thread's uncounted entries (a release, an answer, a refusal), so
@@ -68,12 +68,12 @@ export interface AdmissionsDeps {
  * Holds are rows (written once per admission, and when a share is settled), so a new instance of
  * the object knows every lease still out.
  */
-export class TenantAdmissions {
-  readonly #deps: AdmissionsDeps;
+export class QuotaGrants {
+  readonly #deps: QuotaGrantsDeps;
   #holds: Map<string, Hold> | undefined;
   #lastGrant = 0;
 
-  constructor(deps: AdmissionsDeps) {
+  constructor(deps: QuotaGrantsDeps) {
     this.#deps = deps;
   }
 
@@ -83,7 +83,7 @@ export class TenantAdmissions {
    * once per kind; after every call both quotas are checked again, since pushes and other
    * admissions land meanwhile, and the last check and the grant are one synchronous step.
    */
-  async admit(req: AdmitTaskRequest, used: () => number): Promise<RpcResult<AdmissionGrant>> {
+  async admit(req: GrantQuotaRequest, used: () => number): Promise<RpcResult<QuotaGrant>> {
     this.#deps.take(req.threadId, req.usage);
     const asked = new Set<Blocked["reclaim"]>();
     for (;;) {
@@ -108,11 +108,11 @@ export class TenantAdmissions {
    * reserved by other threads' shares, or every slot held by other threads (both of which the
    * holders may give back); else the share it gets.
    */
-  #check(req: AdmitTaskRequest, used: number): Blocked | { share: number | null } {
+  #check(req: GrantQuotaRequest, used: number): Blocked | { share: number | null } {
     const { tokens_per_day: limit, max_running_turns: max } = req.quotas;
     let share: number | null = null;
     if (limit !== null) {
-      const answer = tokenAdmission(limit, used, this.#reserved(req.threadId), req.tokens);
+      const answer = tokenShare(limit, used, this.#reserved(req.threadId), req.tokens);
       if ("refused" in answer) {
         const now = this.#deps.clock.nowMs();
         if (answer.refused === "used") {
@@ -152,14 +152,14 @@ export class TenantAdmissions {
   }
 
   /** The hold `req` gets, with `share`. */
-  #grant(req: AdmitTaskRequest, share: number | null): AdmissionGrant {
+  #grant(req: GrantQuotaRequest, share: number | null): QuotaGrant {
     const hold: Hold = { grant: this.#nextGrant(), share };
     this.#load().set(req.threadId, hold);
     this.#deps.sql`INSERT INTO tenant_admissions (thread_id, grant_id, share, granted_at)
       VALUES (${req.threadId}, ${hold.grant}, ${share}, ${this.#deps.clock.nowMs()})
       ON CONFLICT (thread_id) DO UPDATE SET grant_id = excluded.grant_id, share = excluded.share,
         granted_at = excluded.granted_at`;
-    return { grant: hold.grant, leaseMs: ADMISSION_LEASE_MS, tokens: share };
+    return { grant: hold.grant, leaseMs: QUOTA_LEASE_MS, tokens: share };
   }
 
   /**
@@ -175,7 +175,7 @@ export class TenantAdmissions {
   }
 
   /** `threadId` no longer holds `grant` nor anything older; its entries are taken first. */
-  release(req: ReleaseAdmissionRequest): void {
+  release(req: ReleaseQuotaRequest): void {
     this.#deps.take(req.threadId, req.usage);
     const hold = this.#load().get(req.threadId);
     if (hold && hold.grant <= req.grant) this.forget(req.threadId);
@@ -188,7 +188,7 @@ export class TenantAdmissions {
   }
 
   /** A refused thread is not starting a task: the hold it asked with goes. */
-  #refuse(req: AdmitTaskRequest, refusal: RpcResult<never>): RpcResult<never> {
+  #refuse(req: GrantQuotaRequest, refusal: RpcResult<never>): RpcResult<never> {
     const hold = this.#load().get(req.threadId);
     if (hold && hold.grant <= req.held) this.forget(req.threadId);
     return refusal;

@@ -1,8 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../../env.ts";
 import type {
-  AdmissionGrant,
-  AdmitTaskRequest,
   ApiKeyResource,
   ClaimDeliveryRequest,
   CreatedApiKey,
@@ -11,6 +9,7 @@ import type {
   CreateKeyRequest,
   DeliveryResource,
   EndpointResource,
+  GrantQuotaRequest,
   HookRecord,
   HookTarget,
   ListQuery,
@@ -18,8 +17,9 @@ import type {
   ListThreadsQuery,
   LogDeliveryRequest,
   PatchEndpointBody,
+  QuotaGrant,
   RecordedAttempt,
-  ReleaseAdmissionRequest,
+  ReleaseQuotaRequest,
   ReserveThreadRequest,
   RpcResult,
   SyncAck,
@@ -50,7 +50,7 @@ import { DeliveryClaims } from "./delivery-claims.ts";
 import { EndpointStore } from "./endpoints.ts";
 import { HookStore } from "./hooks.ts";
 import { KeyStore } from "./keys.ts";
-import { TenantAdmissions, type YieldAnswer } from "./quota-grants.ts";
+import { QuotaGrants, type YieldAnswer } from "./quota-grants.ts";
 import { randomId } from "./random-ids.ts";
 import { TENANT_MIGRATIONS } from "./schema.ts";
 import { ThreadIndex } from "./thread-index.ts";
@@ -86,7 +86,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
   readonly #sql: Sql;
   readonly #keys: KeyStore;
   readonly #index: ThreadIndex;
-  readonly #admissions: TenantAdmissions;
+  readonly #admissions: QuotaGrants;
   readonly #usage: UsageRollup;
   readonly #hooks: HookStore;
   readonly #endpoints: EndpointStore;
@@ -102,7 +102,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     this.#sql = sqlOf(ctx.storage.sql);
     this.#keys = new KeyStore(this.#sql, systemClock, env);
     this.#index = new ThreadIndex(this.#sql, systemClock);
-    this.#admissions = new TenantAdmissions({
+    this.#admissions = new QuotaGrants({
       sql: this.#sql,
       clock: systemClock,
       yieldOf: (threadId, grant) => this.#yieldOf(threadId, grant),
@@ -323,12 +323,12 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     };
   }
 
-  async admitTask(req: AdmitTaskRequest): Promise<RpcResult<AdmissionGrant>> {
+  async grantQuota(req: GrantQuotaRequest): Promise<RpcResult<QuotaGrant>> {
     if (this.#gone() || this.#foreign(req.incarnation)) return UNAUTHORIZED;
     return this.#admissions.admit(req, () => this.#usage.tokensOn(utcDay(systemClock.nowMs())));
   }
 
-  async releaseAdmission(req: ReleaseAdmissionRequest): Promise<RpcResult<null>> {
+  async releaseQuota(req: ReleaseQuotaRequest): Promise<RpcResult<null>> {
     if (!this.#foreign(req.incarnation)) this.#admissions.release(req);
     return ok(null);
   }
@@ -339,7 +339,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     if (!record) return undefined;
     try {
       const stub = threadStubIn(this.env, this.#home(record), threadId);
-      const answer = await stub.yieldAdmission(grant);
+      const answer = await stub.yieldQuota(grant);
       if (answer.ok) return answer.value;
       // A thread that is gone holds nothing; its entries came with its tombstone.
       return answer.error.code === "not_found"

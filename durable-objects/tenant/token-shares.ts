@@ -28,7 +28,7 @@ export type TokenAnswer = { share: number } | { refused: "used" | "reserved" };
  * is admitted until that turn ends and its usage is counted. So the day ends at most `limit`, or
  * below `limit` plus what the one turn admitted past it used (at most its reservation).
  */
-export function tokenAdmission(
+export function tokenShare(
   limit: number,
   used: number,
   reserved: number,

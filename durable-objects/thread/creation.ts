@@ -9,7 +9,7 @@ import type {
 } from "../../shared/api/index.ts";
 import { systemClock } from "../common/clock.ts";
 import { fail, guarded, ok } from "../common/results.ts";
-import type { Admission } from "./keyed-requests.ts";
+import type { KeyedRequests } from "./keyed-requests.ts";
 import { LiveThread, type StorageParts } from "./live-thread.ts";
 import { cancelUpload, importThread, restoreThread } from "./rollouts/from-rollout.ts";
 import { importFingerprint, readRolloutStream } from "./rollouts/import.ts";
@@ -19,7 +19,7 @@ import type { TenantSync } from "./tenancy/tenant-sync.ts";
 
 export interface ThreadCreationDeps {
   parts: StorageParts;
-  admission: Admission;
+  keyed: KeyedRequests;
   tasks: TaskControl;
   sync: TenantSync;
   /** The thread of this object, loaded if need be; undefined when there is none. */
@@ -52,7 +52,7 @@ export class ThreadCreation {
   }
 
   create(req: CreateThreadRequest): Promise<RpcResult<ThreadResource>> {
-    const { parts, admission, adopt } = this.#deps;
+    const { parts, keyed, adopt } = this.#deps;
     return this.#oneAtATime(async () => {
       this.#deps.place(req.policy);
       const existing = await this.#existingThread(req);
@@ -62,7 +62,7 @@ export class ThreadCreation {
       let live: LiveThread;
       try {
         live = LiveThread.create(parts, req, () => {
-          admission.record(req.idempotency, null);
+          keyed.record(req.idempotency, null);
           this.#deps.created();
         });
       } catch (err) {
@@ -75,14 +75,14 @@ export class ThreadCreation {
   }
 
   createFromRollout(req: CreateFromRolloutRequest): Promise<RpcResult<ThreadResource>> {
-    const { parts, admission, tasks, adopt, sync } = this.#deps;
+    const { parts, keyed, tasks, adopt, sync } = this.#deps;
     return this.#oneAtATime(async () => {
       this.#deps.place(req.policy);
       // A keyed import's fingerprint lacks its body, which only this object reads: it is
       // completed once the body is read, and only then compared. Without a record of its key
       // there is nothing to compare, and an existing thread is answered at once.
       const keyedImport = req.source === "import" ? req.idempotency : undefined;
-      if (!keyedImport || !admission.has(keyedImport.key)) {
+      if (!keyedImport || !keyed.has(keyedImport.key)) {
         const existing = await this.#existingThread(req);
         if (existing) {
           await cancelUpload(req);
@@ -105,7 +105,7 @@ export class ThreadCreation {
       }
       const imported = await importThread(parts, req, read, () => {
         // The thread exists from here on: so does the key that created it.
-        admission.record(idempotency ?? req.idempotency, null);
+        keyed.record(idempotency ?? req.idempotency, null);
         this.#deps.created();
       });
       if (!imported.ok) {
@@ -162,7 +162,7 @@ export class ThreadCreation {
   }): Promise<RpcResult<ThreadResource> | undefined> {
     const live = await this.#deps.thread();
     if (live === undefined) return undefined;
-    const earlier = this.#deps.admission.earlier(req.idempotency);
+    const earlier = this.#deps.keyed.earlier(req.idempotency);
     if (!earlier.ok) return earlier;
     if (earlier.value) return ok(this.#deps.resource(live));
     return fail("thread_exists", `Thread "${req.threadId}" already exists.`);

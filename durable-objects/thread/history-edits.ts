@@ -8,7 +8,7 @@ import {
 } from "../../shared/api/index.ts";
 import type { MessageItem } from "../../shared/protocol/index.ts";
 import { fail, ok, THREAD_NOT_FOUND } from "../common/results.ts";
-import type { Admission } from "./keyed-requests.ts";
+import type { KeyedRequests } from "./keyed-requests.ts";
 import { LiveThread, type StorageParts } from "./live-thread.ts";
 import type { QuotaGate } from "./quotas/quota-gate.ts";
 import type { EventLog } from "./storage/event-log.ts";
@@ -16,7 +16,7 @@ import type { TaskControl } from "./tasks/task-control.ts";
 
 export interface HistoryEditsDeps {
   parts: StorageParts;
-  admission: Admission;
+  keyed: KeyedRequests;
   tasks: TaskControl;
   events: EventLog;
   quotas: QuotaGate;
@@ -38,13 +38,13 @@ export class HistoryEdits {
   }
 
   async rollback(live: LiveThread, req: RollbackRequest): Promise<RpcResult<ThreadResource>> {
-    const { admission, tasks, resource } = this.#deps;
-    const earlier = admission.earlier(req.idempotency);
+    const { keyed, tasks, resource } = this.#deps;
+    const earlier = keyed.earlier(req.idempotency);
     if (!earlier.ok) return earlier;
     if (earlier.value) return ok(resource(live));
     const busy = tasks.busy();
     if (busy) return busy;
-    admission.recorded(req.idempotency, null, () => {
+    keyed.recorded(req.idempotency, null, () => {
       tasks.abandonPausedTurn(live, "interrupted");
       live.session.recordRollback(req.turns);
     });
@@ -52,8 +52,8 @@ export class HistoryEdits {
   }
 
   async inject(live: LiveThread, req: InjectRequest): Promise<RpcResult<ThreadResource>> {
-    const { admission, tasks, resource, events } = this.#deps;
-    const earlier = admission.earlier(req.idempotency);
+    const { keyed, tasks, resource, events } = this.#deps;
+    const earlier = keyed.earlier(req.idempotency);
     if (!earlier.ok) return earlier;
     if (earlier.value) return ok(resource(live));
     const full = this.#deps.quotas.inputRefused();
@@ -63,7 +63,7 @@ export class HistoryEdits {
       return fail("thread_busy", "A compaction is running.");
     }
     // The key is recorded in the same synchronous step as the messages: both or neither.
-    return admission.keyed(req.idempotency, null, async () => {
+    return keyed.keyed(req.idempotency, null, async () => {
       if (running) {
         // While a turn runs, injected input joins it as pending input (reference §5.5).
         for (const item of req.items) live.session.steer([...item.content]);

@@ -3,18 +3,18 @@ import { fail, ok } from "../common/results.ts";
 import type { IdempotencyKeys, IdempotencyRecord } from "./storage/idempotency-keys.ts";
 
 /**
- * Idempotent admission (the IETF `Idempotency-Key` draft): finds the earlier request a retry
- * repeats, and admits a new request under its key so that only a request that took effect is ever
+ * Keyed requests (the IETF `Idempotency-Key` draft): finds the earlier request a retry repeats,
+ * and carries out a new request under its key so that only a request that took effect is ever
  * replayed. The key is recorded in the synchronous step that carries the request out.
  */
-export class Admission {
+export class KeyedRequests {
   readonly #keys: IdempotencyKeys;
   /** The newest event seq: a streamed retry replays from the one its first attempt saw. */
   readonly #lastEventSeq: () => number;
   /** Whether a turn exists (running, stored or queued): a key whose turn never began is void. */
   readonly #turnExists: (turnId: string) => boolean;
-  /** Keys whose request is being admitted right now: a retry meanwhile is told to wait. */
-  readonly #admitting = new Set<string>();
+  /** Keys whose request is starting right now: a retry meanwhile is told to wait. */
+  readonly #starting = new Set<string>();
 
   constructor(
     keys: IdempotencyKeys,
@@ -34,11 +34,11 @@ export class Admission {
   /**
    * The earlier request with this key, when it was this same request and what it did is there to
    * answer with; undefined when this request is to be carried out. The same key with another
-   * request is `idempotency_key_reused`; with one still being admitted, `idempotency_key_in_use`.
+   * request is `idempotency_key_reused`; with one still starting, `idempotency_key_in_use`.
    */
   earlier(key: IdempotencyKey | undefined): RpcResult<IdempotencyRecord | undefined> {
     if (key === undefined) return ok(undefined);
-    if (this.#admitting.has(key.key)) {
+    if (this.#starting.has(key.key)) {
       return fail("idempotency_key_in_use", "The first request with this key is still starting.");
     }
     const record = this.#keys.find(key.key);
@@ -80,27 +80,27 @@ export class Admission {
   }
 
   /**
-   * Admits a request under its key: recorded first (with the turn it is about to start, join or
-   * queue), forgotten if admission fails or throws, so only a request that took effect is ever
+   * Carries out a request under its key: recorded first (with the turn it is about to start, join
+   * or queue), forgotten if the request fails or throws, so only a request that took effect is ever
    * replayed.
    */
   async keyed<T>(
     key: IdempotencyKey | undefined,
     turnId: string | null,
-    admit: () => Promise<RpcResult<T>>,
+    start: () => Promise<RpcResult<T>>,
   ): Promise<RpcResult<T>> {
-    if (key === undefined) return admit();
+    if (key === undefined) return start();
     this.record(key, turnId);
-    this.#admitting.add(key.key);
+    this.#starting.add(key.key);
     try {
-      const result = await admit();
+      const result = await start();
       if (!result.ok) this.forget(key);
       return result;
     } catch (err) {
       this.forget(key);
       throw err;
     } finally {
-      this.#admitting.delete(key.key);
+      this.#starting.delete(key.key);
     }
   }
 }

@@ -26,7 +26,7 @@ import type {
   ThreadResource,
   ThreadRpc,
   TurnResource,
-  YieldedAdmission,
+  YieldedQuota,
 } from "../../shared/api/index.ts";
 import type { Prompt, ResponseItem } from "../../shared/protocol/index.ts";
 import { AlarmSchedule } from "../common/alarms.ts";
@@ -36,7 +36,7 @@ import { fail, guarded, ok, THREAD_NOT_FOUND } from "../common/results.ts";
 import { ThreadCreation } from "./creation.ts";
 import { deleteThreadState } from "./deletion.ts";
 import { HistoryEdits } from "./history-edits.ts";
-import { Admission } from "./keyed-requests.ts";
+import { KeyedRequests } from "./keyed-requests.ts";
 import { LiveThread, type StorageParts, storagePartsOf } from "./live-thread.ts";
 import { QuotaGate } from "./quotas/quota-gate.ts";
 import { historyPage, queuedTurnResource, threadResource, turnResource } from "./resources.ts";
@@ -55,7 +55,7 @@ import { WebhookOutbox } from "./webhooks/outbox.ts";
  * One conversation thread (design §5-§7): the object's wiring. It builds the stores over SQLite
  * and R2, loads the thread on its first request (the constructor only migrates the schema), and
  * routes each RPC method of `ThreadRpc` to the engine through one boundary (`#withThread`). Which
- * task runs is `TaskControl`'s, keys are `Admission`'s, the alarm and R2 flushes are `Upkeep`'s,
+ * task runs is `TaskControl`'s, keys are `KeyedRequests`'s, the alarm and R2 flushes are `Upkeep`'s,
  * resources are built in `resources.ts`, and import and restore in `thread-from-rollout.ts`. The
  * tenant's index and ledger are fed by `TenantSync`, its quotas applied by `QuotaGate` (§11);
  * hook deliveries are taken by `HookIntake`, and events for webhook endpoints leave through
@@ -66,7 +66,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   readonly #events: EventLog;
   readonly #queue: TurnQueue;
   readonly #idempotency: IdempotencyKeys;
-  readonly #admission: Admission;
+  readonly #keyed: KeyedRequests;
   readonly #alarms: AlarmSchedule;
   readonly #tasks: TaskControl;
   readonly #upkeep: Upkeep;
@@ -140,7 +140,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       taskRunning: () => this.#tasks.running !== undefined,
       drainQueue: () => this.#tasks.drainQueue(),
     });
-    this.#admission = new Admission(
+    this.#keyed = new KeyedRequests(
       this.#idempotency,
       () => this.#events.lastSeq,
       (turnId) =>
@@ -150,7 +150,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     );
     this.#creation = new ThreadCreation({
       parts: this.#parts,
-      admission: this.#admission,
+      keyed: this.#keyed,
       tasks: this.#tasks,
       sync: this.#sync,
       thread: () => this.#thread(),
@@ -162,7 +162,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     });
     this.#edits = new HistoryEdits({
       parts: this.#parts,
-      admission: this.#admission,
+      keyed: this.#keyed,
       tasks: this.#tasks,
       events: this.#events,
       quotas: this.#quotas,
@@ -294,8 +294,8 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     });
   }
 
-  async yieldAdmission(grant: number): Promise<RpcResult<YieldedAdmission>> {
-    return ok(this.#quotas.yieldAdmission(grant));
+  async yieldQuota(grant: number): Promise<RpcResult<YieldedQuota>> {
+    return ok(this.#quotas.yieldQuota(grant));
   }
 
   // --- Turns ------------------------------------------------------------------------------------
@@ -303,14 +303,14 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   startTurn(req: StartTurnRequest): Promise<RpcResult<TurnResource>> {
     return this.#withThread(async (live) => {
       this.#place(req.policy);
-      const earlier = this.#admission.earlier(req.idempotency);
+      const earlier = this.#keyed.earlier(req.idempotency);
       if (!earlier.ok) return earlier;
       if (earlier.value?.turnId) return this.#awaitedTurn(live, earlier.value.turnId);
       const full = this.#quotas.inputRefused();
       if (full) return full;
       const turnId = this.#tasks.turnIdFor(req);
-      const admitted = await this.#admission.keyed(req.idempotency, turnId, () =>
-        this.#tasks.admitTurn(live, req, turnId),
+      const admitted = await this.#keyed.keyed(req.idempotency, turnId, () =>
+        this.#tasks.acceptTurn(live, req, turnId),
       );
       if (!admitted.ok) return admitted;
       const { task, queued } = admitted.value;
@@ -321,7 +321,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   streamTurn(req: StartTurnRequest): Promise<RpcResult<EventStream>> {
     return this.#withThread(async (live) => {
       this.#place(req.policy);
-      const earlier = this.#admission.earlier(req.idempotency);
+      const earlier = this.#keyed.earlier(req.idempotency);
       if (!earlier.ok) return earlier;
       if (earlier.value?.turnId) return this.#replayedStream(earlier.value);
       const full = this.#quotas.inputRefused();
@@ -329,8 +329,8 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       const turnId = this.#tasks.turnIdFor(req);
       // Subscribe first, so the stream holds every event of the turn from its start.
       const stream = this.#events.subscribe(this.#events.lastSeq, turnId);
-      const admitted = await this.#admission.keyed(req.idempotency, turnId, () =>
-        this.#tasks.admitTurn(live, req, turnId),
+      const admitted = await this.#keyed.keyed(req.idempotency, turnId, () =>
+        this.#tasks.acceptTurn(live, req, turnId),
       );
       if (!admitted.ok) {
         await stream.cancel().catch(() => undefined);
@@ -384,11 +384,11 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   submitOutputs(turnId: string, req: SubmitOutputsRequest): Promise<RpcResult<TurnResource>> {
     return this.#withThread(async (live) => {
       this.#place(req.policy);
-      const earlier = this.#admission.earlier(req.idempotency);
+      const earlier = this.#keyed.earlier(req.idempotency);
       if (!earlier.ok) return earlier;
       if (earlier.value) return this.#awaitedTurn(live, turnId);
       const resumed = await this.#tasks.resume(live, turnId, req.items, () =>
-        this.#admission.record(req.idempotency, turnId),
+        this.#keyed.record(req.idempotency, turnId),
       );
       return resumed.ok ? ok(await resumed.value.done) : resumed;
     });
@@ -397,12 +397,12 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   streamOutputs(turnId: string, req: SubmitOutputsRequest): Promise<RpcResult<EventStream>> {
     return this.#withThread(async (live) => {
       this.#place(req.policy);
-      const earlier = this.#admission.earlier(req.idempotency);
+      const earlier = this.#keyed.earlier(req.idempotency);
       if (!earlier.ok) return earlier;
       if (earlier.value) return this.#replayedStream(earlier.value);
       const stream = this.#events.subscribe(this.#events.lastSeq, turnId);
       const resumed = await this.#tasks.resume(live, turnId, req.items, () =>
-        this.#admission.record(req.idempotency, turnId),
+        this.#keyed.record(req.idempotency, turnId),
       );
       if (!resumed.ok) stream.cancel().catch(() => undefined);
       return resumed.ok ? ok(stream) : resumed;
@@ -411,11 +411,11 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
 
   steer(turnId: string, req: SteerRequest): Promise<RpcResult<TurnResource>> {
     return this.#withThread(async (live) => {
-      const earlier = this.#admission.earlier(req.idempotency);
+      const earlier = this.#keyed.earlier(req.idempotency);
       if (!earlier.ok) return earlier;
       if (earlier.value) return this.#turn(live, turnId);
       return this.#tasks.steer(live, turnId, contentOf(req.input), (join) =>
-        this.#admission.recorded(req.idempotency, turnId, join),
+        this.#keyed.recorded(req.idempotency, turnId, join),
       );
     });
   }
@@ -435,7 +435,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   compact(req: CompactRequest): Promise<RpcResult<TurnResource>> {
     return this.#withThread(async (live) => {
       this.#place(req.policy);
-      const earlier = this.#admission.earlier(req.idempotency);
+      const earlier = this.#keyed.earlier(req.idempotency);
       if (!earlier.ok) return earlier;
       if (earlier.value?.turnId) return this.#awaitedTurn(live, earlier.value.turnId);
       const busy = this.#tasks.busy();
@@ -445,7 +445,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       const admitting = this.#tasks.admitted(reservation);
       const refused = admitting && (await admitting);
       if (refused) return refused;
-      const admitted = await this.#admission.keyed(req.idempotency, turnId, () =>
+      const admitted = await this.#keyed.keyed(req.idempotency, turnId, () =>
         this.#tasks.started(
           live,
           turnId,

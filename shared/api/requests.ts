@@ -59,7 +59,7 @@ export const TurnInputSchema = z.union([
   z.array(InputMessageSchema).min(1).max(256),
 ]);
 
-export const OnBusySchema = z.enum(["reject", "queue", "steer", "interrupt"]);
+export const BusyPolicySchema = z.enum(["reject", "queue", "steer", "interrupt"]);
 
 /** `POST /v1/threads/{id}/turns`. */
 export const StartTurnBodySchema = z.strictObject({
@@ -67,7 +67,7 @@ export const StartTurnBodySchema = z.strictObject({
   /** Settings for this turn; they become the thread's new defaults (design §8). */
   overrides: ThreadConfigSchema.optional(),
   /** What to do when a turn is already running; `reject` answers 409 `thread_busy`. */
-  on_busy: OnBusySchema.default("reject"),
+  on_busy: BusyPolicySchema.default("reject"),
   /**
    * With `on_busy: "steer"`: the id of the turn the input should join. Required there (the
    * running turn may have changed since the client looked); 409 `turn_mismatch` when it is not
@@ -235,7 +235,7 @@ export type CreateThreadBody = z.output<typeof CreateThreadBodySchema>;
 export type InputPart = z.output<typeof InputPartSchema>;
 export type InputMessage = z.output<typeof InputMessageSchema>;
 export type TurnInput = z.output<typeof TurnInputSchema>;
-export type OnBusy = z.output<typeof OnBusySchema>;
+export type BusyPolicy = z.output<typeof BusyPolicySchema>;
 export type StartTurnBody = z.output<typeof StartTurnBodySchema>;
 export type HistoryQuery = z.output<typeof HistoryQuerySchema>;
 export type FunctionCallOutputInput = z.output<typeof FunctionCallOutputInputSchema>;

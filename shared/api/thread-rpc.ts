@@ -20,10 +20,10 @@
 import type { Prompt, ResponseItem, ThreadConfig, ThreadMetadata } from "../protocol/index.ts";
 import type { TenantLimitName } from "./limits.ts";
 import type { FieldError, ProblemCode, QuotaName } from "./problems.ts";
-import type { FunctionCallOutputInput, InputMessage, OnBusy } from "./requests.ts";
+import type { BusyPolicy, FunctionCallOutputInput, InputMessage } from "./requests.ts";
 import type { ListResource, ThreadResource, TurnResource } from "./resources.ts";
 import type { PatchThreadBody } from "./tenancy.ts";
-import type { TenantPolicy, YieldedAdmission } from "./tenant-rpc.ts";
+import type { TenantPolicy, YieldedQuota } from "./tenant-rpc.ts";
 import type { AcceptDeliveryRequest, AcceptedDelivery } from "./webhook-rpc.ts";
 
 export interface RpcFailure {
@@ -77,7 +77,7 @@ export interface StartTurnRequest extends WithPolicy {
   input: InputMessage[];
   /** Absent when the request had none; what it sets becomes the thread's new default. */
   overrides?: ThreadConfig;
-  onBusy: OnBusy;
+  onBusy: BusyPolicy;
   /** With `onBusy: "steer"` (always set then): the turn the input must join, else `turn_mismatch`. */
   expectedTurnId?: string;
   idempotency?: IdempotencyKey;
@@ -237,12 +237,12 @@ export interface ThreadRpc {
    * drops its lease, and its running slot too unless a task runs (`released: false`; the slot
    * is released when that task ends).
    */
-  yieldAdmission(grant: number): Promise<RpcResult<YieldedAdmission>>;
+  yieldQuota(grant: number): Promise<RpcResult<YieldedQuota>>;
   /**
    * Resolves when the turn ends or pauses (`requires_action`), or at once when queued. With an
    * `idempotency` key already used by the same request: nothing new is done, and the answer is
    * the turn that request started (or joined, or queued), awaited if it is still running. The
-   * key used by another request: `idempotency_key_reused`; by one still being admitted:
+   * key used by another request: `idempotency_key_reused`; by one still starting:
    * `idempotency_key_in_use`.
    */
   startTurn(req: StartTurnRequest): Promise<RpcResult<TurnResource>>;

@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { Admission } from "../../durable-objects/thread/keyed-requests.ts";
+import { KeyedRequests } from "../../durable-objects/thread/keyed-requests.ts";
 import {
   IDEMPOTENCY_TTL_MS,
   IdempotencyKeys,
@@ -11,30 +11,30 @@ import { newThreadId, threadStub } from "./helpers/api.ts";
 const T0 = Date.UTC(2026, 10, 30, 12);
 
 interface Setup {
-  admission: Admission;
+  keyed: KeyedRequests;
   keys: IdempotencyKeys;
   sql: Sql;
   clock: { now: number; nowMs: () => number };
   /** Turns that exist (running, stored or queued), as the Thread would answer. */
   turns: Set<string>;
-  /** The newest event seq the admission records with a key. */
+  /** The newest event seq the keyed records with a key. */
   events: { lastSeq: number };
 }
 
-/** Runs `body` with an Admission over real idempotency keys in a new object's SQLite. */
-function withAdmission<T>(body: (setup: Setup) => Promise<T> | T): Promise<T> {
+/** Runs `body` with an KeyedRequests over real idempotency keys in a new object's SQLite. */
+function withKeyedRequests<T>(body: (setup: Setup) => Promise<T> | T): Promise<T> {
   return runInDurableObject(threadStub(newThreadId()), (_instance, state) => {
     const sql = sqlOf(state.storage.sql);
     const clock = { now: T0, nowMs: () => clock.now };
     const keys = new IdempotencyKeys(sql, clock);
     const turns = new Set<string>();
     const events = { lastSeq: 0 };
-    const admission = new Admission(
+    const keyed = new KeyedRequests(
       keys,
       () => events.lastSeq,
       (turnId) => turns.has(turnId),
     );
-    return body({ admission, keys, sql, clock, turns, events });
+    return body({ keyed, keys, sql, clock, turns, events });
   });
 }
 
@@ -55,14 +55,14 @@ function deferred<T>() {
 
 const KEY = { key: "key-1", fingerprint: "POST /turns {a}" };
 
-describe("Admission.earlier: the earlier request a retry repeats", () => {
+describe("KeyedRequests.earlier: the earlier request a retry repeats", () => {
   it("finds the record of the same key with the same fingerprint", async () => {
-    const found = await withAdmission(({ admission, turns, events }) => {
+    const found = await withKeyedRequests(({ keyed, turns, events }) => {
       events.lastSeq = 7;
       turns.add("turn_1");
-      admission.record(KEY, "turn_1");
+      keyed.record(KEY, "turn_1");
       events.lastSeq = 9;
-      return admission.earlier(KEY);
+      return keyed.earlier(KEY);
     });
     expect(found).toEqual({
       ok: true,
@@ -77,9 +77,9 @@ describe("Admission.earlier: the earlier request a retry repeats", () => {
   });
 
   it("finds a record without a turn (a create, a rollback) whatever turns exist", async () => {
-    const found = await withAdmission(({ admission }) => {
-      admission.record(KEY, null);
-      return admission.earlier(KEY);
+    const found = await withKeyedRequests(({ keyed }) => {
+      keyed.record(KEY, null);
+      return keyed.earlier(KEY);
     });
     expect(found).toEqual({
       ok: true,
@@ -88,11 +88,11 @@ describe("Admission.earlier: the earlier request a retry repeats", () => {
   });
 
   it("answers the same key with another request as idempotency_key_reused, keeping the record", async () => {
-    const result = await withAdmission(({ admission, turns, sql }) => {
+    const result = await withKeyedRequests(({ keyed, turns, sql }) => {
       turns.add("turn_1");
-      admission.record(KEY, "turn_1");
+      keyed.record(KEY, "turn_1");
       return {
-        earlier: admission.earlier({ key: KEY.key, fingerprint: "POST /turns {b}" }),
+        earlier: keyed.earlier({ key: KEY.key, fingerprint: "POST /turns {b}" }),
         stored: storedKeys(sql),
       };
     });
@@ -109,11 +109,11 @@ describe("Admission.earlier: the earlier request a retry repeats", () => {
   });
 
   it("treats a record whose turn never began as void: answered as new, and forgotten", async () => {
-    const result = await withAdmission(({ admission, sql }) => {
-      admission.record(KEY, "turn_lost_with_the_instance");
+    const result = await withKeyedRequests(({ keyed, sql }) => {
+      keyed.record(KEY, "turn_lost_with_the_instance");
       return {
-        earlier: admission.earlier(KEY),
-        has: admission.has(KEY.key),
+        earlier: keyed.earlier(KEY),
+        has: keyed.has(KEY.key),
         stored: storedKeys(sql),
       };
     });
@@ -121,11 +121,11 @@ describe("Admission.earlier: the earlier request a retry repeats", () => {
   });
 
   it("answers an unknown or expired key as new", async () => {
-    const result = await withAdmission(({ admission, clock }) => {
-      const unknown = admission.earlier(KEY);
-      admission.record(KEY, null);
+    const result = await withKeyedRequests(({ keyed, clock }) => {
+      const unknown = keyed.earlier(KEY);
+      keyed.record(KEY, null);
       clock.now += IDEMPOTENCY_TTL_MS;
-      return { unknown, expired: admission.earlier(KEY), has: admission.has(KEY.key) };
+      return { unknown, expired: keyed.earlier(KEY), has: keyed.has(KEY.key) };
     });
     expect(result).toEqual({
       unknown: { ok: true, value: undefined },
@@ -135,26 +135,26 @@ describe("Admission.earlier: the earlier request a retry repeats", () => {
   });
 
   it("without a key, every request is carried out", async () => {
-    const result = await withAdmission(({ admission, sql }) => {
-      admission.record(undefined, "turn_1");
-      admission.forget(undefined);
-      return { earlier: admission.earlier(undefined), stored: storedKeys(sql) };
+    const result = await withKeyedRequests(({ keyed, sql }) => {
+      keyed.record(undefined, "turn_1");
+      keyed.forget(undefined);
+      return { earlier: keyed.earlier(undefined), stored: storedKeys(sql) };
     });
     expect(result).toEqual({ earlier: { ok: true, value: undefined }, stored: [] });
   });
 });
 
-describe("Admission.keyed: only a request that took effect is ever replayed", () => {
-  it("records the key with the turn before admitting, and keeps it when admission succeeds", async () => {
-    const result = await withAdmission(async ({ admission, sql, turns, events }) => {
+describe("KeyedRequests.keyed: only a request that took effect is ever replayed", () => {
+  it("records the key with the turn before admitting, and keeps it when keyed succeeds", async () => {
+    const result = await withKeyedRequests(async ({ keyed, sql, turns, events }) => {
       events.lastSeq = 3;
       const seenDuring: unknown[] = [];
-      const admitted = await admission.keyed(KEY, "turn_1", async () => {
+      const admitted = await keyed.keyed(KEY, "turn_1", async () => {
         seenDuring.push(storedKeys(sql));
         turns.add("turn_1");
         return { ok: true as const, value: "started" };
       });
-      return { admitted, seenDuring, after: admission.earlier(KEY) };
+      return { admitted, seenDuring, after: keyed.earlier(KEY) };
     });
     expect(result).toEqual({
       admitted: { ok: true, value: "started" },
@@ -175,17 +175,17 @@ describe("Admission.keyed: only a request that took effect is ever replayed", ()
   });
 
   it("tells a retry while the first request is still admitting that the key is in use", async () => {
-    const result = await withAdmission(async ({ admission, turns }) => {
+    const result = await withKeyedRequests(async ({ keyed, turns }) => {
       const gate = deferred<void>();
-      const first = admission.keyed(KEY, "turn_1", async () => {
+      const first = keyed.keyed(KEY, "turn_1", async () => {
         await gate.promise;
         turns.add("turn_1");
         return { ok: true as const, value: "started" };
       });
-      const sameRequest = admission.earlier(KEY);
-      const otherRequest = admission.earlier({ key: KEY.key, fingerprint: "other" });
+      const sameRequest = keyed.earlier(KEY);
+      const otherRequest = keyed.earlier({ key: KEY.key, fingerprint: "other" });
       gate.resolve();
-      return { sameRequest, otherRequest, first: await first, after: admission.earlier(KEY) };
+      return { sameRequest, otherRequest, first: await first, after: keyed.earlier(KEY) };
     });
     const inUse = {
       ok: false,
@@ -211,13 +211,13 @@ describe("Admission.keyed: only a request that took effect is ever replayed", ()
     });
   });
 
-  it("forgets the key of an admission that failed, so a retry is carried out", async () => {
-    const result = await withAdmission(async ({ admission, sql }) => {
-      const admitted = await admission.keyed(KEY, "turn_1", async () => ({
+  it("forgets the key of an keyed that failed, so a retry is carried out", async () => {
+    const result = await withKeyedRequests(async ({ keyed, sql }) => {
+      const admitted = await keyed.keyed(KEY, "turn_1", async () => ({
         ok: false as const,
         error: { code: "thread_busy" as const, detail: "Turn turn_0 is running." },
       }));
-      return { admitted, earlier: admission.earlier(KEY), stored: storedKeys(sql) };
+      return { admitted, earlier: keyed.earlier(KEY), stored: storedKeys(sql) };
     });
     expect(result).toEqual({
       admitted: { ok: false, error: { code: "thread_busy", detail: "Turn turn_0 is running." } },
@@ -226,10 +226,10 @@ describe("Admission.keyed: only a request that took effect is ever replayed", ()
     });
   });
 
-  it("forgets the key of an admission that threw, rethrows, and is no longer admitting", async () => {
-    const result = await withAdmission(async ({ admission, sql }) => {
+  it("forgets the key of an keyed that threw, rethrows, and is no longer admitting", async () => {
+    const result = await withKeyedRequests(async ({ keyed, sql }) => {
       const boom = new Error("storage failed");
-      const thrown = await admission
+      const thrown = await keyed
         .keyed(KEY, "turn_1", async () => {
           throw boom;
         })
@@ -237,14 +237,14 @@ describe("Admission.keyed: only a request that took effect is ever replayed", ()
           () => undefined,
           (err: unknown) => err,
         );
-      return { same: thrown === boom, earlier: admission.earlier(KEY), stored: storedKeys(sql) };
+      return { same: thrown === boom, earlier: keyed.earlier(KEY), stored: storedKeys(sql) };
     });
     expect(result).toEqual({ same: true, earlier: { ok: true, value: undefined }, stored: [] });
   });
 
   it("without a key, admits at once and records nothing", async () => {
-    const result = await withAdmission(async ({ admission, sql }) => {
-      const admitted = await admission.keyed(undefined, "turn_1", async () => ({
+    const result = await withKeyedRequests(async ({ keyed, sql }) => {
+      const admitted = await keyed.keyed(undefined, "turn_1", async () => ({
         ok: true as const,
         value: 1,
       }));
@@ -254,11 +254,11 @@ describe("Admission.keyed: only a request that took effect is ever replayed", ()
   });
 });
 
-describe("Admission.recorded: the key and the work take effect in one step, or neither", () => {
+describe("KeyedRequests.recorded: the key and the work take effect in one step, or neither", () => {
   it("records the key before the work and keeps it when the work returns", async () => {
-    const result = await withAdmission(({ admission, sql }) => {
+    const result = await withKeyedRequests(({ keyed, sql }) => {
       const seenDuring: unknown[] = [];
-      const value = admission.recorded(KEY, null, () => {
+      const value = keyed.recorded(KEY, null, () => {
         seenDuring.push(storedKeys(sql).map((k) => k.key));
         return "rolled back";
       });
@@ -272,10 +272,10 @@ describe("Admission.recorded: the key and the work take effect in one step, or n
   });
 
   it("forgets the key when the work throws, and rethrows", async () => {
-    const result = await withAdmission(({ admission, sql }) => {
+    const result = await withKeyedRequests(({ keyed, sql }) => {
       let thrown: unknown;
       try {
-        admission.recorded(KEY, "turn_1", () => {
+        keyed.recorded(KEY, "turn_1", () => {
           throw new RangeError("no such turn");
         });
       } catch (err) {
@@ -283,7 +283,7 @@ describe("Admission.recorded: the key and the work take effect in one step, or n
       }
       return {
         thrown: thrown instanceof RangeError ? thrown.message : thrown,
-        has: admission.has(KEY.key),
+        has: keyed.has(KEY.key),
         stored: storedKeys(sql),
       };
     });
@@ -291,8 +291,8 @@ describe("Admission.recorded: the key and the work take effect in one step, or n
   });
 
   it("without a key, only runs the work", async () => {
-    const result = await withAdmission(({ admission, sql }) => ({
-      value: admission.recorded(undefined, null, () => 5),
+    const result = await withKeyedRequests(({ keyed, sql }) => ({
+      value: keyed.recorded(undefined, null, () => 5),
       stored: storedKeys(sql),
     }));
     expect(result).toEqual({ value: 5, stored: [] });

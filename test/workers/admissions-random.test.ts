@@ -4,9 +4,9 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { migrate } from "../../durable-objects/common/migrations.ts";
 import { sqlOf } from "../../durable-objects/common/sql.ts";
-import { TenantAdmissions } from "../../durable-objects/tenant/quota-grants.ts";
+import { QuotaGrants } from "../../durable-objects/tenant/quota-grants.ts";
 import { TENANT_MIGRATIONS } from "../../durable-objects/tenant/schema.ts";
-import { AdmissionLease, type Asked } from "../../durable-objects/thread/quotas/quota-lease.ts";
+import { type Asked, QuotaLease } from "../../durable-objects/thread/quotas/quota-lease.ts";
 import {
   type LedgerEntry,
   NO_QUOTAS,
@@ -94,8 +94,8 @@ interface Sim {
   entries: LedgerEntry[][];
   taken: number[];
   timers: { owner: number; at: number; fn: () => void; live: boolean }[];
-  leases: AdmissionLease[];
-  tenant: TenantAdmissions;
+  leases: QuotaLease[];
+  tenant: QuotaGrants;
 }
 
 /** How many refusals of a start alone the runs checked, per quota. */
@@ -123,18 +123,18 @@ async function run(sql: ReturnType<typeof sqlOf>, { max, limit, steps }: Scenari
     sim.tenant.settle(threadId, tokensOf(fresh));
   };
   const newTenant = () =>
-    new TenantAdmissions({
+    new QuotaGrants({
       sql,
       clock,
       take,
       yieldOf: async (threadId, grant) => {
         const i = THREADS.indexOf(threadId);
-        const lease = sim.leases[i] as AdmissionLease;
+        const lease = sim.leases[i] as QuotaLease;
         return { ...lease.yield(grant), usage: pending(i) };
       },
     });
   const newLease = (i: number) =>
-    new AdmissionLease({
+    new QuotaLease({
       clock,
       spent: () => tokensOf(sim.entries[i] ?? []),
       running: () => sim.running[i] === true,
@@ -160,12 +160,12 @@ async function run(sql: ReturnType<typeof sqlOf>, { max, limit, steps }: Scenari
     taken: THREADS.map(() => 0),
     timers: [],
     leases: [],
-    tenant: undefined as unknown as TenantAdmissions,
+    tenant: undefined as unknown as QuotaGrants,
   };
   sim.tenant = newTenant();
   sim.leases = THREADS.map((_, i) => newLease(i));
   const runningCount = () => sim.running.filter(Boolean).length;
-  const lease = (i: number) => sim.leases[i] as AdmissionLease;
+  const lease = (i: number) => sim.leases[i] as QuotaLease;
   const realUsed = () => sum(sim.entries.map(tokensOf));
   const counted = () => sum(sim.entries.map((e, i) => tokensOf(e.slice(0, sim.taken[i] ?? 0))));
   /** What the tasks running in threads other than `i` may still spend. */

@@ -155,10 +155,10 @@ describe("max_running_turns, leased", () => {
     const threadCalls = watchCalls(env.THREAD);
     // At once, on the first try: the tenant asks a, which runs nothing, for its slot.
     expect((await turn(key, b, { input: "b needs it" })).status).toBe(200);
-    expect(threadCalls.filter((method) => method === "yieldAdmission")).toEqual(["yieldAdmission"]);
+    expect(threadCalls.filter((method) => method === "yieldQuota")).toEqual(["yieldQuota"]);
     // And back: a's lease is gone, so it asks, and b gives the slot back.
     expect((await turn(key, a, { input: "a again" })).status).toBe(200);
-    expect(threadCalls.filter((method) => method === "yieldAdmission")).toHaveLength(2);
+    expect(threadCalls.filter((method) => method === "yieldQuota")).toHaveLength(2);
   });
 
   it("a thread running a task keeps its slot when asked, and releases it when the task ends", async () => {
@@ -170,7 +170,7 @@ describe("max_running_turns, leased", () => {
     await expectQuota(await turn(key, b, { input: "refused" }), "max_running_turns", "none");
     expect((await json<Turn>(await slow)).status).toBe("completed");
     // Asked while running, a lost its lease: its task's end released the slot.
-    await vi.waitFor(() => expect(calls).toContain("releaseAdmission"), { timeout: 5_000 });
+    await vi.waitFor(() => expect(calls).toContain("releaseQuota"), { timeout: 5_000 });
     expect((await turn(key, b, { input: "admitted" })).status).toBe(200);
   });
 });
@@ -416,7 +416,7 @@ describe("what quotas cost a turn", () => {
     const calls = watchTenantCalls();
     for (let i = 0; i < 4; i++)
       expect((await turn(key, id, { input: `hi ${i}` })).status).toBe(200);
-    expect(calls.filter((method) => method !== "sync")).toEqual(["admitTask"]);
+    expect(calls.filter((method) => method !== "sync")).toEqual(["grantQuota"]);
     // Invariant 14: the key's first use, the create and the turns reach no global object.
     expect(directory).toEqual([]);
   });
@@ -435,6 +435,6 @@ describe("what quotas cost a turn", () => {
       ),
     );
     expect((await turn(key, id, { input: "second" })).status).toBe(200);
-    expect(calls.filter((method) => method === "admitTask")).toHaveLength(2);
+    expect(calls.filter((method) => method === "grantQuota")).toHaveLength(2);
   });
 });

@@ -73,8 +73,8 @@ function withTasks<T>(body: (setup: Setup) => Promise<T>): Promise<T> {
         waited.push(work);
       },
       quotas: {
-        taskAdmission: () => undefined,
-        steerAdmission: () => undefined,
+        taskStart: () => undefined,
+        steerStart: () => undefined,
         taskStarted: () => {},
         taskEnded: () => {},
       },
@@ -135,7 +135,7 @@ const shape = (resource: TurnResource) => ({
 
 /** Starts a slow turn and resolves once it runs. */
 async function startSlow(setup: Setup, turnId: string, text = "/slow 300 take your time") {
-  const admitted = await setup.tasks.admitTurn(setup.live, turnRequest(text), turnId);
+  const admitted = await setup.tasks.acceptTurn(setup.live, turnRequest(text), turnId);
   if (!admitted.ok || !admitted.value.task)
     throw new Error(`not started: ${JSON.stringify(admitted)}`);
   return admitted.value.task;
@@ -144,7 +144,7 @@ async function startSlow(setup: Setup, turnId: string, text = "/slow 300 take yo
 describe("TaskControl: one task at a time", () => {
   it("a turn admitted with nothing running starts, completes, and is no longer running", async () => {
     const result = await withTasks(async (setup) => {
-      const admitted = await setup.tasks.admitTurn(setup.live, turnRequest("hello"), "turn_a");
+      const admitted = await setup.tasks.acceptTurn(setup.live, turnRequest("hello"), "turn_a");
       if (!admitted.ok || !admitted.value.task) throw new Error("not started");
       const runningAtStart = setup.tasks.running?.turnId;
       const done = await admitted.value.task.done;
@@ -186,7 +186,7 @@ describe("TaskControl: one task at a time", () => {
   it("while a turn runs, a turn that asks to be rejected is thread_busy and starts nothing", async () => {
     const result = await withTasks(async (setup) => {
       const slow = await startSlow(setup, "turn_slow");
-      const rejected = await setup.tasks.admitTurn(setup.live, turnRequest("me too"), "turn_b");
+      const rejected = await setup.tasks.acceptTurn(setup.live, turnRequest("me too"), "turn_b");
       const busy = setup.tasks.busy();
       setup.tasks.running?.controller.abort(new Error("done with it"));
       await slow.done;
@@ -207,7 +207,7 @@ describe("TaskControl: one task at a time", () => {
   it("while a turn runs, a queued turn waits in the queue and runs once the first one ends", async () => {
     const result = await withTasks(async (setup) => {
       const slow = await startSlow(setup, "turn_slow", "/slow 100 take your time");
-      const queued = await setup.tasks.admitTurn(
+      const queued = await setup.tasks.acceptTurn(
         setup.live,
         turnRequest("after you", "queue"),
         "turn_q",
@@ -255,7 +255,7 @@ describe("TaskControl: one task at a time", () => {
   it("steering into a turn that is not the running one is turn_mismatch, and joins nothing", async () => {
     const result = await withTasks(async (setup) => {
       const slow = await startSlow(setup, "turn_slow");
-      const mismatch = await setup.tasks.admitTurn(
+      const mismatch = await setup.tasks.acceptTurn(
         setup.live,
         turnRequest("join me", "steer", "turn_other"),
         "turn_other",
@@ -276,7 +276,7 @@ describe("TaskControl: one task at a time", () => {
   it("steering into the running turn joins its input to that turn", async () => {
     const result = await withTasks(async (setup) => {
       const slow = await startSlow(setup, "turn_slow", "/slow 40 take your time");
-      const steered = await setup.tasks.admitTurn(
+      const steered = await setup.tasks.acceptTurn(
         setup.live,
         turnRequest("and also this", "steer", "turn_slow"),
         "turn_slow",
@@ -303,7 +303,7 @@ describe("TaskControl: one task at a time", () => {
   it("a new turn that interrupts ends the running one as interrupted, then starts", async () => {
     const result = await withTasks(async (setup) => {
       const slow = await startSlow(setup, "turn_slow");
-      const admitted = await setup.tasks.admitTurn(
+      const admitted = await setup.tasks.acceptTurn(
         setup.live,
         turnRequest("instead", "interrupt"),
         "turn_new",
@@ -326,7 +326,7 @@ describe("TaskControl: one task at a time", () => {
   it("interrupting a queued turn removes it from the queue: it never runs, its stream ends, its row says so", async () => {
     const result = await withTasks(async (setup) => {
       const slow = await startSlow(setup, "turn_slow");
-      await setup.tasks.admitTurn(setup.live, turnRequest("later", "queue"), "turn_q");
+      await setup.tasks.acceptTurn(setup.live, turnRequest("later", "queue"), "turn_q");
       // What a streamed request for the queued turn follows.
       const stream = setup.events.subscribe(setup.events.lastSeq, "turn_q");
       let flushed = 0;
@@ -466,7 +466,7 @@ describe("TaskControl.settleInterruptedTurn: a turn cut short by the instance go
 
   it("leaves a thread whose last turn ended alone", async () => {
     const result = await withTasks(async (setup) => {
-      const admitted = await setup.tasks.admitTurn(setup.live, turnRequest("hello"), "turn_a");
+      const admitted = await setup.tasks.acceptTurn(setup.live, turnRequest("hello"), "turn_a");
       if (admitted.ok) await admitted.value.task?.done;
       const before = { seq: setup.live.log.lastSeq, row: setup.meta.turn("turn_a") };
       const settled = setup.tasks.settleInterruptedTurn(setup.live);

@@ -11,18 +11,18 @@ import { migrate } from "../../durable-objects/common/migrations.ts";
 import { sqlOf } from "../../durable-objects/common/sql.ts";
 import { KeyStore } from "../../durable-objects/tenant/keys.ts";
 import {
+  QuotaGrants,
   RECLAIM_PARALLEL,
   RESERVED_RETRY_AFTER_S,
-  TenantAdmissions,
   type YieldAnswer,
 } from "../../durable-objects/tenant/quota-grants.ts";
 import { TENANT_MIGRATIONS } from "../../durable-objects/tenant/schema.ts";
 import { RESERVATION_MS, ThreadIndex } from "../../durable-objects/tenant/thread-index.ts";
 import { UsageRollup } from "../../durable-objects/tenant/usage-rollup.ts";
 import type {
-  AdmissionGrant,
-  AdmitTaskRequest,
+  GrantQuotaRequest,
   LedgerEntry,
+  QuotaGrant,
   Quotas,
   RpcResult,
   TenantResource,
@@ -231,9 +231,9 @@ describe("ThreadIndex", () => {
   });
 });
 
-describe("TenantAdmissions", () => {
+describe("QuotaGrants", () => {
   const quotas = (q: Partial<Quotas>): Quotas => ({ ...NO_QUOTAS, ...q });
-  const ask = (threadId: string, q: Partial<Quotas>, held = 0, tokens = 0): AdmitTaskRequest => ({
+  const ask = (threadId: string, q: Partial<Quotas>, held = 0, tokens = 0): GrantQuotaRequest => ({
     threadId,
     incarnation: null,
     held,
@@ -255,7 +255,7 @@ describe("TenantAdmissions", () => {
   ) => {
     const asked: string[] = [];
     const taken: string[] = [];
-    const admissions = new TenantAdmissions({
+    const admissions = new QuotaGrants({
       sql,
       clock,
       yieldOf: async (threadId) => {
@@ -268,7 +268,7 @@ describe("TenantAdmissions", () => {
     });
     return { admissions, asked, taken };
   };
-  const outcome = (r: RpcResult<AdmissionGrant>) => (r.ok ? "ok" : r.error.quota);
+  const outcome = (r: RpcResult<QuotaGrant>) => (r.ok ? "ok" : r.error.quota);
   /** The threads holding an admission, as the object's rows say. */
   const heldIn = (sql: ReturnType<typeof sqlOf>) =>
     sql<{ thread_id: string }>`SELECT thread_id FROM tenant_admissions ORDER BY thread_id`
@@ -325,7 +325,7 @@ describe("TenantAdmissions", () => {
     const result = await withTenantStorage(async ({ sql, clock }) => {
       const { admissions } = admissionsOver(sql, clock, { b: kept() });
       const two = { max_running_turns: 2 };
-      const grantOf = async (req: AdmitTaskRequest) => {
+      const grantOf = async (req: GrantQuotaRequest) => {
         clock.at += 1;
         const r = await admissions.admit(req, () => 0);
         if (!r.ok) throw new Error(`not admitted: ${r.error.detail}`);
@@ -474,7 +474,7 @@ describe("TenantAdmissions", () => {
   it("checks the day's tokens again after asking for a slot: pushes land meanwhile", async () => {
     const result = await withTenantStorage(async ({ sql, clock }) => {
       let used = 0;
-      const admissions = new TenantAdmissions({
+      const admissions = new QuotaGrants({
         sql,
         clock,
         yieldOf: async () => {

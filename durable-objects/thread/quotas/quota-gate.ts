@@ -1,8 +1,8 @@
-import type { Quotas, RpcResult, YieldedAdmission } from "../../../shared/api/index.ts";
+import type { Quotas, RpcResult, YieldedQuota } from "../../../shared/api/index.ts";
 import { failQuota, ok } from "../../common/results.ts";
 import type { Sql } from "../storage/sql.ts";
 import type { TenantSync } from "../tenancy/tenant-sync.ts";
-import { AdmissionLease, type AdmissionLeaseDeps } from "./quota-lease.ts";
+import { QuotaLease, type QuotaLeaseDeps } from "./quota-lease.ts";
 
 /**
  * The tenant's quotas as a thread applies them (design §11, §15 invariant 13), before anything
@@ -21,14 +21,14 @@ import { AdmissionLease, type AdmissionLeaseDeps } from "./quota-lease.ts";
 export class QuotaGate {
   readonly #sync: TenantSync;
   readonly #sql: Sql;
-  readonly #lease: AdmissionLease;
+  readonly #lease: QuotaLease;
 
-  constructor(sync: TenantSync, sql: Sql, lease: Omit<AdmissionLeaseDeps, "release">) {
+  constructor(sync: TenantSync, sql: Sql, lease: Omit<QuotaLeaseDeps, "release">) {
     this.#sync = sync;
     this.#sql = sql;
-    this.#lease = new AdmissionLease({
+    this.#lease = new QuotaLease({
       ...lease,
-      release: (grant) => sync.releaseAdmission(grant),
+      release: (grant) => sync.releaseQuota(grant),
     });
   }
 
@@ -49,7 +49,7 @@ export class QuotaGate {
    * (synchronously, without a call) when the tenant sets neither quota a task start needs, or the
    * thread's lease covers the task. The reservation is read only under `tokens_per_day`.
    */
-  taskAdmission(reservation: () => number): Promise<RpcResult<void>> | undefined {
+  taskStart(reservation: () => number): Promise<RpcResult<void>> | undefined {
     const quotas = this.#sync.quotas;
     if (quotas.tokens_per_day === null && quotas.max_running_turns === null) return undefined;
     const tokens = quotas.tokens_per_day === null ? 0 : reservation();
@@ -67,7 +67,7 @@ export class QuotaGate {
    * up to `reservation()` tokens more, or undefined (no call) without `tokens_per_day` or when the
    * lease covers it. A refusal drops no hold: the running task keeps its own.
    */
-  steerAdmission(reservation: () => number): Promise<RpcResult<void>> | undefined {
+  steerStart(reservation: () => number): Promise<RpcResult<void>> | undefined {
     const quotas = this.#sync.quotas;
     if (quotas.tokens_per_day === null) return undefined;
     const more = reservation();
@@ -84,7 +84,7 @@ export class QuotaGate {
 
   /** Asks the tenant to admit work reserving `tokens`, holding `held`; the lease takes the answer. */
   #ask(quotas: Quotas, held: number, tokens: number): Promise<RpcResult<void>> | undefined {
-    const asked = this.#sync.admitTask(quotas, held, tokens);
+    const asked = this.#sync.grantQuota(quotas, held, tokens);
     if (asked === undefined) return undefined;
     const at = this.#lease.asking(tokens);
     return asked.then(
@@ -114,10 +114,10 @@ export class QuotaGate {
   }
 
   /**
-   * The tenant wants the admission back (`ThreadRpc.yieldAdmission`): the answer carries the
+   * The tenant wants the admission back (`ThreadRpc.yieldQuota`): the answer carries the
    * thread's pending ledger entries, which the tenant takes in the step that changes the hold.
    */
-  yieldAdmission(grant: number): YieldedAdmission {
+  yieldQuota(grant: number): YieldedQuota {
     return { ...this.#lease.yield(grant), usage: this.#sync.pendingUsage() };
   }
 }

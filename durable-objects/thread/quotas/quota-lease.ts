@@ -1,4 +1,4 @@
-import type { AdmissionGrant, Quotas } from "../../../shared/api/index.ts";
+import type { QuotaGrant, Quotas } from "../../../shared/api/index.ts";
 import type { Clock } from "../../../shared/ports/index.ts";
 import { utcDay } from "../../common/clock.ts";
 
@@ -23,7 +23,7 @@ export interface Asked {
   spent: number;
 }
 
-export interface AdmissionLeaseDeps {
+export interface QuotaLeaseDeps {
   clock: Clock;
   /** The thread's input + output tokens so far. */
   spent: () => number;
@@ -44,8 +44,8 @@ export interface AdmissionLeaseDeps {
  * forgets it, and its next task asks again; the tenant's hold then lasts until the tenant asks
  * for it back.
  */
-export class AdmissionLease {
-  readonly #deps: AdmissionLeaseDeps;
+export class QuotaLease {
+  readonly #deps: QuotaLeaseDeps;
   /** The grant held at the tenant (until released or given back). */
   #grant: number | undefined;
   #lease: Lease | undefined;
@@ -62,7 +62,7 @@ export class AdmissionLease {
   /** The thread's tokens the running task may reach (spent at its start plus its reservation). */
   #taskUntil: number | undefined;
 
-  constructor(deps: AdmissionLeaseDeps) {
+  constructor(deps: QuotaLeaseDeps) {
     this.#deps = deps;
   }
 
@@ -100,7 +100,7 @@ export class AdmissionLease {
    * The tenant admitted a request made `asked`: a lease from then, and the hold released at its
    * end unless a task runs then (a task's end releases it after).
    */
-  granted(grant: AdmissionGrant, quotas: Quotas, asked: Asked): void {
+  granted(grant: QuotaGrant, quotas: Quotas, asked: Asked): void {
     this.#answered();
     this.#grant = grant.grant;
     const until = asked.ms + grant.leaseMs;

@@ -57,15 +57,15 @@ export interface TaskQuotas {
    * The tenant's answer on starting a task, or undefined (no call, no wait) when it sets no
    * quota a task start needs or the thread's lease covers it.
    */
-  taskAdmission(reservation: Reservation): Promise<RpcResult<void>> | undefined;
+  taskStart(reservation: Reservation): Promise<RpcResult<void>> | undefined;
   /** The same for steered input, which makes the running turn sample once more. */
-  steerAdmission(reservation: Reservation): Promise<RpcResult<void>> | undefined;
+  steerStart(reservation: Reservation): Promise<RpcResult<void>> | undefined;
   taskStarted(reservation: Reservation): void;
   taskEnded(): void;
 }
 
 /** What admitting a turn request did: started or joined a task, or queued the turn. */
-export type Admitted =
+export type Accepted =
   | { task: RunningTask; queued?: undefined }
   | { task?: undefined; queued: string };
 
@@ -151,7 +151,7 @@ export class TaskControl {
    */
   admitted(reservation: Reservation): Promise<RpcResult<never> | undefined> | undefined {
     return this.#deps.quotas
-      .taskAdmission(reservation)
+      .taskStart(reservation)
       ?.then((answer) => (answer.ok ? this.busy() : answer));
   }
 
@@ -176,11 +176,11 @@ export class TaskControl {
    * Applies `on_busy` when a task runs, then starts the turn: the task the request follows (the
    * new turn, or the running one it steered into), or the id of the turn it queued.
    */
-  async admitTurn(
+  async acceptTurn(
     live: LiveThread,
     req: StartTurnRequest,
     turnId: string,
-  ): Promise<RpcResult<Admitted>> {
+  ): Promise<RpcResult<Accepted>> {
     await this.drainQueue();
     const running = this.#running;
     const content = contentOf(req.input);
@@ -235,9 +235,7 @@ export class TaskControl {
     content: ContentItem[],
     join: (steer: () => void) => void,
   ): Promise<RpcResult<null>> {
-    const admitting = this.#deps.quotas.steerAdmission(
-      reservationOf(live, { kind: "steer", content }),
-    );
+    const admitting = this.#deps.quotas.steerStart(reservationOf(live, { kind: "steer", content }));
     if (admitting) {
       const answer = await admitting;
       if (!answer.ok) return answer;

@@ -2,10 +2,10 @@ import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import type { Env } from "../../../env.ts";
 import {
-  type AdmissionGrant,
   type DeliveryEntry,
   type LedgerEntry,
   NO_QUOTAS,
+  type QuotaGrant,
   type Quotas,
   type RpcResult,
   type SyncAck,
@@ -293,15 +293,15 @@ export class TenantSync {
    * ledger entries. A small request: the index entry is left to the pushes. Undefined for an
    * object that has no tenant.
    */
-  admitTask(
+  grantQuota(
     quotas: Quotas,
     held: number,
     tokens: number,
-  ): Promise<RpcResult<AdmissionGrant>> | undefined {
+  ): Promise<RpcResult<QuotaGrant>> | undefined {
     const tenant = this.tenant();
     const name = this.#deps.name;
     if (!tenant || !name) return undefined;
-    return tenant.admitTask({
+    return tenant.grantQuota({
       threadId: name.threadId,
       incarnation: name.incarnation,
       held,
@@ -316,7 +316,7 @@ export class TenantSync {
    * with its pending ledger entries. If it never arrives, the tenant finds out when it asks for
    * the grant back.
    */
-  releaseAdmission(grant: number): void {
+  releaseQuota(grant: number): void {
     const tenant = this.tenant();
     const name = this.#deps.name;
     if (!tenant || !name) return;
@@ -327,9 +327,9 @@ export class TenantSync {
       usage: this.pendingUsage(),
     };
     this.#deps.waitUntil(
-      tenant.releaseAdmission(release).catch((err: unknown) => {
+      tenant.releaseQuota(release).catch((err: unknown) => {
         console.warn(
-          "[tenant-sync] releaseAdmission failed; the tenant asks for it when it needs it",
+          "[tenant-sync] releaseQuota failed; the tenant asks for it when it needs it",
           err,
         );
       }),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { AdmissionLease } from "../../../durable-objects/thread/quotas/quota-lease.ts";
+import { QuotaLease } from "../../../durable-objects/thread/quotas/quota-lease.ts";
 import { NO_QUOTAS, type Quotas } from "../../../shared/api/index.ts";
 
 const QUOTAS: Quotas = { ...NO_QUOTAS, max_running_turns: 2, tokens_per_day: 1_000 };
@@ -10,7 +10,7 @@ function harness() {
   const state = { now: NOON, spent: 0, running: false };
   const released: number[] = [];
   const timers: { at: number; fn: () => void; live: boolean }[] = [];
-  const lease = new AdmissionLease({
+  const lease = new QuotaLease({
     clock: { nowMs: () => state.now },
     spent: () => state.spent,
     running: () => state.running,
@@ -40,7 +40,7 @@ function harness() {
   return { state, lease, released, advance, pending, grant };
 }
 
-describe("AdmissionLease", () => {
+describe("QuotaLease", () => {
   it("covers tasks until the lease ends, counted from the request", () => {
     const { lease, advance, state } = harness();
     expect(lease.covers(QUOTAS, 0)).toBe(false);

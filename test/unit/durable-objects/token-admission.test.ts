@@ -1,26 +1,26 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { TOKEN_SHARE_PARTS, tokenAdmission } from "../../../durable-objects/tenant/token-shares.ts";
+import { TOKEN_SHARE_PARTS, tokenShare } from "../../../durable-objects/tenant/token-shares.ts";
 
-describe("tokenAdmission", () => {
+describe("tokenShare", () => {
   it("grants at least the reservation, a quarter of the rest when larger", () => {
-    expect(tokenAdmission(1_000, 0, 0, 100)).toEqual({ share: 250 });
-    expect(tokenAdmission(1_000, 200, 400, 100)).toEqual({ share: 100 });
-    expect(tokenAdmission(1_000, 200, 400, 400)).toEqual({ share: 400 });
-    expect(tokenAdmission(1_000, 0, 0, 0)).toEqual({ share: 1_000 / TOKEN_SHARE_PARTS });
+    expect(tokenShare(1_000, 0, 0, 100)).toEqual({ share: 250 });
+    expect(tokenShare(1_000, 200, 400, 100)).toEqual({ share: 100 });
+    expect(tokenShare(1_000, 200, 400, 400)).toEqual({ share: 400 });
+    expect(tokenShare(1_000, 0, 0, 0)).toEqual({ share: 1_000 / TOKEN_SHARE_PARTS });
   });
 
   it("refuses once the day's tokens are used, and a reservation past the rest while others hold some", () => {
-    expect(tokenAdmission(1_000, 1_000, 0, 1)).toEqual({ refused: "used" });
-    expect(tokenAdmission(1_000, 1_200, 0, 1)).toEqual({ refused: "used" });
-    expect(tokenAdmission(1_000, 200, 400, 401)).toEqual({ refused: "reserved" });
+    expect(tokenShare(1_000, 1_000, 0, 1)).toEqual({ refused: "used" });
+    expect(tokenShare(1_000, 1_200, 0, 1)).toEqual({ refused: "used" });
+    expect(tokenShare(1_000, 200, 400, 401)).toEqual({ refused: "reserved" });
     // After a turn admitted past the limit, what is reserved is more than the rest.
-    expect(tokenAdmission(1_000, 900, 300, 1)).toEqual({ refused: "reserved" });
+    expect(tokenShare(1_000, 900, 300, 1)).toEqual({ refused: "reserved" });
   });
 
   it("admits a reservation past the rest with exactly that share when nothing else is reserved", () => {
-    expect(tokenAdmission(1_000, 0, 0, 4_000)).toEqual({ share: 4_000 });
-    expect(tokenAdmission(1_000, 999, 0, 50)).toEqual({ share: 50 });
+    expect(tokenShare(1_000, 0, 0, 4_000)).toEqual({ share: 4_000 });
+    expect(tokenShare(1_000, 999, 0, 50)).toEqual({ share: 50 });
   });
 
   it("keeps the day's usage below the limit plus what the one turn admitted past it uses", () => {
@@ -55,7 +55,7 @@ describe("tokenAdmission", () => {
             if (s.op === "start") {
               if (holds.has(s.thread)) continue;
               const reserved = reservedBy(s.thread);
-              const answer = tokenAdmission(limit, used, reserved, s.tokens);
+              const answer = tokenShare(limit, used, reserved, s.tokens);
               if ("refused" in answer) continue;
               expect(answer.share).toBeGreaterThanOrEqual(s.tokens);
               const past = s.tokens > limit - used - reserved;
