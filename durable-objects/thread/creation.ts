@@ -162,9 +162,9 @@ export class ThreadCreation {
   }): Promise<RpcResult<ThreadResource> | undefined> {
     const live = await this.#deps.thread();
     if (live === undefined) return undefined;
-    const earlier = this.#deps.keyed.earlier(req.idempotency);
-    if (!earlier.ok) return earlier;
-    if (earlier.value) return ok(this.#deps.resource(live));
-    return fail("thread_exists", `Thread "${req.threadId}" already exists.`);
+    return this.#deps.keyed.answer(req.idempotency, {
+      retry: () => ok(this.#deps.resource(live)),
+      first: () => fail("thread_exists", `Thread "${req.threadId}" already exists.`),
+    });
   }
 }

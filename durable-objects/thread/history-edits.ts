@@ -39,45 +39,49 @@ export class HistoryEdits {
 
   async rollback(live: LiveThread, req: RollbackRequest): Promise<RpcResult<ThreadResource>> {
     const { keyed, tasks, resource } = this.#deps;
-    const earlier = keyed.earlier(req.idempotency);
-    if (!earlier.ok) return earlier;
-    if (earlier.value) return ok(resource(live));
-    const busy = tasks.busy();
-    if (busy) return busy;
-    keyed.recorded(req.idempotency, null, () => {
-      tasks.abandonPausedTurn(live, "interrupted");
-      live.session.recordRollback(req.turns);
+    return keyed.answer(req.idempotency, {
+      retry: () => ok(resource(live)),
+      first: () => {
+        const busy = tasks.busy();
+        if (busy) return busy;
+        keyed.recorded(req.idempotency, null, () => {
+          tasks.abandonPausedTurn(live, "interrupted");
+          live.session.recordRollback(req.turns);
+        });
+        return this.#reload(live);
+      },
     });
-    return this.#reload(live);
   }
 
   async inject(live: LiveThread, req: InjectRequest): Promise<RpcResult<ThreadResource>> {
     const { keyed, tasks, resource, events } = this.#deps;
-    const earlier = keyed.earlier(req.idempotency);
-    if (!earlier.ok) return earlier;
-    if (earlier.value) return ok(resource(live));
-    const full = this.#deps.quotas.inputRefused();
-    if (full) return full;
-    const running = tasks.running;
-    if (running && running.currentKind !== "turn") {
-      return fail("thread_busy", "A compaction is running.");
-    }
-    // The key is recorded in the same synchronous step as the messages: both or neither.
-    return keyed.keyed(req.idempotency, null, async () => {
-      if (running) {
-        // While a turn runs, injected input joins it as pending input (reference §5.5).
-        for (const item of req.items) live.session.steer([...item.content]);
-        return ok(resource(live));
-      }
-      const messages: MessageItem[] = req.items.map((m) => ({
-        type: "message",
-        role: "user",
-        content: [...m.content],
-      }));
-      for (const item of live.session.inject(messages)) {
-        events.emit("item.completed", null, { item, context: false });
-      }
-      return this.#reload(live);
+    return keyed.answer(req.idempotency, {
+      retry: () => ok(resource(live)),
+      first: () => {
+        const full = this.#deps.quotas.inputRefused();
+        if (full) return full;
+        const running = tasks.running;
+        if (running && running.currentKind !== "turn") {
+          return fail("thread_busy", "A compaction is running.");
+        }
+        // The key is recorded in the same synchronous step as the messages: both or neither.
+        return keyed.keyed(req.idempotency, null, async () => {
+          if (running) {
+            // While a turn runs, injected input joins it as pending input (reference §5.5).
+            for (const item of req.items) live.session.steer([...item.content]);
+            return ok(resource(live));
+          }
+          const messages: MessageItem[] = req.items.map((m) => ({
+            type: "message",
+            role: "user",
+            content: [...m.content],
+          }));
+          for (const item of live.session.inject(messages)) {
+            events.emit("item.completed", null, { item, context: false });
+          }
+          return this.#reload(live);
+        });
+      },
     });
   }
 

@@ -54,6 +54,22 @@ export class KeyedRequests {
     return ok(record);
   }
 
+  /**
+   * The opening of every keyed request: the key's refusal when it cannot be used now; `retry`'s
+   * answer to a retry of an earlier request (undefined: carry it out after all); else `first`.
+   */
+  answer<T>(
+    key: IdempotencyKey | undefined,
+    handlers: {
+      retry: (earlier: IdempotencyRecord) => Promise<RpcResult<T>> | RpcResult<T> | undefined;
+      first: () => Promise<RpcResult<T>> | RpcResult<T>;
+    },
+  ): Promise<RpcResult<T>> | RpcResult<T> {
+    const earlier = this.earlier(key);
+    if (!earlier.ok) return earlier;
+    return (earlier.value && handlers.retry(earlier.value)) ?? handlers.first();
+  }
+
   /** Records a request's key, in the synchronous step that carries it out (it cannot fail then). */
   record(key: IdempotencyKey | undefined, turnId: string | null): void {
     if (key !== undefined)

@@ -11,6 +11,7 @@ import type {
   ExportRequest,
   ForkSource,
   ForkSourceRequest,
+  IdempotencyKey,
   InjectRequest,
   ListHistoryRequest,
   ListResource,
@@ -227,6 +228,27 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   }
 
   /**
+   * The boundary of every keyed request on an existing thread (`#withThread`): the tenant's policy
+   * it carried kept, then a retry answered by `retry`, a first request carried out by `first`.
+   */
+  #withKeyed<T>(
+    req: { policy?: TenantPolicy; idempotency?: IdempotencyKey },
+    retry: (
+      live: LiveThread,
+      earlier: IdempotencyRecord,
+    ) => Promise<RpcResult<T>> | RpcResult<T> | undefined,
+    first: (live: LiveThread) => Promise<RpcResult<T>> | RpcResult<T>,
+  ): Promise<RpcResult<T>> {
+    return this.#withThread((live) => {
+      this.#place(req.policy);
+      return this.#keyed.answer(req.idempotency, {
+        retry: (earlier) => retry(live, earlier),
+        first: () => first(live),
+      });
+    });
+  }
+
+  /**
    * Makes `live` the thread of this instance, schedules the flush of what it wrote and tells the
    * tenant's index.
    */
@@ -301,11 +323,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   // --- Turns ------------------------------------------------------------------------------------
 
   startTurn(req: StartTurnRequest): Promise<RpcResult<TurnResource>> {
-    return this.#withThread(async (live) => {
-      this.#place(req.policy);
-      const earlier = this.#keyed.earlier(req.idempotency);
-      if (!earlier.ok) return earlier;
-      if (earlier.value?.turnId) return this.#awaitedTurn(live, earlier.value.turnId);
+    return this.#withKeyed(req, this.#retriedTurn, async (live) => {
       const full = this.#quotas.inputRefused();
       if (full) return full;
       const turnId = this.#tasks.turnIdFor(req);
@@ -319,11 +337,9 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   }
 
   streamTurn(req: StartTurnRequest): Promise<RpcResult<EventStream>> {
-    return this.#withThread(async (live) => {
-      this.#place(req.policy);
-      const earlier = this.#keyed.earlier(req.idempotency);
-      if (!earlier.ok) return earlier;
-      if (earlier.value?.turnId) return this.#replayedStream(earlier.value);
+    const retry = (_: LiveThread, earlier: IdempotencyRecord) =>
+      earlier.turnId ? this.#replayedStream(earlier) : undefined;
+    return this.#withKeyed(req, retry, async (live) => {
       const full = this.#quotas.inputRefused();
       if (full) return full;
       const turnId = this.#tasks.turnIdFor(req);
@@ -339,6 +355,10 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       return ok(stream);
     });
   }
+
+  /** A retried turn request's answer: its turn, once it has ended or paused (none: start it). */
+  #retriedTurn = (live: LiveThread, earlier: IdempotencyRecord) =>
+    earlier.turnId ? this.#awaitedTurn(live, earlier.turnId) : undefined;
 
   /** A keyed request's turn, as its first request answered: once it has ended or paused. */
   async #awaitedTurn(live: LiveThread, turnId: string): Promise<RpcResult<TurnResource>> {
@@ -382,11 +402,8 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   }
 
   submitOutputs(turnId: string, req: SubmitOutputsRequest): Promise<RpcResult<TurnResource>> {
-    return this.#withThread(async (live) => {
-      this.#place(req.policy);
-      const earlier = this.#keyed.earlier(req.idempotency);
-      if (!earlier.ok) return earlier;
-      if (earlier.value) return this.#awaitedTurn(live, turnId);
+    const retry = (live: LiveThread) => this.#awaitedTurn(live, turnId);
+    return this.#withKeyed(req, retry, async (live) => {
       const resumed = await this.#tasks.resume(live, turnId, req.items, () =>
         this.#keyed.record(req.idempotency, turnId),
       );
@@ -395,11 +412,8 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   }
 
   streamOutputs(turnId: string, req: SubmitOutputsRequest): Promise<RpcResult<EventStream>> {
-    return this.#withThread(async (live) => {
-      this.#place(req.policy);
-      const earlier = this.#keyed.earlier(req.idempotency);
-      if (!earlier.ok) return earlier;
-      if (earlier.value) return this.#replayedStream(earlier.value);
+    const retry = (_: LiveThread, earlier: IdempotencyRecord) => this.#replayedStream(earlier);
+    return this.#withKeyed(req, retry, async (live) => {
       const stream = this.#events.subscribe(this.#events.lastSeq, turnId);
       const resumed = await this.#tasks.resume(live, turnId, req.items, () =>
         this.#keyed.record(req.idempotency, turnId),
@@ -410,14 +424,12 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   }
 
   steer(turnId: string, req: SteerRequest): Promise<RpcResult<TurnResource>> {
-    return this.#withThread(async (live) => {
-      const earlier = this.#keyed.earlier(req.idempotency);
-      if (!earlier.ok) return earlier;
-      if (earlier.value) return this.#turn(live, turnId);
-      return this.#tasks.steer(live, turnId, contentOf(req.input), (join) =>
+    const retry = (live: LiveThread) => this.#turn(live, turnId);
+    return this.#withKeyed(req, retry, (live) =>
+      this.#tasks.steer(live, turnId, contentOf(req.input), (join) =>
         this.#keyed.recorded(req.idempotency, turnId, join),
-      );
-    });
+      ),
+    );
   }
 
   interrupt(turnId: string): Promise<RpcResult<TurnResource>> {
@@ -433,11 +445,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   }
 
   compact(req: CompactRequest): Promise<RpcResult<TurnResource>> {
-    return this.#withThread(async (live) => {
-      this.#place(req.policy);
-      const earlier = this.#keyed.earlier(req.idempotency);
-      if (!earlier.ok) return earlier;
-      if (earlier.value?.turnId) return this.#awaitedTurn(live, earlier.value.turnId);
+    return this.#withKeyed(req, this.#retriedTurn, async (live) => {
       const busy = this.#tasks.busy();
       if (busy) return busy;
       const turnId = newTurnId();
