@@ -10,7 +10,7 @@
  *
  *   (`sk-local-dev`, tenant `local`, too, in development). Such a key has every scope;
  * - a **tenant key** made through the API (`sk_{place}.{tenant}.{key id}.{secret}`,
- *   `shared/api/api-keys.ts`): its key id's tag is checked here first (`id-tags.ts`), so a forged
+ *   `shared/api/api-keys.ts`): its key id's tag is checked here first (`tenant/id-tags.ts`), so a forged
  *   key addresses no object (design §18 invariant 20); then it is verified by its tenant's
  *   object, which the key itself addresses, and trusted by this isolate for at most 30 s
  *   (`key-cache.ts`), so authentication reaches no global object and a revoked key fails

@@ -46,7 +46,7 @@ interface DeliveryRow extends Record<string, SqlStorageValue> {
  * one for 24 hours after a rotation, and per `webhook-id` its status and every attempt. The
  * subscriptions (which enabled endpoint wants which events) are what threads record events by;
  * they are kept in memory between changes, since every push of every thread is answered with
- * them. A delivery under way also holds a lease (`webhook-leases.ts`), which the attempts move.
+ * them. A delivery under way also holds a lease (`tenant/webhook-leases.ts`), which the attempts move.
  */
 export class EndpointStore {
   readonly #sql: Sql;

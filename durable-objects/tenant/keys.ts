@@ -52,7 +52,7 @@ export class KeyStore {
   readonly #clock: Clock;
   readonly #env: IdTagsEnv;
 
-  /** `env` gives the key ids their tags (`id-tags.ts`). */
+  /** `env` gives the key ids their tags (`tenant/id-tags.ts`). */
   constructor(sql: Sql, clock: Clock, env: IdTagsEnv) {
     this.#sql = sql;
     this.#clock = clock;

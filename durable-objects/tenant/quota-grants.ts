@@ -58,7 +58,7 @@ export interface QuotaGrantsDeps {
  *   asks the other holders to give back slots they do not use before it refuses, so an idle
  *   holder never costs another thread its turn;
  * - a share: under `tokens_per_day`, an admission reserves at least what the task may spend
- *   (`GrantQuotaRequest.tokens`), by the rule of `token-admission.ts`; the thread starts its next
+ *   (`GrantQuotaRequest.tokens`), by the rule of `tenant/token-shares.ts`; the thread starts its next
  *   tasks on what is left of it without asking. The ledger's counting of the thread's usage
  *   settles the share (`settle`: what is counted is no longer reserved), and a hold ends only in
  *   a step that also takes the thread's uncounted entries (a release, an answer, a refusal), so

@@ -1,6 +1,6 @@
 /**
  * The `Tenant` object's tables (one object per tenant), as numbered migration steps applied by
- * `migrate` (`schema.ts`). Names are persisted: never rename one; add a step.
+ * `migrate` (`thread/storage/schema.ts`). Names are persisted: never rename one; add a step.
  * - tenant_meta: small JSON values: `record` (the tenant, as the directory has it), `deleted`.
  * - tenant_keys: API keys: id, SHA-256 digest of the whole key (the secret is never stored), the
  *   resource without `last_used_at`, which has its own column (written at most once a minute).
@@ -21,11 +21,11 @@
  * - tenant_webhook_deliveries: each event to each endpoint (`webhook-id`), its status and
  *   attempts; kept 7 days.
  * - tenant_admissions: the admission each thread holds under `max_running_turns` and
- *   `tokens_per_day` (`tenant-admissions.ts`): its grant, the tokens its share still reserves
+ *   `tokens_per_day` (`tenant/quota-grants.ts`): its grant, the tokens its share still reserves
  *   (the share less the thread's usage counted since), when it was granted.
  * - tenant_delivery_claims: the hooks' dedup keys of the last 72 hours, each with the thread its
- *   first copy went to (`delivery-claims.ts`).
- * - tenant_webhook_leases: each delivery still under way (`webhook-leases.ts`): its queue message
+ *   first copy went to (`tenant/delivery-claims.ts`).
+ * - tenant_webhook_leases: each delivery still under way (`tenant/webhook-leases.ts`): its queue message
  *   (to send it again), the current hand-off to the queue, and until when that one is in flight
  *   (epoch ms). A row with a payload is up to 20 KB, so the table keeps its rowid.
  */

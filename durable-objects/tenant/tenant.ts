@@ -74,7 +74,7 @@ const NO_ENDPOINT = fail("not_found", "No such webhook endpoint.");
  * in one SQLite-backed object named by the tenant id, in the tenant's jurisdiction. The hot paths
  * reach it rarely: a key is verified once per isolate per 30 s, and a Thread pushes its changes
  * coalesced, off its responses; a thread of a tenant with turn quotas asks once per admission
- * lease (`tenant-admissions.ts`), not once per turn.
+ * lease (`tenant/quota-grants.ts`), not once per turn.
  * Its inbound hooks and outbound endpoints (design §12) live here too: a delivery's verification
  * reads its hook once per isolate per 30 s, and every push is answered with the endpoint
  * subscriptions, so threads know what to record without asking.

@@ -26,7 +26,7 @@ const ListCursorSchema = z.object({
 
 /**
  * The tenant's thread index (design §11 listing), in the `Tenant` object: one row per thread, the
- * thread's own resource as of its newest push (see `tenant-sync.ts`), plus its metadata as rows
+ * thread's own resource as of its newest push (see `thread/tenancy/tenant-sync.ts`), plus its metadata as rows
  * for the filters. Pages are keyset pages on (`updated_at`, thread id), so a page costs the same
  * however deep it is.
  */

@@ -17,7 +17,7 @@ export type LeaseStanding = "current" | "superseded" | "untracked";
  * for each `webhook-id` neither delivered nor failed yet, its message (to send it again), which
  * hand-off to the queue is current, and until when that hand-off is in flight. A queue message
  * can go missing (a local runtime killed with its in-memory queue loses them all), so a lease that
- * runs out with no attempt under way means its message is lost or hopelessly late, and the sweep (`webhook-sweep.ts`) sends it again as the next hand-off. A message of an
+ * runs out with no attempt under way means its message is lost or hopelessly late, and the sweep (`tenant/webhook-sweep.ts`) sends it again as the next hand-off. A message of an
  * earlier hand-off is superseded: the consumer drops it, so a delivery never has two streams of
  * attempts.
  *

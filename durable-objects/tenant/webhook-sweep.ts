@@ -36,7 +36,7 @@ export interface WebhookSweepDeps {
 /**
  * The tenant's side of the webhook queue (design §12, §15 invariant 12). The tenant's delivery
  * record is the durable truth of an event once its thread hands it over: it is recorded pending
- * and leased (`webhook-leases.ts`) before it is sent to the queue, and the object's alarm (shared
+ * and leased (`tenant/webhook-leases.ts`) before it is sent to the queue, and the object's alarm (shared
  * with the tenant's deletion) sends again, with the same `webhook-id`, each delivery whose lease
  * ran out with no attempt in flight: its message was lost (a local runtime killed with its
  * in-memory queue loses every message in it) or is hopelessly late. Each run sends at most

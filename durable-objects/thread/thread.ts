@@ -57,7 +57,7 @@ import { WebhookOutbox } from "./webhooks/outbox.ts";
  * and R2, loads the thread on its first request (the constructor only migrates the schema), and
  * routes each RPC method of `ThreadRpc` to the engine through one boundary (`#withThread`). Which
  * task runs is `TaskControl`'s, keys are `KeyedRequests`'s, the alarm and R2 flushes are `Upkeep`'s,
- * resources are built in `resources.ts`, and import and restore in `thread-from-rollout.ts`. The
+ * resources are built in `thread/resources.ts`, and import and restore in `thread/rollouts/from-rollout.ts`. The
  * tenant's index and ledger are fed by `TenantSync`, its quotas applied by `QuotaGate` (§11);
  * hook deliveries are taken by `HookIntake`, and events for webhook endpoints leave through
  * `WebhookOutbox` (§12).

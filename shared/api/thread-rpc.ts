@@ -1,6 +1,6 @@
 /**
  * The RPC contract between the edge worker and the `Thread` Durable Object. Types only: the DO
- * (`durable-objects/thread.ts`) implements `ThreadRpc`, the worker calls it through a stub, and
+ * (`durable-objects/thread/thread.ts`) implements `ThreadRpc`, the worker calls it through a stub, and
  * nothing here reaches the DO bundle at run time.
  *
  * Every method answers with an `RpcResult` instead of throwing: an exception thrown across RPC

@@ -12,7 +12,7 @@ import { QuotaLease, type QuotaLeaseDeps } from "./quota-lease.ts";
  *   turn;
  * - `tokens_per_day` and `max_running_turns`, checked by the tenant's object when a task starts
  *   (a turn, a queued turn, a resumed one, a compaction) and the thread holds no lease that
- *   covers it (`admission-lease.ts`): one call per lease, made only when one of them is set, so a
+ *   covers it (`thread/quotas/quota-lease.ts`): one call per lease, made only when one of them is set, so a
  *   tenant without them costs its turns nothing here. Under `tokens_per_day` a task reserves
  *   what it may spend (`ThreadSession.reservation`), and steered input, which makes the running
  *   turn sample once more, reserves that request too before it joins.

@@ -36,7 +36,7 @@ export interface QuotaLeaseDeps {
 }
 
 /**
- * The thread's side of an admission lease (`tenant-admissions.ts`): the grant it holds at its
+ * The thread's side of an admission lease (`tenant/quota-grants.ts`): the grant it holds at its
  * tenant (a running slot, and maybe a share of the day's tokens), and while the lease lasts the
  * right to start tasks without asking, each while its reservation fits in what is left of the
  * share. It also knows what the running task may still spend (its reservation less what it

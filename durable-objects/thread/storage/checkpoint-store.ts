@@ -12,7 +12,7 @@ import { gunzip, gzip, sha256HexSync } from "./gzip.ts";
 import { CHECKPOINT_TABLES } from "./schema.ts";
 import type { Sql } from "./sql.ts";
 
-/** Headroom below the 2 MB per-value limit of Durable Object SQLite (see `text-parts.ts`). */
+/** Headroom below the 2 MB per-value limit of Durable Object SQLite (see `thread/storage/text-parts.ts`). */
 export const CHECKPOINT_CHUNK_MAX_BYTES = 1_800_000;
 
 /** When a group of history items closes (see `planItemGroups`). */

@@ -15,14 +15,14 @@ import { migrate } from "../../common/migrations.ts";
  * - spindle_turns: one row per recent turn (and per long or unfinished one) for
  *   `GET …/turns/{turn}`.
  * - spindle_turn_groups: the rows of older finished turns, 256 a row, compressed by column, with
- *   a 4-byte hash of each turn id to find a turn's group (`turn-rows.ts`).
+ *   a 4-byte hash of each turn id to find a turn's group (`thread/storage/turn-rows.ts`).
  * - spindle_events: recent thread events, for `Last-Event-ID` replay (bounded by count, bytes and
  *   age; the newest one always stays, so a sequence number is never reused).
  * - spindle_queue: turns waiting for the running one (`on_busy: "queue"`), in order.
  * - spindle_parts: the rest of an event, a queued turn, a meta value or a turn row longer than
- *   one part (its own row holds the first part; see `text-parts.ts`), by kind and key.
+ *   one part (its own row holds the first part; see `thread/storage/text-parts.ts`), by kind and key.
  * - spindle_idempotency: `Idempotency-Key`s of recent requests and what each did (24 hours).
- * - spindle_sync: the object's tenancy state (`sync-values.ts`): ledger ids and totals, the
+ * - spindle_sync: the object's tenancy state (`thread/tenancy/sync-values.ts`): ledger ids and totals, the
  *   tenant's placement and quotas, what the tenant's object last acknowledged.
  * - spindle_usage: usage-ledger entries the tenant's object has not acknowledged yet (the outbox).
  * - spindle_deliveries: hook deliveries this thread accepted (the dedup of the sender's id, 72

@@ -33,7 +33,7 @@ export interface TaskControlDeps {
   /** Whether the thread is being deleted: no queued turn starts. */
   halted: () => boolean;
   waitUntil: (work: Promise<unknown>) => void;
-  /** The tenant's quotas as tasks meet them (`quota-gate.ts`). */
+  /** The tenant's quotas as tasks meet them (`thread/quotas/quota-gate.ts`). */
   quotas: TaskQuotas;
   /** A task started or `ended`: the tenant's index shows it. */
   taskChanged: (ended: boolean) => void;

@@ -6,7 +6,7 @@ export const OUTBOX_SYNC_KEYS = ["webhooks", "webhook_sequence"] as const;
 /**
  * Small JSON values of the object's tenancy state in `spindle_sync`: the ledger's ids and totals,
  * the tenant's placement and quotas, what was last pushed. Not rollout state: a restore keeps
- * them, and a delete keeps what must outlive the thread (see `thread-deletion.ts`).
+ * them, and a delete keeps what must outlive the thread (see `thread/deletion.ts`).
  */
 export class SyncValues {
   readonly #sql: Sql;

@@ -76,7 +76,7 @@ export interface TenantSyncDeps {
   snapshot: () => Promise<ThreadResource | null>;
   /** The tenant's object says the tenant was deleted: the thread deletes itself. */
   tenantGone: () => Promise<void>;
-  /** The hooks' delivery-log entries the tenant has not acknowledged (`hook-intake.ts`). */
+  /** The hooks' delivery-log entries the tenant has not acknowledged (`thread/webhooks/hook-intake.ts`). */
   deliveries: {
     pending: () => DeliveryEntry[];
     acknowledged: (entries: readonly DeliveryEntry[]) => void;

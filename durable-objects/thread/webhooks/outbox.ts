@@ -63,7 +63,7 @@ export interface WebhookOutboxDeps {
  * last line, the thread's first lines, its deletion), one row per subscribed endpoint, so an
  * event exists exactly when its line does and an eviction right after loses none. Rows are then
  * handed to the tenant's object off the turn's path (which records each delivery, sends it to the
- * webhook queue, and sends it again if the queue loses it: `webhook-sweep.ts`) and deleted once
+ * webhook queue, and sends it again if the queue loses it: `tenant/webhook-sweep.ts`) and deleted once
  * it has them; a hand-off that failed, or that an instance lost, is made again by the alarm.
  *
  * A tenant without endpoints costs a turn nothing here: the thread knows its tenant's

@@ -43,7 +43,7 @@ const hex = (secret: string, data: string) =>
 
 /**
  * The URL the service gives `tenant`'s hook `hookId`, its tag made here with Node's HMAC under
- * the development secret the suites run with (`durable-objects/id-tags.ts`).
+ * the development secret the suites run with (`durable-objects/tenant/id-tags.ts`).
  */
 export function expectedHookUrl(jurisdiction: "eu" | null, tenant: string, hookId: string) {
   const tag = hex(DEV_ID_SECRET, `hook.${jurisdiction ?? "g"}.${tenant}.${hookId}`).slice(0, 32);
