@@ -202,7 +202,7 @@ async function accept(
     dedupKey,
     event: read.event,
     receivedAt: entry.received_at,
-    input: [{ type: "message", role: "user", content: [{ type: "input_text", text }] }],
+    content: [{ type: "input_text", text }],
     onBusy: hook.on_busy,
     // Validated as a thread configuration when the hook was created.
     threadConfig: hook.thread_config as AcceptDeliveryRequest["threadConfig"],

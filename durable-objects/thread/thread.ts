@@ -45,7 +45,7 @@ import { exportedRollout, rolloutPrefix } from "./rollouts/export.ts";
 import { EventLog } from "./storage/event-log.ts";
 import { IdempotencyKeys, type IdempotencyRecord } from "./storage/idempotency-keys.ts";
 import { migrateThread } from "./storage/schema.ts";
-import { contentOf, newTurnId, reservationOf, TaskControl } from "./tasks/task-control.ts";
+import { newTurnId, reservationOf, TaskControl } from "./tasks/task-control.ts";
 import { TurnQueue } from "./tasks/turn-queue.ts";
 import { TenantSync } from "./tenancy/tenant-sync.ts";
 import { Upkeep } from "./upkeep.ts";
@@ -426,7 +426,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   steer(turnId: string, req: SteerRequest): Promise<RpcResult<TurnResource>> {
     const retry = (live: LiveThread) => this.#turn(live, turnId);
     return this.#withKeyed(req, retry, (live) =>
-      this.#tasks.steer(live, turnId, contentOf(req.input), (join) =>
+      this.#tasks.steer(live, turnId, req.content, (join) =>
         this.#keyed.recorded(req.idempotency, turnId, join),
       ),
     );

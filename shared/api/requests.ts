@@ -1,5 +1,6 @@
 import * as z from "zod";
 import {
+  type ContentItem,
   ImageDetailSchema,
   NewThreadMetadataSchema,
   ThreadConfigSchema,
@@ -58,6 +59,16 @@ export const TurnInputSchema = z.union([
   z.string().min(1),
   z.array(InputMessageSchema).min(1).max(256),
 ]);
+
+/**
+ * A turn's input as the content of the one user message it records, made once at the edge: a
+ * string is one `input_text` part; messages give their parts, in order.
+ */
+export function turnContent(input: TurnInput): ContentItem[] {
+  return typeof input === "string"
+    ? [{ type: "input_text", text: input }]
+    : input.flatMap((message) => message.content);
+}
 
 export const BusyPolicySchema = z.enum(["reject", "queue", "steer", "interrupt"]);
 

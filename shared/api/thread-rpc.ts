@@ -17,7 +17,13 @@
  * receiver.
  */
 
-import type { Prompt, ResponseItem, ThreadConfig, ThreadMetadata } from "../protocol/index.ts";
+import type {
+  ContentItem,
+  Prompt,
+  ResponseItem,
+  ThreadConfig,
+  ThreadMetadata,
+} from "../protocol/index.ts";
 import type { TenantLimitName } from "./limits.ts";
 import type { FieldError, ProblemCode, QuotaName } from "./problems.ts";
 import type { BusyPolicy, FunctionCallOutputInput, InputMessage } from "./requests.ts";
@@ -73,8 +79,8 @@ export interface IdempotencyKey {
 }
 
 export interface StartTurnRequest extends WithPolicy {
-  /** The user input, always as messages: a string body arrives as one `input_text` message. */
-  input: InputMessage[];
+  /** The content of the turn's user message (`turnContent`: a string body is one text part). */
+  content: ContentItem[];
   /** Absent when the request had none; what it sets becomes the thread's new default. */
   overrides?: ThreadConfig;
   onBusy: BusyPolicy;
@@ -108,8 +114,8 @@ export interface SubmitOutputsRequest extends WithPolicy {
 
 /** `steer`. */
 export interface SteerRequest {
-  /** User messages, as for `startTurn`. */
-  input: InputMessage[];
+  /** The content of the steered user message, as for `startTurn`. */
+  content: ContentItem[];
   idempotency?: IdempotencyKey;
 }
 

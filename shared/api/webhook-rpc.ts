@@ -13,9 +13,8 @@
  *   consumer asks the tenant for the endpoint (`webhookTargets`) and records every attempt
  *   (`recordWebhookAttempts`).
  */
-import type { ThreadConfig, ThreadMetadata } from "../protocol/index.ts";
+import type { ContentItem, ThreadConfig, ThreadMetadata } from "../protocol/index.ts";
 import type { WebhookEventType } from "../webhooks/index.ts";
-import type { InputMessage } from "./requests.ts";
 import type { ListResource } from "./resources.ts";
 import type { Jurisdiction, ListQuery } from "./tenancy.ts";
 import type { TenantCaller, TenantPolicy } from "./tenant-rpc.ts";
@@ -70,8 +69,8 @@ export interface AcceptDeliveryRequest {
   dedupKey: string;
   event: string | null;
   receivedAt: string;
-  /** The turn's input. */
-  input: InputMessage[];
+  /** The content of the turn's user message (the hook's input template, rendered). */
+  content: ContentItem[];
   onBusy: "queue" | "interrupt" | "reject";
   /** Creates the thread when it does not exist yet. */
   threadConfig: (ThreadConfig & { metadata?: ThreadMetadata }) | null;

@@ -183,7 +183,7 @@ export class TaskControl {
   ): Promise<RpcResult<Accepted>> {
     await this.drainQueue();
     const running = this.#running;
-    const content = contentOf(req.input);
+    const { content } = req;
     if (running) {
       switch (req.onBusy) {
         case "reject":
@@ -524,8 +524,3 @@ function saveConfigIfChanged(live: LiveThread, meta: MetaStore, before: string):
 }
 
 export const newTurnId = () => `turn_${uuidv7()}`;
-
-/** The parts of a request's input messages, in order: what the engine takes as user content. */
-export function contentOf(input: readonly { content: readonly ContentItem[] }[]): ContentItem[] {
-  return input.flatMap((m) => [...m.content]);
-}

@@ -17,7 +17,7 @@ import type { LiveThread } from "../live-thread.ts";
 import type { QuotaGate } from "../quotas/quota-gate.ts";
 import type { TurnRow } from "../storage/meta-store.ts";
 import type { Sql } from "../storage/sql.ts";
-import { contentOf, newTurnId, type TaskControl } from "../tasks/task-control.ts";
+import { newTurnId, type TaskControl } from "../tasks/task-control.ts";
 import type { TurnQueue } from "../tasks/turn-queue.ts";
 import { DELIVERY_PUSH_BATCH } from "../tenancy/tenant-sync.ts";
 import { FLUSH_DELAY_MS } from "../upkeep.ts";
@@ -103,7 +103,7 @@ export class HookIntake {
       };
       this.#deps.storage.transactionSync(() => {
         this.#insert(delivery, req.dedupKey, false);
-        queue.push({ turnId, content: contentOf(req.input) });
+        queue.push({ turnId, content: req.content });
       });
       this.#awaitingTurns().add(turnId);
       // An alarm soon, so a queue left behind by an eviction still drains.

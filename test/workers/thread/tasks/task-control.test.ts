@@ -113,7 +113,7 @@ const turnRequest = (
   onBusy: StartTurnRequest["onBusy"] = "reject",
   expectedTurnId?: string,
 ): StartTurnRequest => ({
-  input: [{ type: "message", role: "user", content: [{ type: "input_text", text }] }],
+  content: [{ type: "input_text", text }],
   onBusy,
   ...(expectedTurnId ? { expectedTurnId } : {}),
 });
