@@ -195,13 +195,8 @@ async function accept(
   const stub = threadStub(c.env, home, threadId);
   const answer = await stub.acceptDelivery({
     tenant: place.tenant,
-    threadId,
-    id: entry.id,
-    hookId: hook.id,
-    deliveryId: read.deliveryId,
+    delivery: { ...seen, thread_id: threadId },
     dedupKey,
-    event: read.event,
-    receivedAt: entry.received_at,
     content: [{ type: "input_text", text }],
     onBusy: hook.on_busy,
     // Validated as a thread configuration when the hook was created.

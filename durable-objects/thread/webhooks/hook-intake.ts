@@ -88,14 +88,8 @@ export class HookIntake {
       }
       const turnId = newTurnId();
       const delivery: DeliveryResource = {
-        object: "delivery",
-        id: req.id,
-        hook_id: req.hookId,
-        thread_id: req.threadId,
+        ...req.delivery,
         status: "accepted",
-        delivery_id: req.deliveryId,
-        event: req.event,
-        received_at: req.receivedAt,
         duplicate_of: null,
         turn_id: turnId,
         turn_status: "in_progress",
@@ -119,14 +113,14 @@ export class HookIntake {
 
   /** A redelivery within the window: logged as a duplicate, answered with the first delivery. */
   #duplicate(req: AcceptDeliveryRequest): RpcResult<AcceptedDelivery> | undefined {
-    const first = this.#accepted(req.hookId, req.dedupKey, this.#deps.clock.nowMs());
+    const first = this.#accepted(req.delivery.hook_id, req.dedupKey, this.#deps.clock.nowMs());
     if (!first) return undefined;
     const duplicate: DeliveryResource = {
       ...first,
-      id: req.id,
+      id: req.delivery.id,
       status: "duplicate",
       duplicate_of: first.id,
-      received_at: req.receivedAt,
+      received_at: req.delivery.received_at,
     };
     this.#insert(duplicate, req.dedupKey, true);
     this.#deps.changed();
@@ -140,7 +134,7 @@ export class HookIntake {
     const { metadata, ...config } = req.threadConfig ?? {};
     const created = await this.#deps.create({
       tenant: req.tenant,
-      threadId: req.threadId,
+      threadId: req.delivery.thread_id,
       config,
       ...(metadata === undefined ? {} : { metadata }),
       ...(req.policy === undefined ? {} : { policy: req.policy }),
