@@ -1,10 +1,10 @@
 import { sha256 } from "@noble/hashes/sha2.js";
-import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
+import { utf8ToBytes } from "@noble/hashes/utils.js";
 
-/** Lowercase hex SHA-256 of a key as presented: the only form in which keys are stored. */
-export function keyDigest(key: string): string {
+/** The SHA-256 of a key as presented (32 bytes): the only form in which keys are stored. */
+export function keyDigest(key: string): Uint8Array {
   // Synchronous: `crypto.subtle.digest` costs a promise round trip per request for 32 bytes.
-  return bytesToHex(sha256(utf8ToBytes(key)));
+  return sha256(utf8ToBytes(key));
 }
 
 /**

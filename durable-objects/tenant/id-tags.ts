@@ -22,9 +22,10 @@ import { randomId } from "./random-ids.ts";
 /** The secret of a development worker (`SPINDLE_ENV=development`) that sets none. */
 export const DEV_ID_SECRET = "spindle-development-id-secret";
 
-export const TAG_LENGTH = 32;
+/** The characters of an id's tag. */
+export const TAG_CHARS = 32;
 /** The random characters of a key id; an untagged key id has only these. */
-const KEY_RANDOM_LENGTH = 16;
+const KEY_RANDOM_CHARS = 16;
 const KEY_PREFIX = "key_";
 
 type Kind = "key" | "hook";
@@ -41,7 +42,7 @@ export class IdTags {
 
   /** A new key id of `tenant`. */
   newKeyId(jurisdiction: Jurisdiction, tenant: string): string {
-    const random = randomId("key", KEY_RANDOM_LENGTH).slice(KEY_PREFIX.length);
+    const random = randomId("key", KEY_RANDOM_CHARS).slice(KEY_PREFIX.length);
     return `${KEY_PREFIX}${random}${this.#tag("key", jurisdiction, tenant, random)}`;
   }
 
@@ -51,12 +52,12 @@ export class IdTags {
    */
   keyIdValid(jurisdiction: Jurisdiction, tenant: string, keyId: string): boolean {
     const body = keyId.slice(KEY_PREFIX.length);
-    if (body.length === KEY_RANDOM_LENGTH) return this.#acceptUntagged;
-    if (body.length !== KEY_RANDOM_LENGTH + TAG_LENGTH) return false;
-    const random = body.slice(0, KEY_RANDOM_LENGTH);
+    if (body.length === KEY_RANDOM_CHARS) return this.#acceptUntagged;
+    if (body.length !== KEY_RANDOM_CHARS + TAG_CHARS) return false;
+    const random = body.slice(0, KEY_RANDOM_CHARS);
     return this.#matches(
       this.#tag("key", jurisdiction, tenant, random),
-      body.slice(KEY_RANDOM_LENGTH),
+      body.slice(KEY_RANDOM_CHARS),
     );
   }
 
@@ -82,7 +83,7 @@ export class IdTags {
   #tag(kind: Kind, jurisdiction: Jurisdiction, tenant: string, id: string): string {
     // `.` is outside every part's alphabet, so two different inputs never join the same way.
     const input = `${kind}.${jurisdiction ?? "g"}.${tenant}.${id}`;
-    return bytesToHex(this.#mac.clone().update(utf8ToBytes(input)).digest()).slice(0, TAG_LENGTH);
+    return bytesToHex(this.#mac.clone().update(utf8ToBytes(input)).digest()).slice(0, TAG_CHARS);
   }
 
   /** In constant time: how much of a presented tag is right must not show. */

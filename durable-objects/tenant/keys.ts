@@ -1,4 +1,3 @@
-import { hexToBytes } from "@noble/hashes/utils.js";
 import {
   type ApiKeyResource,
   type CreatedApiKey,
@@ -22,8 +21,10 @@ import { refusedByLimit } from "./limits.ts";
 /** `last_used_at` is written at most this often per key: coarse, so a request writes nothing. */
 export const LAST_USED_GRANULARITY_MS = 60_000;
 
+/** A SHA-256 digest's length. */
+const SHA256_BYTES = 32;
 /** Compared against when a key id is unknown, so an unknown id takes the same time. */
-const NO_DIGEST = new Uint8Array(32);
+const NO_DIGEST = new Uint8Array(SHA256_BYTES);
 
 /** 32 random bytes, base64url without padding (43 characters). */
 function randomSecret(): string {
@@ -83,7 +84,7 @@ export class KeyStore {
       last_used_at: null,
     };
     const { last_used_at: _, ...body } = resource;
-    const digest = hexToBytes(keyDigest(key));
+    const digest = keyDigest(key);
     this.#sql`INSERT INTO tenant_keys (id, digest, body, created_at)
       VALUES (${resource.id}, ${digest.buffer as ArrayBuffer}, ${JSON.stringify(body)},
         ${resource.created_at})`;
@@ -91,14 +92,14 @@ export class KeyStore {
   }
 
   /**
-   * The key's scopes when `digestHex` is the digest stored under `keyId`. The comparison takes the
+   * The key's scopes when `digest` is the digest stored under `keyId`. The comparison takes the
    * same time whether the id exists or not, and whatever the digests share.
    */
-  verify(keyId: string, digestHex: string): Scope[] | undefined {
-    if (!/^[0-9a-f]{64}$/.test(digestHex)) return undefined;
+  verify(keyId: string, digest: Uint8Array): Scope[] | undefined {
+    if (digest.length !== SHA256_BYTES) return undefined;
     const row = this.#sql<KeyRow>`SELECT * FROM tenant_keys WHERE id = ${keyId}`.toArray()[0];
     const stored = row ? new Uint8Array(row.digest) : NO_DIGEST;
-    const equal = digestsEqual(stored, hexToBytes(digestHex));
+    const equal = digestsEqual(stored, digest);
     if (!row || !equal) return undefined;
     const now = this.#clock.nowMs();
     const lastUsed = row.last_used_at === null ? 0 : Date.parse(row.last_used_at);

@@ -68,8 +68,8 @@ export interface VerifiedKey {
 /** `verifyKey`: the key's id (public, from the key) and the SHA-256 of the whole key. */
 export interface VerifyKeyRequest {
   keyId: string;
-  /** Lowercase hex. */
-  digest: string;
+  /** The 32 bytes of the SHA-256, as computed (no hex on the way). */
+  digest: Uint8Array;
 }
 
 /** `createKey`. */

@@ -30,7 +30,7 @@ export class DeliveryBodyError extends Error {
 }
 
 /** A sender's delivery id longer than this is kept as its digest. */
-const DELIVERY_ID_MAX = 200;
+const DELIVERY_ID_MAX_CHARS = 200;
 
 const digestId = (bytes: Uint8Array) => `sha256:${bytesToHex(sha256(bytes))}`;
 
@@ -71,7 +71,7 @@ function githubEventContradicted(event: string, body: Record<string, unknown>): 
 }
 
 function idOf(value: string): string {
-  return value.length <= DELIVERY_ID_MAX ? value : digestId(new TextEncoder().encode(value));
+  return value.length <= DELIVERY_ID_MAX_CHARS ? value : digestId(new TextEncoder().encode(value));
 }
 
 function jsonObject(text: string, what = "The body"): Record<string, unknown> {

@@ -5,7 +5,7 @@ import type { Sql } from "./sql.ts";
 import { TEXT_PART_MAX_CHARS, TextParts } from "./text-parts.ts";
 
 /** How many events a thread keeps at most for `Last-Event-ID` replay. */
-export const EVENT_WINDOW = 2_000;
+export const EVENT_WINDOW_EVENTS = 2_000;
 /**
  * How many bytes of stored event text (UTF-8) a thread keeps at most for replay: with the item
  * deltas of finished items left out, 38 to 50 turns of short chat (about 2.6 KB of events each),
@@ -225,7 +225,7 @@ export class EventLog {
       );
     }
     const window = this.#window();
-    if (window.rows > EVENT_WINDOW || window.bytes > EVENT_WINDOW_BYTES) {
+    if (window.rows > EVENT_WINDOW_EVENTS || window.bytes > EVENT_WINDOW_BYTES) {
       // The newest event that does not fit with the ones after it: it and every older one go.
       // Counted from the newest back, over the window itself.
       const overflow = this.#sql<{ seq: number }>`
@@ -233,7 +233,7 @@ export class EventLog {
           SELECT seq, ROW_NUMBER() OVER newest AS n,
             SUM(length(CAST(body AS BLOB))) OVER newest AS bytes
           FROM spindle_events WINDOW newest AS (ORDER BY seq DESC))
-        WHERE n > ${EVENT_WINDOW} OR bytes > ${EVENT_WINDOW_CUT_BYTES} LIMIT 1`.toArray()[0];
+        WHERE n > ${EVENT_WINDOW_EVENTS} OR bytes > ${EVENT_WINDOW_CUT_BYTES} LIMIT 1`.toArray()[0];
       if (overflow !== undefined) {
         this.#dropped(
           this.#sql<Dropped>`DELETE FROM spindle_events
