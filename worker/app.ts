@@ -13,7 +13,7 @@ import {
   type RpcResult,
   type StartTurnRequest,
   type ThreadRpc,
-  type TurnInput,
+  turnContent,
 } from "../shared/api/index.ts";
 import type { AppEnv } from "./app-env.ts";
 import { authenticate, authorize, isolateKeyCache } from "./auth.ts";
@@ -196,7 +196,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
         });
       }
       const req: StartTurnRequest = {
-        input: inputMessages(input),
+        content: turnContent(input),
         ...(overrides === undefined ? {} : { overrides }),
         ...(additional_context === undefined ? {} : { additionalContext: additional_context }),
         onBusy: on_busy,
@@ -229,7 +229,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
 
     steerTurn: async (c, { param, body, header }) => {
       const req = {
-        input: inputMessages(body.input),
+        content: turnContent(body.input),
         ...(await idempotencyOf(header, "steerTurn", { param, body })),
       };
       return c.json(unwrap(await stubFor(c, param.id).steer(param.turn, req)));
@@ -290,7 +290,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
     },
 
     injectItems: async (c, { param, body, header }) => {
-      const items = body.items ?? inputMessages(body.text ?? "");
+      const items = body.items ?? textMessage(body.text ?? "");
       const req = {
         items,
         ...policyOf(c),
@@ -327,7 +327,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       c.json(unwrap(await stubFor(c, param.id).patchThread(body))),
 
     ...tenancyHandlers(keyCache, hookCache),
-    ...hookHandlers(hookCache),
+    ...hookHandlers(hookCache, threadStub),
   };
 
   app.onError((err, c) => renderError(c, err));
@@ -388,10 +388,9 @@ async function readInput(c: Context<AppEnv>, route: RouteSpec) {
   };
 }
 
-/** A string input is one user message with one text part. */
-function inputMessages(input: TurnInput): InputMessage[] {
-  if (typeof input !== "string") return input;
-  return [{ type: "message", role: "user", content: [{ type: "input_text", text: input }] }];
+/** Inject's `text` shorthand: one user message with one text part. */
+function textMessage(text: string): InputMessage[] {
+  return [{ type: "message", role: "user", content: [{ type: "input_text", text }] }];
 }
 
 /**

@@ -1,5 +1,6 @@
 import * as z from "zod";
 import {
+  type ContentItem,
   ImageDetailSchema,
   NewThreadMetadataSchema,
   recordOf,
@@ -61,7 +62,17 @@ export const TurnInputSchema = z.union([
   z.array(InputMessageSchema).min(1).max(256),
 ]);
 
-export const OnBusySchema = z.enum(["reject", "queue", "steer", "interrupt"]);
+/**
+ * A turn's input as the content of the one user message it records, made once at the edge: a
+ * string is one `input_text` part; messages give their parts, in order.
+ */
+export function turnContent(input: TurnInput): ContentItem[] {
+  return typeof input === "string"
+    ? [{ type: "input_text", text: input }]
+    : input.flatMap((message) => message.content);
+}
+
+export const BusyPolicySchema = z.enum(["reject", "queue", "steer", "interrupt"]);
 
 /** Codex's key grammar for additional context: a letter or `_`, then `[A-Za-z0-9_.-]`; ≤ 128. */
 export const AdditionalContextKeySchema = z
@@ -91,7 +102,7 @@ export const StartTurnBodySchema = z.strictObject({
   /** Settings for this turn; they become the thread's new defaults (design §8). */
   overrides: ThreadConfigSchema.optional(),
   /** What to do when a turn is already running; `reject` answers 409 `thread_busy`. */
-  on_busy: OnBusySchema.default("reject"),
+  on_busy: BusyPolicySchema.default("reject"),
   /**
    * With `on_busy: "steer"`: the id of the turn the input should join. Required there (the
    * running turn may have changed since the client looked); 409 `turn_mismatch` when it is not
@@ -259,7 +270,7 @@ export type CreateThreadBody = z.output<typeof CreateThreadBodySchema>;
 export type InputPart = z.output<typeof InputPartSchema>;
 export type InputMessage = z.output<typeof InputMessageSchema>;
 export type TurnInput = z.output<typeof TurnInputSchema>;
-export type OnBusy = z.output<typeof OnBusySchema>;
+export type BusyPolicy = z.output<typeof BusyPolicySchema>;
 export type StartTurnBody = z.output<typeof StartTurnBodySchema>;
 export type HistoryQuery = z.output<typeof HistoryQuerySchema>;
 export type FunctionCallOutputInput = z.output<typeof FunctionCallOutputInputSchema>;

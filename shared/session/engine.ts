@@ -65,7 +65,7 @@ const ID_PREFIXES: Partial<Record<KnownResponseItem["type"], string>> = {
 };
 
 /** The task that owns the session right now. */
-interface RunningTask {
+interface SessionTask {
   readonly turnId: string;
   readonly kind: TaskKind;
   /** Steered input waiting for the next sampling step. */
@@ -85,7 +85,7 @@ interface RunningTask {
 export class ThreadSession {
   readonly state: SessionState;
   readonly #deps: EngineDeps;
-  #running: RunningTask | undefined;
+  #running: SessionTask | undefined;
   /** Steered input left over when a turn paused for client tools (see `TurnOutcome.queued_input`). */
   #carried: { turnId: string; input: ContentItem[][] } | undefined;
 
