@@ -20,7 +20,7 @@ export interface Env {
   ROLLOUT_FEDRAMP?: R2Bucket;
   /**
    * The webhook queue (producer and consumer in this worker): each event for each endpoint, sent
-   * by its tenant's object (`durable-objects/webhook-sweep.ts`); its consumer delivers them
+   * by its tenant's object (`durable-objects/tenant/webhook-sweep.ts`); its consumer delivers them
    * (`worker/webhook-consumer.ts`).
    */
   WEBHOOKS: Queue;
@@ -31,7 +31,7 @@ export interface Env {
   /** Secret: JSON array of lowercase hex SHA-256 of each admin key (`worker/auth.ts`). */
   SPINDLE_ADMIN_KEYS?: string;
   /**
-   * Secret: the key of the tags in tenant key ids and hook URLs (`durable-objects/id-tags.ts`).
+   * Secret: the key of the tags in tenant key ids and hook URLs (`durable-objects/tenant/id-tags.ts`).
    * Required in production; a fixed value in development when unset. Changing it invalidates
    * every tenant key and hook URL.
    */

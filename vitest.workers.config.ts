@@ -35,7 +35,7 @@ export default defineConfig({
           // Outbound webhooks: retries at once, and a short bound on an attempt.
           SPINDLE_WEBHOOK_RETRY_SCALE: "0",
           SPINDLE_WEBHOOK_TIMEOUT_MS: "1000",
-          // Requests of the API fuzz test (test/workers/api-fuzz.test.ts); empty: its default.
+          // Requests of the API fuzz test (test/workers/edge/api-fuzz.test.ts); empty: its default.
           SPINDLE_FUZZ_RUNS: process.env.SPINDLE_FUZZ_RUNS ?? "",
         },
         // The webhook queues of test/workers/wrangler.toml, batching within 50 ms.

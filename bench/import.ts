@@ -6,7 +6,7 @@
  *
  * Knobs (environment): BENCH_IMPORT_MB (the body size, default 32), BENCH_IMPORT_REPEATS (3).
  */
-import { readRolloutStream } from "../durable-objects/rollout-import.ts";
+import { readRolloutStream } from "../durable-objects/thread/rollouts/import.ts";
 import { median, ms, positiveInt, table } from "./stats.ts";
 
 const BODY_BYTES = positiveInt(process.env.BENCH_IMPORT_MB, 32) * 1_000_000;

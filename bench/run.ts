@@ -48,7 +48,7 @@ const MEMORY_SIZE = 5_000;
  */
 const SETTLE_TIMEOUT_MS = 10_000;
 /**
- * Mirrors CHECKPOINT_EVERY_LINES in durable-objects/live-thread.ts (not importable under
+ * Mirrors CHECKPOINT_EVERY_LINES in durable-objects/thread/live-thread.ts (not importable under
  * strip-only Node): while this many lines wait past the checkpoint, one is still due.
  */
 const CHECKPOINT_EVERY_LINES = 250;

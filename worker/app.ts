@@ -14,7 +14,7 @@ import {
   type RpcResult,
   type StartTurnRequest,
   type ThreadRpc,
-  type TurnInput,
+  turnContent,
 } from "../shared/api/index.ts";
 import type { AppEnv } from "./app-env.ts";
 import { authenticate, authorize, isolateKeyCache } from "./auth.ts";
@@ -192,15 +192,16 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
     },
 
     startTurn: async (c, { param, body, header }) => {
-      const { input, overrides, on_busy, stream, expected_turn_id } = body;
+      const { input, overrides, on_busy, stream, expected_turn_id, additional_context } = body;
       if (on_busy === "steer" && expected_turn_id === undefined) {
         throw new ApiError("invalid_request", 'on_busy "steer" needs expected_turn_id.', {
           errors: [{ path: "/expected_turn_id", message: 'Required with on_busy "steer"' }],
         });
       }
       const req: StartTurnRequest = {
-        input: inputMessages(input),
+        content: turnContent(input),
         ...(overrides === undefined ? {} : { overrides }),
+        ...(additional_context === undefined ? {} : { additionalContext: additional_context }),
         onBusy: on_busy,
         ...(expected_turn_id === undefined ? {} : { expectedTurnId: expected_turn_id }),
         ...policyOf(c),
@@ -231,7 +232,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
 
     steerTurn: async (c, { param, body, header }) => {
       const req = {
-        input: inputMessages(body.input),
+        content: turnContent(body.input),
         ...(await idempotencyOf(header, "steerTurn", { param, body })),
       };
       return c.json(unwrap(await stubFor(c, param.id).steer(param.turn, req)));
@@ -292,7 +293,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
     },
 
     injectItems: async (c, { param, body, header }) => {
-      const items = body.items ?? inputMessages(body.text ?? "");
+      const items = body.items ?? textMessage(body.text ?? "");
       const req = {
         items,
         ...policyOf(c),
@@ -329,7 +330,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       c.json(unwrap(await stubFor(c, param.id).patchThread(body))),
 
     ...tenancyHandlers(keyCache, hookCache),
-    ...hookHandlers(hookCache),
+    ...hookHandlers(hookCache, threadStub),
   };
 
   app.onError((err, c) => renderError(c, err));
@@ -390,10 +391,9 @@ async function readInput(c: Context<AppEnv>, route: RouteSpec) {
   };
 }
 
-/** A string input is one user message with one text part. */
-function inputMessages(input: TurnInput): InputMessage[] {
-  if (typeof input !== "string") return input;
-  return [{ type: "message", role: "user", content: [{ type: "input_text", text: input }] }];
+/** Inject's `text` shorthand: one user message with one text part. */
+function textMessage(text: string): InputMessage[] {
+  return [{ type: "message", role: "user", content: [{ type: "input_text", text }] }];
 }
 
 /**

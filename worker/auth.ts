@@ -10,7 +10,7 @@
  *
  *   (`sk-local-dev`, tenant `local`, too, in development). Such a key has every scope;
  * - a **tenant key** made through the API (`sk_{place}.{tenant}.{key id}.{secret}`,
- *   `shared/api/api-keys.ts`): its key id's tag is checked here first (`id-tags.ts`), so a forged
+ *   `shared/api/api-keys.ts`): its key id's tag is checked here first (`tenant/id-tags.ts`), so a forged
  *   key addresses no object (design §18 invariant 20); then it is verified by its tenant's
  *   object, which the key itself addresses, and trusted by this isolate for at most 30 s
  *   (`key-cache.ts`), so authentication reaches no global object and a revoked key fails
@@ -20,11 +20,15 @@
  * are 1-64 of `[A-Za-z0-9_-]`. Every failure is the same 401; a key without the scope a route
  * needs is a 403 `forbidden`.
  */
-import { hexToBytes } from "@noble/hashes/utils.js";
+import { bytesToHex, hexToBytes } from "@noble/hashes/utils.js";
 import type { MiddlewareHandler } from "hono";
-import { digestsEqual, keyDigest } from "../durable-objects/digests.ts";
-import { type IdTags, idTagsOf } from "../durable-objects/id-tags.ts";
-import { tenantStubIn } from "../durable-objects/placement.ts";
+import {
+  digestsEqual,
+  type IdTags,
+  idTagsOf,
+  keyDigest,
+  tenantStubIn,
+} from "../durable-objects/index.ts";
 import type { Env } from "../env.ts";
 import { parseApiKey, SCOPES, type Scope, TenantIdSchema } from "../shared/api/index.ts";
 import * as z from "../shared/zod/index.ts";
@@ -60,8 +64,8 @@ interface StaticEntry {
 /** The static keys of this isolate, parsed once per value of the secrets. */
 let parsedKeys: { raw: string; entries: StaticEntry[] } | undefined;
 const devEntries: StaticEntry[] = [
-  { digest: hexToBytes(keyDigest(DEV_API_KEY)), tenant: DEV_TENANT },
-  { digest: hexToBytes(keyDigest(DEV_ADMIN_KEY)), tenant: null },
+  { digest: keyDigest(DEV_API_KEY), tenant: DEV_TENANT },
+  { digest: keyDigest(DEV_ADMIN_KEY), tenant: null },
 ];
 
 /** The isolate's cache of verified tenant keys (each isolate has its own; tests make theirs). */
@@ -136,7 +140,9 @@ export async function principalForKey(
   if (!requireIdTags(env).keyIdValid(parts.jurisdiction, parts.tenant, parts.keyId)) {
     return undefined;
   }
-  const cached = cache.get(digest);
+  // The cache is keyed by text; the digest itself crosses RPC as its bytes.
+  const cacheKey = bytesToHex(digest);
+  const cached = cache.get(cacheKey);
   if (cached !== undefined) return cached;
   const askedAt = cache.now();
   const verified = await tenantStubIn(env, parts.jurisdiction, parts.tenant).verifyKey({
@@ -154,7 +160,7 @@ export async function principalForKey(
     scopes,
     policy: { jurisdiction: tenant.jurisdiction, quotas: tenant.quotas, incarnation },
   };
-  cache.set(digest, principal, askedAt);
+  cache.set(cacheKey, principal, askedAt);
   return principal;
 }
 
@@ -175,14 +181,13 @@ export function requireIdTags(env: Env): IdTags {
 }
 
 /**
- * The static entry (admin or tenant) whose digest equals `digestHex`. Compares with every
+ * The static entry (admin or tenant) whose digest equals `digest`. Compares with every
  * configured digest in constant time and never stops at the first match, so the time taken says
  * nothing about which entry (or how much of one) matched.
  */
-function staticEntryFor(digestHex: string, env: Env): StaticEntry | undefined {
+function staticEntryFor(digest: Uint8Array, env: Env): StaticEntry | undefined {
   const entries = staticEntries(env);
   if (entries.length === 0) return undefined;
-  const digest = hexToBytes(digestHex);
   let found: StaticEntry | undefined;
   for (const entry of entries) {
     const equal = digestsEqual(digest, entry.digest);

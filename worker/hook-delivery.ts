@@ -7,7 +7,7 @@
  * handed to the thread, which makes it durable with its turn queued before this answers 202.
  */
 import type { Context } from "hono";
-import { tenantStubIn, threadStubIn } from "../durable-objects/placement.ts";
+import { tenantStubIn } from "../durable-objects/index.ts";
 import {
   type AcceptDeliveryRequest,
   type DeliveryResource,
@@ -34,6 +34,7 @@ import type { AppEnv } from "./app-env.ts";
 import { requireIdTags } from "./auth.ts";
 import { ApiError, unwrap } from "./errors.ts";
 import { type CachedHook, type HookCache, hookCacheKey, RECHECK_AFTER_MS } from "./hook-cache.ts";
+import type { ThreadStubFactory } from "./thread-stub.ts";
 import { brokenBody } from "./validate.ts";
 
 const UNKNOWN_HOOK = () => new ApiError("not_found", "No such hook.");
@@ -81,6 +82,7 @@ export async function deliverHook(
   c: Context<AppEnv>,
   param: { tenant: string; hook: string },
   cache: HookCache,
+  threadStub: ThreadStubFactory,
 ): Promise<Response> {
   const address = parseHookPath(param);
   if (!address) throw UNKNOWN_HOOK();
@@ -112,7 +114,7 @@ export async function deliverHook(
   if (!verified) {
     throw new ApiError("invalid_signature", "The delivery's signature is missing, wrong or stale.");
   }
-  return accept(c, place, hook, body, cache);
+  return accept(c, place, hook, body, cache, threadStub);
 }
 
 /** A verified delivery: read, filtered, mapped and handed to its thread. */
@@ -122,6 +124,7 @@ async function accept(
   { target, fetchedAt }: CachedHook,
   bytes: Uint8Array,
   cache: HookCache,
+  threadStub: ThreadStubFactory,
 ): Promise<Response> {
   const { hook } = target;
   const tenant = tenantStubIn(c.env, place.jurisdiction, place.tenant);
@@ -189,17 +192,12 @@ async function accept(
     throw UNKNOWN_HOOK();
   }
   const { threadId } = unwrap(claim);
-  const stub = threadStubIn(c.env, home, threadId);
+  const stub = threadStub(c.env, home, threadId);
   const answer = await stub.acceptDelivery({
     tenant: place.tenant,
-    threadId,
-    id: entry.id,
-    hookId: hook.id,
-    deliveryId: read.deliveryId,
+    delivery: { ...seen, thread_id: threadId },
     dedupKey,
-    event: read.event,
-    receivedAt: entry.received_at,
-    input: [{ type: "message", role: "user", content: [{ type: "input_text", text }] }],
+    content: [{ type: "input_text", text }],
     onBusy: hook.on_busy,
     // Validated as a thread configuration when the hook was created.
     threadConfig: hook.thread_config as AcceptDeliveryRequest["threadConfig"],

@@ -4,7 +4,7 @@
  * `hooks`); the public delivery route is `hook-delivery.ts`'s.
  */
 import type { Context } from "hono";
-import { newWebhookId } from "../durable-objects/webhook-outbox.ts";
+import { newWebhookId } from "../durable-objects/index.ts";
 import {
   type CreatedHook,
   type HookRecord,
@@ -29,6 +29,7 @@ import { type HookCache, hookCacheKey } from "./hook-cache.ts";
 import { deliverHook } from "./hook-delivery.ts";
 import { outboundPolicy } from "./outbound-policy.ts";
 import { callerOf, homeOf, jurisdictionOf, ownTenant } from "./tenancy.ts";
+import type { ThreadStubFactory } from "./thread-stub.ts";
 
 type HookOperation =
   | "createHook"
@@ -101,7 +102,10 @@ function checkEndpointUrl(c: Context<AppEnv>, url: string): void {
   }
 }
 
-export function hookHandlers(cache: HookCache): Pick<Handlers, HookOperation> {
+export function hookHandlers(
+  cache: HookCache,
+  threadStub: ThreadStubFactory,
+): Pick<Handlers, HookOperation> {
   const forget = (c: Context<AppEnv>, hookId: string) =>
     cache.forget(hookCacheKey(jurisdictionOf(c), c.var.tenant, hookId));
   return {
@@ -152,7 +156,7 @@ export function hookHandlers(cache: HookCache): Pick<Handlers, HookOperation> {
     listHookDeliveries: async (c, { param, query }) =>
       c.json(unwrap(await ownTenant(c).listHookDeliveries(callerOf(c), param.id, query))),
 
-    deliverHook: (c, { param }) => deliverHook(c, param, cache),
+    deliverHook: (c, { param }) => deliverHook(c, param, cache, threadStub),
 
     createEndpoint: async (c, { body }) => {
       checkEndpointUrl(c, body.url);

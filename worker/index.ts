@@ -2,9 +2,7 @@ import type { Env } from "../env.ts";
 import { createApp } from "./app.ts";
 import { consumeWebhooks } from "./webhook-consumer.ts";
 
-export { TenantDirectory } from "../durable-objects/directory.ts";
-export { Tenant } from "../durable-objects/tenant.ts";
-export { Thread } from "../durable-objects/thread.ts";
+export { Tenant, TenantDirectory, Thread } from "../durable-objects/index.ts";
 
 /**
  * Made on the isolate's first HTTP request, not in its global scope: an isolate that runs only

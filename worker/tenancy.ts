@@ -4,7 +4,7 @@
  * through the placement of its jurisdiction; the directory is asked by the admin API only.
  */
 import type { Context } from "hono";
-import { bucketIn, directoryStub, tenantStubIn } from "../durable-objects/placement.ts";
+import { bucketIn, directoryStub, tenantStubIn } from "../durable-objects/index.ts";
 import {
   type Jurisdiction,
   NO_QUOTAS,

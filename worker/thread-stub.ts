@@ -1,4 +1,4 @@
-import { threadStubIn } from "../durable-objects/placement.ts";
+import { threadStubIn } from "../durable-objects/index.ts";
 import type { Env } from "../env.ts";
 import type { TenantHome, ThreadRpc } from "../shared/api/index.ts";
 

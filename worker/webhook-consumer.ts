@@ -14,7 +14,7 @@
  * endpoints per tenant per batch, then at most one record in flight). Messages the dead-letter
  * queue receives (a consumer that kept failing) are recorded as failed.
  */
-import { tenantStubIn } from "../durable-objects/placement.ts";
+import { tenantStubIn } from "../durable-objects/index.ts";
 import type { Env } from "../env.ts";
 import type { RecordedAttempt, WebhookMessage, WebhookTargetState } from "../shared/api/index.ts";
 import { outboundUrlRefusal } from "../shared/outbound/index.ts";

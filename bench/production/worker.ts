@@ -7,12 +7,12 @@
  * from being evicted); every other request goes to the production app unchanged. Production code
  * carries no benchmark seams.
  */
-import { Thread as ProductionThread } from "../../durable-objects/thread.ts";
+import { Thread as ProductionThread } from "../../durable-objects/thread/thread.ts";
 import type { Env } from "../../env.ts";
 import app from "../../worker/index.ts";
 
-export { TenantDirectory } from "../../durable-objects/directory.ts";
-export { Tenant } from "../../durable-objects/tenant.ts";
+export { TenantDirectory } from "../../durable-objects/tenant/directory.ts";
+export { Tenant } from "../../durable-objects/tenant/tenant.ts";
 
 const STORAGE_PATH = /^\/__bench\/storage\/([^/]+)$/;
 

@@ -9,7 +9,7 @@ import type { Jurisdiction } from "./tenancy.ts";
  * the tenant's object from the key alone, without a global lookup. The separator `.` is outside
  * the id alphabet `[A-Za-z0-9_-]`, so the parts split one way only. The key id is public (it names
  * the stored digest) and ends in a tag only this deployment can make, checked before the tenant's
- * object is addressed (`durable-objects/id-tags.ts`); the secret is 32 random bytes, base64url.
+ * object is addressed (`durable-objects/tenant/id-tags.ts`); the secret is 32 random bytes, base64url.
  * Only the SHA-256 of the whole key is stored.
  */
 const KEY_PATTERN =

@@ -19,6 +19,8 @@ export const importBodyMaxBytes = 64 * 1024 * 1024;
  * Spindle exports imports again.
  */
 export const rolloutLineMaxBytes = 4 * turnBodyMaxBytes;
+/** Entries of a turn's `additional_context` (Codex's `MAX_ADDITIONAL_CONTEXT_ITEMS`). */
+export const MAX_ADDITIONAL_CONTEXT_ENTRIES = 32;
 /** A delivery to an inbound hook. */
 export const webhookBodyMaxBytes = 1024 * 1024;
 

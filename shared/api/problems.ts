@@ -7,7 +7,7 @@ import type { Same } from "./same.ts";
  * errors carry, the Thread DO returns in failed `RpcResult`s, and the worker answers as the `code`
  * extension member of an RFC 9457 problem document. Renaming one is a breaking API change; adding
  * one needs its status and title below (the compiler checks) and a case in
- * `test/workers/problem-codes.test.ts` (the test checks).
+ * `test/workers/edge/problem-codes.test.ts` (the test checks).
  */
 export const PROBLEM_CODES = [
   "invalid_request",

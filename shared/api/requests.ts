@@ -1,10 +1,13 @@
 import {
+  type ContentItem,
   ImageDetailSchema,
   NewThreadMetadataSchema,
+  recordOf,
   ThreadConfigSchema,
 } from "../protocol/index.ts";
 import * as z from "../zod/index.ts";
 import { ThreadIdSchema, TurnIdSchema } from "./ids.ts";
+import { MAX_ADDITIONAL_CONTEXT_ENTRIES } from "./limits.ts";
 
 /**
  * Request shapes of HTTP API v1 (design §7): the bodies, query, path and header parameters the
@@ -74,16 +77,56 @@ export const TurnInputSchema = z.onFirstUse(() =>
   ]),
 );
 
-export const OnBusySchema = z.onFirstUse(() => z.enum(["reject", "queue", "steer", "interrupt"]));
+/**
+ * A turn's input as the content of the one user message it records, made once at the edge: a
+ * string is one `input_text` part; messages give their parts, in order.
+ */
+export function turnContent(input: TurnInput): ContentItem[] {
+  return typeof input === "string"
+    ? [{ type: "input_text", text: input }]
+    : input.flatMap((message) => message.content);
+}
+
+export const BusyPolicySchema = z.onFirstUse(() =>
+  z.enum(["reject", "queue", "steer", "interrupt"]),
+);
+
+/** Codex's key grammar for additional context: a letter or `_`, then `[A-Za-z0-9_.-]`; ≤ 128. */
+export const AdditionalContextKeySchema = z.onFirstUse(() =>
+  z
+    .string()
+    .check(
+      z.regex(
+        /^[A-Za-z_][A-Za-z0-9_.-]{0,127}$/,
+        "keys are 1-128 chars of [A-Za-z0-9_.-], starting with a letter or _",
+      ),
+    ),
+);
+
+/**
+ * A turn's additional context (Codex's `additional_context`): key → text, each sent to the model
+ * as a user message `<external_{key}>…</external_{key}>` before the input, in key order, while
+ * it is new or changed since the previous turn or no longer in history (a compaction dropped
+ * it). Not part of the configuration: a turn that leaves a key out drops it, and a later turn
+ * that brings it back sends it again.
+ */
+export const AdditionalContextSchema = z.onFirstUse(() =>
+  recordOf(AdditionalContextKeySchema, z.string()).check(
+    z.refine((entries) => Object.keys(entries).length <= MAX_ADDITIONAL_CONTEXT_ENTRIES, {
+      message: `at most ${MAX_ADDITIONAL_CONTEXT_ENTRIES} entries`,
+    }),
+  ),
+);
 
 /** `POST /v1/threads/{id}/turns`. */
 export const StartTurnBodySchema = z.onFirstUse(() =>
   z.strictObject({
     input: TurnInputSchema,
+    additional_context: z.optional(AdditionalContextSchema),
     /** Settings for this turn; they become the thread's new defaults (design §8). */
     overrides: z.optional(ThreadConfigSchema),
     /** What to do when a turn is already running; `reject` answers 409 `thread_busy`. */
-    on_busy: z._default(OnBusySchema, "reject"),
+    on_busy: z._default(BusyPolicySchema, "reject"),
     /**
      * With `on_busy: "steer"`: the id of the turn the input should join. Required there (the
      * running turn may have changed since the client looked); 409 `turn_mismatch` when it is not
@@ -304,7 +347,7 @@ export type CreateThreadBody = z.output<typeof CreateThreadBodySchema>;
 export type InputPart = z.output<typeof InputPartSchema>;
 export type InputMessage = z.output<typeof InputMessageSchema>;
 export type TurnInput = z.output<typeof TurnInputSchema>;
-export type OnBusy = z.output<typeof OnBusySchema>;
+export type BusyPolicy = z.output<typeof BusyPolicySchema>;
 export type StartTurnBody = z.output<typeof StartTurnBodySchema>;
 export type HistoryQuery = z.output<typeof HistoryQuerySchema>;
 export type FunctionCallOutputInput = z.output<typeof FunctionCallOutputInputSchema>;

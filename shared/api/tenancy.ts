@@ -12,7 +12,7 @@ import { pageLimitParam } from "./requests.ts";
 /**
  * The tenancy layer of HTTP API v1 (design §11): tenants and their quotas, API keys and scopes,
  * thread listing and metadata, the usage ledger. The zod schemas are the single definition, as in
- * `requests.ts` and `resources.ts`.
+ * `requests.ts` and `thread/resources.ts`.
  */
 
 /** Where a tenant's data lives: its Durable Objects' jurisdiction and its R2 bucket's. */

@@ -68,8 +68,8 @@ export interface VerifiedKey {
 /** `verifyKey`: the key's id (public, from the key) and the SHA-256 of the whole key. */
 export interface VerifyKeyRequest {
   keyId: string;
-  /** Lowercase hex. */
-  digest: string;
+  /** The 32 bytes of the SHA-256, as computed (no hex on the way). */
+  digest: Uint8Array;
 }
 
 /** `createKey`. */
@@ -81,6 +81,12 @@ export interface CreateKeyRequest {
    * short before the copy) takes it.
    */
   record?: TenantResource;
+}
+
+/** A place in the ledger entries of one thread id: its incarnation, then the line's seq. */
+export interface EntryMark {
+  incarnation: string;
+  seq: number;
 }
 
 /**
@@ -144,8 +150,8 @@ export interface SyncAck {
   webhooks?: WebhookSubscriptions;
 }
 
-/** `admitTask`: the quota checks before a task calls the provider (design §15 invariant 13). */
-export interface AdmitTaskRequest {
+/** `grantQuota`: the quota checks before a task calls the provider (design §15 invariant 13). */
+export interface GrantQuotaRequest {
   threadId: string;
   incarnation: string | null;
   /**
@@ -174,9 +180,9 @@ export interface AdmitTaskRequest {
  * `tokens_per_day`) after what it spent since it asked, on the same UTC day and under the same
  * quotas. The tenant counts the thread as holding a
  * running slot until the thread releases the grant or gives it back when asked
- * (`ThreadRpc.yieldAdmission`).
+ * (`ThreadRpc.yieldQuota`).
  */
-export interface AdmissionGrant {
+export interface QuotaGrant {
   /** Grows with every admission of the tenant: names this hold in a release or a yield. */
   grant: number;
   leaseMs: number;
@@ -185,11 +191,11 @@ export interface AdmissionGrant {
 }
 
 /**
- * `releaseAdmission`: the thread's lease ended (or was refused) with no task running. Its ledger
+ * `releaseQuota`: the thread's lease ended (or was refused) with no task running. Its ledger
  * entries not acknowledged yet are taken in the same step as the hold ends, so the tokens its
  * share reserved are counted as used before they stop being reserved.
  */
-export interface ReleaseAdmissionRequest {
+export interface ReleaseQuotaRequest {
   threadId: string;
   incarnation: string | null;
   grant: number;
@@ -197,10 +203,10 @@ export interface ReleaseAdmissionRequest {
 }
 
 /**
- * A thread's answer when its tenant asks an admission back (`ThreadRpc.yieldAdmission`), with its
+ * A thread's answer when its tenant asks an admission back (`ThreadRpc.yieldQuota`), with its
  * ledger entries not acknowledged yet (taken in the step that changes the hold, as for a release).
  */
-export interface YieldedAdmission {
+export interface YieldedQuota {
   /** True: the thread holds nothing any more. False: it keeps its slot (a task runs, or a request is out). */
   released: boolean;
   /** What the kept hold must still reserve: the most the running or admitted task may still spend. */
@@ -249,9 +255,9 @@ export interface TenantRpc extends TenantWebhookRpc {
    * threads hold), asking holders to give back what they do not use before refusing, and grants
    * a lease when both pass.
    */
-  admitTask(req: AdmitTaskRequest): Promise<RpcResult<AdmissionGrant>>;
+  grantQuota(req: GrantQuotaRequest): Promise<RpcResult<QuotaGrant>>;
   /** The thread no longer holds `grant` (nor anything older). */
-  releaseAdmission(req: ReleaseAdmissionRequest): Promise<RpcResult<null>>;
+  releaseQuota(req: ReleaseQuotaRequest): Promise<RpcResult<null>>;
   usage(caller: TenantCaller, req: UsageQuery): Promise<RpcResult<ListResource<UsageBucket>>>;
 }
 

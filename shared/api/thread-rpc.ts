@@ -1,6 +1,6 @@
 /**
  * The RPC contract between the edge worker and the `Thread` Durable Object. Types only: the DO
- * (`durable-objects/thread.ts`) implements `ThreadRpc`, the worker calls it through a stub, and
+ * (`durable-objects/thread/thread.ts`) implements `ThreadRpc`, the worker calls it through a stub, and
  * nothing here reaches the DO bundle at run time.
  *
  * Every method answers with an `RpcResult` instead of throwing: an exception thrown across RPC
@@ -17,13 +17,19 @@
  * receiver.
  */
 
-import type { Prompt, ResponseItem, ThreadConfig, ThreadMetadata } from "../protocol/index.ts";
+import type {
+  ContentItem,
+  Prompt,
+  ResponseItem,
+  ThreadConfig,
+  ThreadMetadata,
+} from "../protocol/index.ts";
 import type { TenantLimitName } from "./limits.ts";
 import type { FieldError, ProblemCode, QuotaName } from "./problems.ts";
-import type { FunctionCallOutputInput, InputMessage, OnBusy } from "./requests.ts";
+import type { BusyPolicy, FunctionCallOutputInput, InputMessage } from "./requests.ts";
 import type { ListResource, ThreadResource, TurnResource } from "./resources.ts";
 import type { PatchThreadBody } from "./tenancy.ts";
-import type { TenantPolicy, YieldedAdmission } from "./tenant-rpc.ts";
+import type { TenantPolicy, YieldedQuota } from "./tenant-rpc.ts";
 import type { AcceptDeliveryRequest, AcceptedDelivery } from "./webhook-rpc.ts";
 
 export interface RpcFailure {
@@ -73,11 +79,13 @@ export interface IdempotencyKey {
 }
 
 export interface StartTurnRequest extends WithPolicy {
-  /** The user input, always as messages: a string body arrives as one `input_text` message. */
-  input: InputMessage[];
+  /** The content of the turn's user message (`turnContent`: a string body is one text part). */
+  content: ContentItem[];
   /** Absent when the request had none; what it sets becomes the thread's new default. */
   overrides?: ThreadConfig;
-  onBusy: OnBusy;
+  /** The turn's `additional_context`, absent when the request had none. */
+  additionalContext?: Record<string, string>;
+  onBusy: BusyPolicy;
   /** With `onBusy: "steer"` (always set then): the turn the input must join, else `turn_mismatch`. */
   expectedTurnId?: string;
   idempotency?: IdempotencyKey;
@@ -108,8 +116,8 @@ export interface SubmitOutputsRequest extends WithPolicy {
 
 /** `steer`. */
 export interface SteerRequest {
-  /** User messages, as for `startTurn`. */
-  input: InputMessage[];
+  /** The content of the steered user message, as for `startTurn`. */
+  content: ContentItem[];
   idempotency?: IdempotencyKey;
 }
 
@@ -237,12 +245,12 @@ export interface ThreadRpc {
    * drops its lease, and its running slot too unless a task runs (`released: false`; the slot
    * is released when that task ends).
    */
-  yieldAdmission(grant: number): Promise<RpcResult<YieldedAdmission>>;
+  yieldQuota(grant: number): Promise<RpcResult<YieldedQuota>>;
   /**
    * Resolves when the turn ends or pauses (`requires_action`), or at once when queued. With an
    * `idempotency` key already used by the same request: nothing new is done, and the answer is
    * the turn that request started (or joined, or queued), awaited if it is still running. The
-   * key used by another request: `idempotency_key_reused`; by one still being admitted:
+   * key used by another request: `idempotency_key_reused`; by one still starting:
    * `idempotency_key_in_use`.
    */
   startTurn(req: StartTurnRequest): Promise<RpcResult<TurnResource>>;

@@ -13,9 +13,8 @@
  *   consumer asks the tenant for the endpoint (`webhookTargets`) and records every attempt
  *   (`recordWebhookAttempts`).
  */
-import type { ThreadConfig, ThreadMetadata } from "../protocol/index.ts";
+import type { ContentItem, ThreadConfig, ThreadMetadata } from "../protocol/index.ts";
 import type { WebhookEventType } from "../webhooks/index.ts";
-import type { InputMessage } from "./requests.ts";
 import type { ListResource } from "./resources.ts";
 import type { Jurisdiction, ListQuery } from "./tenancy.ts";
 import type { TenantCaller, TenantPolicy } from "./tenant-rpc.ts";
@@ -60,18 +59,15 @@ export interface WebhookSubscriptions {
 /** `acceptDelivery`: a verified delivery for the thread of this object. */
 export interface AcceptDeliveryRequest {
   tenant: string;
-  threadId: string;
-  /** The log entry's id (`dlv_…`), made by the edge. */
-  id: string;
-  hookId: string;
-  /** The sender's delivery id, as the log shows it. */
-  deliveryId: string;
+  /**
+   * The log entry as the edge read it (its `dlv_…` id, hook, thread, the sender's delivery id,
+   * event and arrival), built once there; the thread sets its status, turn and duplicate link.
+   */
+  delivery: DeliveryResource & { thread_id: string };
   /** What the hook dedups on (the delivery id or the body's digest), with the hook, for 72 h. */
   dedupKey: string;
-  event: string | null;
-  receivedAt: string;
-  /** The turn's input. */
-  input: InputMessage[];
+  /** The content of the turn's user message (the hook's input template, rendered). */
+  content: ContentItem[];
   onBusy: "queue" | "interrupt" | "reject";
   /** Creates the thread when it does not exist yet. */
   threadConfig: (ThreadConfig & { metadata?: ThreadMetadata }) | null;

@@ -26,7 +26,7 @@ import type { Jurisdiction } from "./tenancy.ts";
 /**
  * Webhooks in and out (design §12): inbound hooks that start turns and their delivery log,
  * outbound endpoints and their deliveries, and the events they receive. The zod schemas are the
- * single definition, as in `requests.ts` and `resources.ts`.
+ * single definition, as in `requests.ts` and `thread/resources.ts`.
  */
 
 const timestamp = z.onFirstUse(() => z.iso.datetime());

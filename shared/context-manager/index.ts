@@ -6,6 +6,7 @@ export {
   estimateTextTokenCount,
   freezeItemsInPlace,
   frozenItem,
+  isModelGeneratedItem,
 } from "./estimate.ts";
 export { ContextManager } from "./history.ts";
 export { SYNTHETIC_OUTPUT_NAMESPACE } from "./normalize.ts";
@@ -17,5 +18,10 @@ export {
   segmentsLength,
   summarizeRun,
 } from "./sealed.ts";
-export { approxTokensFromByteCount, truncateToolOutput, utf8ByteLength } from "./truncate.ts";
+export {
+  approxTokensFromByteCount,
+  truncateText,
+  truncateToolOutput,
+  utf8ByteLength,
+} from "./truncate.ts";
 export type { ContextManagerState, InputModality, TruncationPolicy } from "./types.ts";

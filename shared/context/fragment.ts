@@ -11,6 +11,11 @@ export interface Fragment {
   readonly startMarker: string;
   readonly endMarker: string;
   readonly body: string;
+  /**
+   * Sent as a message of its own, never merged with other fragments (Codex's `Standalone`):
+   * before the merged messages (the model switch) or after them (a turn's additional context).
+   */
+  readonly standalone?: "before" | "after";
 }
 
 export function fragment(
@@ -20,6 +25,11 @@ export function fragment(
   body: string,
 ): Fragment {
   return { role, startMarker, endMarker, body };
+}
+
+/** The fragment with Codex's `Standalone` placement: a message of its own. */
+export function standalone(f: Fragment, where: "before" | "after" = "before"): Fragment {
+  return { ...f, standalone: where };
 }
 
 export function renderFragment(f: Fragment): string {

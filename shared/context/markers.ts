@@ -19,6 +19,8 @@ export const MARKERS = {
   collaborationMode: { start: "<collaboration_mode>", end: "</collaboration_mode>" },
   personality: { start: "<personality_spec>", end: "</personality_spec>" },
   realtime: { start: "<realtime_conversation>", end: "</realtime_conversation>" },
+  // Spindle's frame for the current-time reminder (Codex frames its reminder differently).
+  currentTime: { start: "<current_time>", end: "</current_time>" },
 } as const;
 
 /** User fragments whose text makes a user message contextual (not a turn boundary). */
@@ -37,7 +39,8 @@ export const CONTEXTUAL_USER_MARKERS = [
 
 /**
  * Prefixes of contextual developer fragments (reference §2.3). Only the prefix is checked.
- * `<extension_context` is Spindle's addition: custom sections may have the developer role.
+ * `<extension_context` is Spindle's addition: custom sections may have the developer role;
+ * `<current_time>` frames Spindle's current-time reminder.
  */
 export const CONTEXTUAL_DEVELOPER_PREFIXES = [
   "<permissions instructions>",
@@ -55,4 +58,5 @@ export const CONTEXTUAL_DEVELOPER_PREFIXES = [
   "<context_window_guidance>",
   "<rollout_budget>",
   "<extension_context",
+  "<current_time>",
 ] as const;

@@ -16,6 +16,11 @@ export interface ModelInfo {
   instructions: string;
   contextWindowTokens: number;
   /**
+   * The share of the window that counts as usable, in percent (Codex's
+   * `effective_context_window_percent`; default 95): what `model_context_window` records.
+   */
+  effectiveContextWindowPercent?: number;
+  /**
    * The most tokens one request may produce (output, reasoning included): sent to the provider as
    * `max_output_tokens`, and what a `tokens_per_day` reservation counts for a request's output.
    */
@@ -31,6 +36,25 @@ export interface ModelInfo {
   reasoning?: { readonly effort?: ReasoningEffort; readonly summary: ReasoningSummary };
   /** The verbosity a request asks for (`text.verbosity`); absent: none is sent. */
   verbosity?: Verbosity;
+  /**
+   * The model's compaction family (Codex's `comp_hash`): a switch between two models whose
+   * families differ compacts the history first, with the previous model. Absent: no family is
+   * known, and no switch compacts for it.
+   */
+  compHash?: string;
+}
+
+/** Codex's default `effective_context_window_percent`. */
+export const DEFAULT_EFFECTIVE_CONTEXT_WINDOW_PERCENT = 95;
+
+/**
+ * The window as Codex records it (`model_context_window` of `task_started` and `token_count`,
+ * `TurnContext::model_context_window`): the usable share of the model's window, rounded down.
+ * Codex writes 258,400 for a 272,000-token window.
+ */
+export function effectiveContextWindow(model: ModelInfo): number {
+  const percent = model.effectiveContextWindowPercent ?? DEFAULT_EFFECTIVE_CONTEXT_WINDOW_PERCENT;
+  return Math.floor((model.contextWindowTokens * percent) / 100);
 }
 
 const SHARED_PERSONALITIES = {

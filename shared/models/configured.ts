@@ -12,6 +12,8 @@ export const ConfiguredModelSchema = z.onFirstUse(() =>
     /** The provider's own model name, when it differs from the slug. */
     model: z.optional(z.string().check(z.minLength(1))),
     context_window: z.number().check(z.int(), z.positive()),
+    /** The usable share of the window, in percent, that `model_context_window` records (default 95). */
+    effective_context_window_percent: z.optional(z.number().check(z.int(), z.gte(1), z.lte(100))),
     /** The most tokens one request may produce (sent as `max_output_tokens`). */
     max_output_tokens: z._default(
       z.number().check(z.int(), z.positive()),
@@ -33,6 +35,8 @@ export const ConfiguredModelSchema = z.onFirstUse(() =>
     reasoning: z.optional(ReasoningConfigSchema),
     /** Sent as `text.verbosity` (for models that take one). */
     verbosity: z.optional(VerbositySchema),
+    /** The compaction family (Codex's `comp_hash`): switching between families compacts first. */
+    comp_hash: z.optional(z.string().check(z.minLength(1), z.maxLength(128))),
   }),
 );
 export type ConfiguredModel = z.output<typeof ConfiguredModelSchema>;
@@ -67,6 +71,10 @@ export function parseConfiguredModels(provider: string, json: string | undefined
       model.reasoning = effort === undefined ? { summary } : { effort, summary };
     }
     if (e.verbosity !== undefined) model.verbosity = e.verbosity;
+    if (e.comp_hash !== undefined) model.compHash = e.comp_hash;
+    if (e.effective_context_window_percent !== undefined) {
+      model.effectiveContextWindowPercent = e.effective_context_window_percent;
+    }
     return model;
   });
 }

@@ -1,5 +1,6 @@
 export * from "./json.ts";
 export * from "./json-nesting.ts";
+export * from "./json-record.ts";
 export * from "./prompt.ts";
 export * from "./response-item.ts";
 export * from "./rollout-line.ts";

@@ -108,6 +108,12 @@ export const ReasoningConfigSchema = z.onFirstUse(() =>
   }),
 );
 
+export const CurrentTimeReminderConfigSchema = z.onFirstUse(() =>
+  z.strictObject({
+    reminder_interval_model_requests: z.number().check(z.int(), z.gte(1), z.lte(10_000)),
+  }),
+);
+
 export const ThreadConfigSchema = z.onFirstUse(() =>
   z.strictObject({
     model: z.optional(z.string().check(z.minLength(1))),
@@ -139,6 +145,17 @@ export const ThreadConfigSchema = z.onFirstUse(() =>
      * object, `null` goes back to the defaults. No effect on a model that does not reason.
      */
     reasoning: z.optional(z.nullable(ReasoningConfigSchema)),
+    /**
+     * `false`: no `<environment_context>` is sent (Codex's `include_environment_context`); `null`
+     * goes back to the default, `true`.
+     */
+    include_environment_context: z.optional(z.nullable(z.boolean())),
+    /**
+     * A developer message with the current time before the first request and then every
+     * `reminder_interval_model_requests` model requests, and again after a compaction (Codex's
+     * current-time reminder). `null` turns it off (the default).
+     */
+    current_time_reminder: z.optional(z.nullable(CurrentTimeReminderConfigSchema)),
   }),
 );
 
@@ -154,6 +171,7 @@ export type ReasoningEffort = z.infer<typeof ReasoningEffortSchema>;
 export type ReasoningSummary = z.infer<typeof ReasoningSummarySchema>;
 export type Verbosity = z.infer<typeof VerbositySchema>;
 export type ReasoningConfig = z.infer<typeof ReasoningConfigSchema>;
+export type CurrentTimeReminderConfig = z.infer<typeof CurrentTimeReminderConfigSchema>;
 export type ThreadConfig = z.infer<typeof ThreadConfigSchema>;
 
 /**
@@ -182,6 +200,10 @@ export const SessionConfigurationSchema = z.onFirstUse(() =>
     auto_compact_fraction: z.optional(z.number().check(z.gt(0), z.lte(1))),
     /** Unset: the model's catalog defaults. */
     reasoning: z.optional(ReasoningConfigSchema),
+    /** Unset: environment context is sent. */
+    include_environment_context: z.optional(z.boolean()),
+    /** Unset: no current-time reminder. */
+    current_time_reminder: z.optional(CurrentTimeReminderConfigSchema),
   }),
 );
 export type SessionConfiguration = z.output<typeof SessionConfigurationSchema>;

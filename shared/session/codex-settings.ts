@@ -16,6 +16,7 @@ import {
   sandboxModeOf,
   TurnContextItemSchema,
 } from "../protocol/index.ts";
+import { CODEX_AGENTS_MD_SHARD_IDS, pathOf, SECTION_IDS } from "../world-state/index.ts";
 import { DEFAULT_ENVIRONMENT_ID } from "./configuration.ts";
 
 /**
@@ -33,17 +34,6 @@ export interface CodexSettings {
 
 function nonEmpty(value: unknown): string | undefined {
   return typeof value === "string" && value.trim() !== "" ? value : undefined;
-}
-
-/** A plain path for a `file://` URI (Codex 0.141-alpha.4 and world-state cwds); else as is. */
-export function pathOf(cwd: string): string {
-  if (!cwd.startsWith("file://")) return cwd;
-  try {
-    const path = decodeURIComponent(new URL(cwd).pathname);
-    return /^\/[A-Za-z]:\//.test(path) ? path.slice(1) : path;
-  } catch {
-    return cwd;
-  }
 }
 
 const APPROVAL_POLICIES: ReadonlySet<string> = new Set([
@@ -447,7 +437,7 @@ function environmentsOf(value: unknown): EnvironmentConfig[] {
   );
 }
 
-const AGENTS_MD_SHARDS = ["agents_md", "agents_md_2", "agents_md_3", "agents_md_4"] as const;
+const AGENTS_MD_SHARDS = [SECTION_IDS.agentsMd, ...CODEX_AGENTS_MD_SHARD_IDS] as const;
 
 function agentsMdOf(
   snapshot: WorldStateSnapshot,

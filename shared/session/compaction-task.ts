@@ -1,4 +1,4 @@
-import type { ModelCatalog, ModelInfo } from "../models/index.ts";
+import { effectiveContextWindow, type ModelCatalog, type ModelInfo } from "../models/index.ts";
 import type { ResponseItem, TokenUsage } from "../protocol/index.ts";
 import { buildWorldState } from "../world-state/index.ts";
 import {
@@ -71,12 +71,30 @@ export function summarizerFor(
     : current;
 }
 
-/** The model that should summarize before the next turn, or undefined when none is needed. */
+/**
+ * Codex's `comp_hash_changed`: the previous turn's model and `current` both name a compaction
+ * family, and they differ. A missing family is not enough to compact.
+ */
+export function compactionFamilyChanged(state: SessionState, current: ModelInfo): boolean {
+  const previous = state.previousTurnSettings?.comp_hash;
+  return previous !== undefined && current.compHash !== undefined && previous !== current.compHash;
+}
+
+/**
+ * The model that should summarize before the next turn, or undefined when none is needed: after
+ * a switch across compaction families, the previous model (the history is in its family; the
+ * current one when the catalog no longer has it), as Codex compacts for `comp_hash_changed`;
+ * else, when the context passed the limit, `summarizerFor`.
+ */
 export function autoCompactionModel(
   state: SessionState,
   current: ModelInfo,
   catalog: ModelCatalog,
 ): ModelInfo | undefined {
+  if (compactionFamilyChanged(state, current)) {
+    const previous = state.previousTurnSettings?.model;
+    return (previous === undefined ? undefined : catalog.get(previous)) ?? current;
+  }
   if (!contextExceedsAutoCompactLimit(state, current)) return undefined;
   return summarizerFor(state, current, catalog);
 }
@@ -270,7 +288,7 @@ function recordCompactionUsage(
   turn: TurnContext,
 ): void {
   const { config, history } = scope.state;
-  const window = turn.model.contextWindowTokens;
+  const window = effectiveContextWindow(turn.model);
   history.updateTokenInfo(usage, window);
   const estimate = history.estimateTokenCount(
     effectiveBaseInstructions(config, scope.model(config.model)),

@@ -74,6 +74,18 @@ export function resolveSessionConfiguration(
     current?.auto_compact_fraction,
   );
   setOptional(next, "reasoning", update.reasoning, current?.reasoning);
+  setOptional(
+    next,
+    "include_environment_context",
+    update.include_environment_context,
+    current?.include_environment_context,
+  );
+  setOptional(
+    next,
+    "current_time_reminder",
+    update.current_time_reminder,
+    current?.current_time_reminder,
+  );
   checkConfigurationSize(next);
   return next;
 }

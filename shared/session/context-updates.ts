@@ -13,10 +13,7 @@ import type { RolloutSink } from "./rollout-sink.ts";
 import { type StepContext, type TurnContext, toTurnContextItem } from "./turn-context.ts";
 
 /** Developer fragments that precede `developer_instructions` in the initial bundle (reference §5.3). */
-const LEADING_DEVELOPER_MARKERS: readonly string[] = [
-  MARKERS.modelSwitch.start,
-  MARKERS.permissions.start,
-];
+const LEADING_DEVELOPER_MARKERS: readonly string[] = [MARKERS.permissions.start];
 
 /**
  * Stamps `turn_id` into an item's metadata unless a non-empty one is there (reference §1.2).
@@ -37,14 +34,27 @@ function message(role: FragmentRole, texts: readonly string[]): MessageItem {
   };
 }
 
+/** Standalone fragments placed `where`, each as a message of its own, in section order. */
+function standaloneMessages(
+  fragments: readonly Fragment[],
+  where: "before" | "after",
+): MessageItem[] {
+  return fragments
+    .filter((f) => f.standalone === where)
+    .map((f) => message(f.role, [renderFragment(f)]));
+}
+
 /**
- * The full initial context of a turn (reference §5.3): one merged developer message (model switch
- * first, then permissions, then `developer_instructions`, then the other developer sections), then
- * one merged contextual user message (AGENTS.md, environment, custom user sections). Empty groups
- * produce no message. Every item carries the turn id.
+ * The full initial context of a turn (reference §5.3): the leading standalone fragments first,
+ * each its own message (the model switch, as Codex places it), then one merged developer message
+ * (permissions, then `developer_instructions`, then the other developer sections), then one
+ * merged contextual user message (AGENTS.md, environment, custom user sections), then the
+ * trailing standalone ones (the turn's additional context). Empty groups produce no message.
+ * Every item carries the turn id.
  */
 export function buildInitialContext(turn: TurnContext, worldState: WorldState): MessageItem[] {
-  const fragments = worldState.renderFull();
+  const all = worldState.renderFull();
+  const fragments = all.filter((f) => !f.standalone);
   const developer = fragments.filter((f) => f.role === "developer");
   const leading = developer.filter((f) => LEADING_DEVELOPER_MARKERS.includes(f.startMarker));
   const trailing = developer.filter((f) => !LEADING_DEVELOPER_MARKERS.includes(f.startMarker));
@@ -54,25 +64,29 @@ export function buildInitialContext(turn: TurnContext, worldState: WorldState): 
     ...trailing.map(renderFragment),
   ];
   const userTexts = fragments.filter((f) => f.role === "user").map(renderFragment);
-  const items: MessageItem[] = [];
+  const items = standaloneMessages(all, "before");
   if (developerTexts.length > 0) items.push(message("developer", developerTexts));
   if (userTexts.length > 0) items.push(message("user", userTexts));
+  items.push(...standaloneMessages(all, "after"));
   return items.map((item) => withTurnId(item, turn.turnId));
 }
 
 /**
- * A settings update (reference §5.2): at most two messages, one developer message with the
- * developer-role diffs (model switch first), then one contextual user message.
+ * A settings update (reference §5.2): the leading standalone fragments first, each its own
+ * message (the model switch, so the new model reads its guidance before the other diffs), then
+ * one developer message with the other developer-role diffs, then one contextual user message,
+ * then the trailing standalone ones (additional context), each its own message.
  */
 export function buildSettingsUpdateItems(
   turn: TurnContext,
   fragments: readonly Fragment[],
 ): MessageItem[] {
-  const items: MessageItem[] = [];
+  const items = standaloneMessages(fragments, "before");
   for (const role of ["developer", "user"] as const) {
-    const texts = fragments.filter((f) => f.role === role).map(renderFragment);
+    const texts = fragments.filter((f) => f.role === role && !f.standalone).map(renderFragment);
     if (texts.length > 0) items.push(message(role, texts));
   }
+  items.push(...standaloneMessages(fragments, "after"));
   return items.map((item) => withTurnId(item, turn.turnId));
 }
 
@@ -89,7 +103,9 @@ export interface ContextUpdateResult {
  * `record_context_updates_and_set_reference_context_item` (reference §5.2), design §10
  * invariants 1-2. With no reference context item the full initial context is recorded with a full
  * `world_state`; otherwise only the sections that changed (or whose text is missing from history)
- * are rendered, with a merge-patch `world_state` (none when nothing changed). Durable order: the
+ * are rendered, with a merge-patch `world_state` (none when nothing changed). Sections of the
+ * baseline that Spindle does not model (Codex's own, from an imported rollout) are carried into
+ * the new snapshot as they are, so no patch removes them. Durable order: the
  * context `response_item`s, then `turn_context` (always), then `world_state` — the patch is written
  * after the context it describes is in history. The reference and the baseline always advance.
  */
@@ -100,7 +116,7 @@ export function recordContextUpdates(
   sink: RolloutSink,
 ): ContextUpdateResult {
   const worldState = buildWorldState(step.worldState);
-  const snapshot = worldState.snapshot();
+  const snapshot = worldState.snapshotOver(history.worldStateBaseline);
   const full = history.referenceContextItem === undefined;
 
   const { items, worldStateItem } = full
@@ -174,7 +190,7 @@ export function recordWorldStateUpdate(
   sink: RolloutSink,
 ): WorldStateUpdateResult {
   const worldState = buildWorldState(step.worldState);
-  const snapshot = worldState.snapshot();
+  const snapshot = worldState.snapshotOver(history.worldStateBaseline);
   const { items, worldStateItem } = diffAgainstBaseline(history, turn, worldState, snapshot);
   const recorded = recordContextItems(history, items, turn, sink);
   if (worldStateItem !== undefined) sink.append({ type: "world_state", payload: worldStateItem });
@@ -184,5 +200,6 @@ export function recordWorldStateUpdate(
 
 /** The settings a turn leaves for the next one (reference §1.5 `PreviousTurnSettings`). */
 export function previousTurnSettingsOf(turn: TurnContext): PreviousTurnSettings {
-  return { model: turn.model.slug };
+  const { slug, compHash } = turn.model;
+  return compHash === undefined ? { model: slug } : { model: slug, comp_hash: compHash };
 }

@@ -65,7 +65,7 @@ const ID_PREFIXES: Partial<Record<KnownResponseItem["type"], string>> = {
 };
 
 /** The task that owns the session right now. */
-interface RunningTask {
+interface SessionTask {
   readonly turnId: string;
   readonly kind: TaskKind;
   /** Steered input waiting for the next sampling step. */
@@ -85,7 +85,7 @@ interface RunningTask {
 export class ThreadSession {
   readonly state: SessionState;
   readonly #deps: EngineDeps;
-  #running: RunningTask | undefined;
+  #running: SessionTask | undefined;
   /** Steered input left over when a turn paused for client tools (see `TurnOutcome.queued_input`). */
   #carried: { turnId: string; input: ContentItem[][] } | undefined;
 
@@ -163,9 +163,14 @@ export class ThreadSession {
     assertContextFits(config, model, this.#deps.clock.nowMs(), previousModel, input.content);
   }
 
-  #newTurnContext(turnId: string): TurnContext {
+  /** `additionalContext`: a new turn's (`{}` when its request has none); undefined when resuming. */
+  #newTurnContext(
+    turnId: string,
+    additionalContext?: UserInput["additional_context"],
+  ): TurnContext {
     const config = this.state.config;
-    return buildTurnContext(turnId, config, this.#model(config.model), this.#deps.clock.nowMs());
+    const model = this.#model(config.model);
+    return buildTurnContext(turnId, config, model, this.#deps.clock.nowMs(), additionalContext);
   }
 
   /** Applies overrides (they become the new defaults) and freezes the turn's settings. */
@@ -266,7 +271,8 @@ export class ThreadSession {
 
     const { sink, clock, ids } = this.#deps;
     // A caller may fix the id up front (a queued or streamed turn is addressed before it starts).
-    const turn = this.#newTurnContext(options.turnId ?? `turn_${ids.uuidv7()}`);
+    const turnId = options.turnId ?? `turn_${ids.uuidv7()}`;
+    const turn = this.#newTurnContext(turnId, input.additional_context ?? {});
     this.#running = { turnId: turn.turnId, kind: "turn", queue: [] };
     try {
       const startedAtMs = clock.nowMs();

@@ -6,7 +6,13 @@ import type {
   SessionConfiguration,
   ThreadConfig,
 } from "../protocol/index.ts";
-import { contextTokens, exceedsAutoCompactLimitOf, summarizerFor } from "./compaction-task.ts";
+import {
+  autoCompactionModel,
+  compactionFamilyChanged,
+  contextTokens,
+  exceedsAutoCompactLimitOf,
+  summarizerFor,
+} from "./compaction-task.ts";
 import { resolveSessionConfiguration } from "./configuration.ts";
 import { smallestPrompt } from "./context-fit.ts";
 import { summarizationRequestMessage } from "./notices.ts";
@@ -57,6 +63,10 @@ export function reservation(state: SessionState, deps: EngineDeps, work: Planned
     (work.kind === "steer" ? model.maxOutputTokens : 0);
   const tools = estimateTextTokenCount(JSON.stringify(smallest.tools));
   const sampling = requestReservation(context + added + tools, model);
+  if (work.kind === "turn" && compactionFamilyChanged(state, model)) {
+    const summarizer = autoCompactionModel(state, model, deps.catalog) ?? model;
+    return summarize(summarizer) + sampling;
+  }
   if (!exceedsAutoCompactLimitOf(state, model, context + added)) return sampling;
   return summarize(summarizerFor(state, model, deps.catalog)) + sampling;
 }

@@ -1,3 +1,4 @@
+import { effectiveContextWindow } from "../models/index.ts";
 import type {
   ContentItem,
   FunctionCallItem,
@@ -13,6 +14,7 @@ import { buildPrompt } from "./prompt.ts";
 import { isAssistantMessage, messageText } from "./streaming.ts";
 import { taskCompleteLine, turnAbortedLine, userMessageLine } from "./task-lines.ts";
 import type { TaskScope, TurnEvent, TurnOutcome } from "./task-scope.ts";
+import { timeReminderDue, timeReminderMessage } from "./time-reminder.ts";
 import { captureStepContext, type StepContext, type TurnContext } from "./turn-context.ts";
 
 /** What one model request produced: the recorded items' calls and text, or an interrupt. */
@@ -28,7 +30,8 @@ interface StepResult {
  * the turn's first (tool outputs or queued input follow), compact first when the context passed
  * the auto-compaction limit (`compactWithinTurn`, whose capture the step then uses); else capture
  * a new StepContext and record its world-state diff (the first step uses the capture the context
- * update was built from); record queued steered input; build the prompt; stream and record the
+ * update was built from); record queued steered input; record the current-time reminder when it
+ * is due (`timeReminderDue`); build the prompt; stream and record the
  * model's finished items; `token_count`. Function calls end the loop with `requires_action`; an
  * answer ends it with `task_complete`, unless steered input is queued, which buys one more step.
  */
@@ -62,12 +65,21 @@ export async function* sampleTurn(
       yield { type: "item.completed", turn_id: turn.turnId, item, context: false };
     }
 
+    const reminder = turn.config.current_time_reminder;
+    if (
+      reminder !== undefined &&
+      timeReminderDue(history, reminder.reminder_interval_model_requests)
+    ) {
+      const item = scope.record(timeReminderMessage(clock.nowMs()), turn);
+      yield { type: "item.completed", turn_id: turn.turnId, item, context: true };
+    }
+
     const prompt = buildPrompt(history, turn, step);
     step = undefined;
     const result = yield* streamStep(scope, client, prompt, turn, signal);
     if (result.interrupted) return yield* interruptTurn(scope, turn, startedAtMs);
 
-    history.updateTokenInfo(result.usage, turn.model.contextWindowTokens);
+    history.updateTokenInfo(result.usage, effectiveContextWindow(turn.model));
     const info = history.tokenInfo;
     sink.append({
       type: "event_msg",

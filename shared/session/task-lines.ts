@@ -1,3 +1,4 @@
+import { effectiveContextWindow } from "../models/index.ts";
 import type { ContentItem, RolloutItem } from "../protocol/index.ts";
 import type { TurnContext } from "./turn-context.ts";
 
@@ -11,7 +12,7 @@ export function taskStartedLine(turn: TurnContext, startedAtMs: number): Rollout
       type: "task_started",
       turn_id: turn.turnId,
       started_at: Math.floor(startedAtMs / 1000),
-      model_context_window: turn.model.contextWindowTokens,
+      model_context_window: effectiveContextWindow(turn.model),
       collaboration_mode_kind: turn.config.collaboration_mode?.mode ?? "default",
     },
   };

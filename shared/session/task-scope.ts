@@ -35,6 +35,11 @@ export interface SessionState {
 
 export interface UserInput {
   readonly content: readonly ContentItem[];
+  /**
+   * The turn's additional context (Codex's `additional_context`): key → value, each sent as
+   * `<external_{key}>` before the input while it is new, changed or no longer in history.
+   */
+  readonly additional_context?: Readonly<Record<string, string>>;
 }
 
 /** The output a client posts for one pending function call. */

@@ -9,6 +9,7 @@ import type {
   TurnContextItem,
 } from "../protocol/index.ts";
 import { hasNetworkAccess, type WorldStateInput } from "../world-state/index.ts";
+import { boundedAdditionalContext } from "./additional-context.ts";
 import { effectiveBaseInstructions, isUtcZone } from "./configuration.ts";
 
 /** The frozen settings of one turn (design §3). Built once when the turn starts; never changed. */
@@ -25,6 +26,11 @@ export interface TurnContext {
   readonly summary: ReasoningSummary;
   /** What the turn's requests carry besides history and tools (`reasoning`, `text`). */
   readonly request: Pick<Prompt, "reasoning" | "text">;
+  /**
+   * The turn's additional context, bounded (`boundedAdditionalContext`); undefined for a turn
+   * rebuilt to resume after an eviction, whose request is gone.
+   */
+  readonly additionalContext?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -78,6 +84,7 @@ export function buildTurnContext(
   config: SessionConfiguration,
   model: ModelInfo,
   nowMs: number,
+  additionalContext?: Readonly<Record<string, string>>,
 ): TurnContext {
   const frozen = structuredClone(config);
   const effort = frozen.reasoning?.effort ?? model.reasoning?.effort;
@@ -92,6 +99,9 @@ export function buildTurnContext(
     ...(effort === undefined ? {} : { effort }),
     summary,
     request: requestSettings(model, effort, summary),
+    ...(additionalContext === undefined
+      ? {}
+      : { additionalContext: Object.freeze(boundedAdditionalContext(additionalContext)) }),
   });
 }
 
@@ -134,6 +144,8 @@ export function captureStepContext(
     contextSections: c.context_sections,
   };
   if (previousModel !== undefined) input.previousModel = previousModel;
+  if (c.include_environment_context === false) input.includeEnvironmentContext = false;
+  if (turn.additionalContext !== undefined) input.additionalContext = turn.additionalContext;
   if (c.collaboration_mode) input.collaborationMode = c.collaboration_mode;
   if (c.agents_md) input.agentsMd = c.agents_md;
   if (c.network) input.network = c.network;
@@ -174,6 +186,7 @@ export function toTurnContextItem(turn: TurnContext): TurnContextItem {
         }
       : {}),
     model: turn.model.slug,
+    ...(turn.model.compHash === undefined ? {} : { comp_hash: turn.model.compHash }),
     ...(c.personality !== undefined ? { personality: c.personality } : {}),
     ...(c.collaboration_mode ? { collaboration_mode: { ...c.collaboration_mode } } : {}),
     ...(turn.effort === undefined ? {} : { effort: turn.effort }),

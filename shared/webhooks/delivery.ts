@@ -3,6 +3,9 @@ import { bytesToHex } from "@noble/hashes/utils.js";
 import { parseJsonWithin } from "../protocol/index.ts";
 import type { HookScheme } from "./signatures.ts";
 
+/** A sender's delivery id is recognized for this long: a redelivery within it starts nothing. */
+export const DEDUP_WINDOW_MS = 72 * 60 * 60_000;
+
 /**
  * What a verified delivery says, read the way its scheme sends it (design §12): the sender's
  * delivery id (the key of the 72-hour dedup), the event type (what `events` filters), and the
@@ -27,7 +30,7 @@ export class DeliveryBodyError extends Error {
 }
 
 /** A sender's delivery id longer than this is kept as its digest. */
-const DELIVERY_ID_MAX = 200;
+const DELIVERY_ID_MAX_CHARS = 200;
 
 const digestId = (bytes: Uint8Array) => `sha256:${bytesToHex(sha256(bytes))}`;
 
@@ -68,7 +71,7 @@ function githubEventContradicted(event: string, body: Record<string, unknown>): 
 }
 
 function idOf(value: string): string {
-  return value.length <= DELIVERY_ID_MAX ? value : digestId(new TextEncoder().encode(value));
+  return value.length <= DELIVERY_ID_MAX_CHARS ? value : digestId(new TextEncoder().encode(value));
 }
 
 function jsonObject(text: string, what = "The body"): Record<string, unknown> {

@@ -103,7 +103,8 @@ export function renderTemplate(
   return { text: out };
 }
 
-const ID_MAX = 64;
+/** A thread id a template renders is at most this long. */
+const ID_MAX_CHARS = 64;
 /** A long id keeps this much of its start, then `_` and a digest of the whole. */
 const KEPT_PREFIX = 40;
 
@@ -116,7 +117,7 @@ const KEPT_PREFIX = 40;
 export function safeThreadId(rendered: string): string | undefined {
   if (rendered === "") return undefined;
   const safe = rendered.replace(/[^A-Za-z0-9_-]/gu, "_");
-  if (safe.length <= ID_MAX) return safe;
-  const digest = bytesToHex(sha256(utf8ToBytes(rendered))).slice(0, ID_MAX - KEPT_PREFIX - 1);
+  if (safe.length <= ID_MAX_CHARS) return safe;
+  const digest = bytesToHex(sha256(utf8ToBytes(rendered))).slice(0, ID_MAX_CHARS - KEPT_PREFIX - 1);
   return `${safe.slice(0, KEPT_PREFIX)}_${digest}`;
 }

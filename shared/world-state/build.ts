@@ -6,6 +6,8 @@ import type {
   NetworkConfig,
   PermissionsConfig,
 } from "../protocol/index.ts";
+import { SECTION_IDS } from "./section-ids.ts";
+import { additionalContextSection } from "./sections/additional-context.ts";
 import { agentsMdSection } from "./sections/agents-md.ts";
 import { collaborationModeSection } from "./sections/collaboration-mode.ts";
 import { contextSectionsSection } from "./sections/context-sections.ts";
@@ -13,7 +15,7 @@ import { environmentsSection } from "./sections/environments.ts";
 import { modelSection } from "./sections/model.ts";
 import { permissionsSection } from "./sections/permissions.ts";
 import { personalitySection } from "./sections/personality.ts";
-import { WorldState } from "./world-state.ts";
+import { omittedSection, WorldState } from "./world-state.ts";
 
 /** Everything the built-in sections render from, captured once per step. */
 export interface WorldStateInput {
@@ -40,12 +42,19 @@ export interface WorldStateInput {
   network?: NetworkConfig;
   /** Insertion order is render order. */
   contextSections: Record<string, ContextSectionConfig>;
+  /** `false`: no `<environment_context>` (Codex's `include_environment_context`). */
+  includeEnvironmentContext?: boolean;
+  /**
+   * The turn's additional context, escaped and bounded; undefined for a step that carries none
+   * (a turn resumed after an eviction), which keeps the stored snapshot.
+   */
+  additionalContext?: Readonly<Record<string, string>>;
 }
 
 /**
  * The built-in sections in their model-visible order (design §4): model, permissions,
- * collaboration_mode, personality, agents_md, environments, context_sections. The model switch
- * comes first (invariant 2, design §10).
+ * collaboration_mode, personality, agents_md, environments, context_sections,
+ * additional_context. The model switch comes first (invariant 2, design §10).
  */
 export function buildWorldState(input: WorldStateInput): WorldState {
   return new WorldState()
@@ -61,13 +70,16 @@ export function buildWorldState(input: WorldStateInput): WorldState {
     .addSection(personalitySection(input.personality, input.model.slug))
     .addSection(agentsMdSection(input.agentsMd))
     .addSection(
-      environmentsSection({
-        environments: input.environments,
-        currentDate: input.currentDate,
-        timezone: input.timezone,
-        ...(input.network === undefined ? {} : { network: input.network }),
-        permissions: input.permissions,
-      }),
+      input.includeEnvironmentContext === false
+        ? omittedSection(SECTION_IDS.environments)
+        : environmentsSection({
+            environments: input.environments,
+            currentDate: input.currentDate,
+            timezone: input.timezone,
+            ...(input.network === undefined ? {} : { network: input.network }),
+            permissions: input.permissions,
+          }),
     )
-    .addSection(contextSectionsSection(input.contextSections));
+    .addSection(contextSectionsSection(input.contextSections))
+    .addSection(additionalContextSection(input.additionalContext));
 }

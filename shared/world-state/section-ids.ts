@@ -10,4 +10,6 @@ export const SECTION_IDS = {
   agentsMd: "agents_md",
   environments: "environments",
   contextSections: "context_sections",
+  /** Codex's id for a turn's additional context. */
+  additionalContext: "additional_context",
 } as const;

@@ -45,6 +45,16 @@ export interface WorldStateSection<S extends JsonValue = JsonValue> {
    * e.g. after compaction or rollback dropped it.
    */
   matchesRetainedFragment?(role: FragmentRole, text: string): boolean;
+  /**
+   * Other snapshot keys this section stands for (Codex's AGENTS.md shards): a stored baseline's
+   * members under them are this section's, not another writer's (see `snapshotOver`).
+   */
+  readonly aliasIds?: readonly string[];
+  /**
+   * With no snapshot of its own this step (`snapshot()` undefined), the stored value stays as it
+   * is instead of being removed (Codex: a section that returns no snapshot keeps the stored one).
+   */
+  readonly keepsStoredSnapshot?: boolean;
 }
 
 /**
@@ -79,6 +89,29 @@ export class WorldState {
     }
     const result: WorldStateSnapshot = {};
     for (const [id, value] of sortedEntries(byId)) setMember(result, id, value);
+    return result;
+  }
+
+  /**
+   * The snapshot that follows `baseline`: every section's, and the baseline's members that no
+   * section stands for (sections another writer keeps, such as Codex's `skills` or `realtime`)
+   * as they are, so a merge patch never removes what Spindle does not model.
+   */
+  snapshotOver(baseline: WorldStateSnapshot | undefined): WorldStateSnapshot {
+    const own = this.snapshot();
+    if (baseline === undefined) return own;
+    const owned = new Set<string>();
+    for (const [id, section] of this.#sections) {
+      if (!section.keepsStoredSnapshot || getMember(own, id) !== undefined) owned.add(id);
+      for (const alias of section.aliasIds ?? []) owned.add(alias);
+    }
+    const merged: WorldStateSnapshot = {};
+    for (const [id, value] of Object.entries(baseline)) {
+      if (!owned.has(id)) setMember(merged, id, value);
+    }
+    for (const [id, value] of Object.entries(own)) setMember(merged, id, value);
+    const result: WorldStateSnapshot = {};
+    for (const [id, value] of sortedEntries(merged)) setMember(result, id, value);
     return result;
   }
 
@@ -131,6 +164,15 @@ export class WorldState {
       return section.render(state, retained);
     });
   }
+}
+
+/**
+ * A section turned off (`include_environment_context: false`): it renders nothing and stores no
+ * snapshot. Its id stays Spindle's, so a baseline's value under it is dropped by the next
+ * patch, not carried as another writer's.
+ */
+export function omittedSection(id: string): WorldStateSection<JsonValue> {
+  return { id, snapshot: () => undefined, readSnapshot: () => undefined, render: () => [] };
 }
 
 function known(

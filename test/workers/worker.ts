@@ -4,12 +4,12 @@
  * carries no test seams.
  */
 
-import { readWholeRollout } from "../../durable-objects/live-thread.ts";
-import { Thread } from "../../durable-objects/thread.ts";
+import { readWholeRollout } from "../../durable-objects/thread/live-thread.ts";
+import { Thread } from "../../durable-objects/thread/thread.ts";
 import { type Checkpoint, createCheckpoint } from "../../shared/rollout/index.ts";
 
-export { TenantDirectory } from "../../durable-objects/directory.ts";
-export { Tenant } from "../../durable-objects/tenant.ts";
+export { TenantDirectory } from "../../durable-objects/tenant/directory.ts";
+export { Tenant } from "../../durable-objects/tenant/tenant.ts";
 export { default } from "../../worker/index.ts";
 
 export class TestThread extends Thread {

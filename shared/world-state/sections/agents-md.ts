@@ -22,6 +22,9 @@ export type AgentsMdSnapshot = { directory: string; fingerprint: string } | NoAg
 type NoAgentsMd = Record<string, never>;
 const NO_AGENTS_MD: NoAgentsMd = {};
 
+/** The ids of the continuation shards of Codex's sharded AGENTS.md (reference §3.6). */
+export const CODEX_SHARD_IDS = ["agents_md_2", "agents_md_3", "agents_md_4"] as const;
+
 /** Our wording; model-visible. Opens the fragment that carries changed instructions. */
 export const AGENTS_MD_REPLACEMENT_NOTICE =
   "These AGENTS.md instructions replace all AGENTS.md instructions given earlier in this conversation. Follow only the version below.";
@@ -39,11 +42,10 @@ export const AGENTS_MD_REMOVAL_NOTICE =
  *   replacement form).
  * - Known and changed (text or directory), or Unknown (legacy AGENTS.md text in history, no
  *   snapshot): one fragment holding the replacement notice and then the full new text.
- * - Removed (no text now) after a Known document: one removal notice for its directory, framed
- *   by the same markers so it stays contextual. After an Unknown state (legacy text in history,
- *   no snapshot): one removal notice under the bare `# AGENTS.md instructions` header, since no
- *   directory is known. Either way the snapshot becomes `{}`, a Known "none", so the notice is
- *   sent once.
+ * - Removed (no text now) after a Known document or an Unknown state (legacy text in history,
+ *   no snapshot): one removal notice under the bare `# AGENTS.md instructions` header, as
+ *   Codex's has no directory, framed by the same markers so it stays contextual. The snapshot
+ *   becomes `{}`, a Known "none", so the notice is sent once.
  *
  * Retained matcher: any AGENTS.md instructions fragment other than a removal notice, so the
  * section is injected again when history no longer holds any.
@@ -67,12 +69,11 @@ export function agentsMdSection(
       retained?: RetainedHistory,
     ): Fragment[] {
       if (current === undefined) {
-        if (previous.kind === "unknown") {
-          return [agentsMdFragment(undefined, AGENTS_MD_REMOVAL_NOTICE)];
-        }
-        return previous.kind === "known" && "directory" in previous.snapshot
-          ? [agentsMdFragment(previous.snapshot.directory, AGENTS_MD_REMOVAL_NOTICE)]
-          : [];
+        // As Codex's removal notice: the bare header, whatever directory the document had.
+        const withdrawn =
+          previous.kind === "unknown" ||
+          (previous.kind === "known" && "directory" in previous.snapshot);
+        return withdrawn ? [agentsMdFragment(undefined, AGENTS_MD_REMOVAL_NOTICE)] : [];
       }
       const full = agentsMdFragment(current.directory, current.text);
       const replacement = agentsMdFragment(
@@ -99,6 +100,8 @@ export function agentsMdSection(
     matchesLegacyFragment: isAgentsMdFragment,
     matchesRetainedFragment: (role, text) =>
       isAgentsMdFragment(role, text) && !isRemovalNotice(text),
+    // Codex (0.150+) splits a long document into shards; one unsharded section replaces them.
+    aliasIds: CODEX_SHARD_IDS,
   };
 }
 

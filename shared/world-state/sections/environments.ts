@@ -13,11 +13,13 @@ import type { PreviousSectionState, WorldStateSection } from "../world-state.ts"
 import { renderFilesystem } from "./filesystem.ts";
 
 /**
- * The classic environments snapshot (reference §3.6):
- * `{"environments": {"<id>": {"cwd": "file:///…", "is_primary"?: true}}, "current_date",
- * "timezone", "network"?: {"domains": {"<host>": "allow" | "deny"}}, "filesystem"?: "<filesystem>…"}`.
- * `is_primary` is set on the primary environment only when there are several; `filesystem` is the
- * rendered line, as Codex stores it. Status and shell are not persisted.
+ * The environments snapshot, as Codex 0.169 writes it (reference §3.6):
+ * `{"environments": {"<id>": {"cwd": "/path", "status": "available" | "starting", "shell"?,
+ * "is_primary"?: true}}, "current_date", "timezone", "network"?: {"domains": {"<host>": "allow" |
+ * "deny"}}, "filesystem"?: "<filesystem>…"}`. The cwd is the plain path; `is_primary` is set on
+ * the primary environment only when there are several; `filesystem` is the rendered line, as
+ * Codex stores it. A stored cwd may also be a `file://` URI (Codex's earlier form, and Spindle's
+ * before it followed 0.169): the two forms of one path compare equal.
  */
 export type EnvironmentsSnapshot = JsonObject;
 
@@ -37,13 +39,15 @@ type DomainRule = "allow" | "deny";
 interface LiveEnvironment {
   id: string;
   cwd: string;
-  cwdUri: string;
+  /** The cwd as compared with a stored one (`cwdKey`). */
+  key: string;
   shell?: string;
   starting: boolean;
 }
 
 interface StoredEnvironments {
-  environments: Map<string, { cwdUri: string }>;
+  /** By id: the stored cwd's comparison key (`cwdKey`). */
+  environments: Map<string, { key: string }>;
   primaryId?: string;
   currentDate?: string;
   timezone?: string;
@@ -63,12 +67,14 @@ type Listing =
  * `<timezone>`, with a network configuration a one-line `<network>` element, and with
  * permissions the one-line `<filesystem>` (`renderFilesystem`).
  *
- * Against a Known snapshot only what changed renders: environments that are new, whose cwd
- * changed or whose primary flag moved; removed ones as `status="unavailable"`; and the date,
- * timezone, network or filesystem lines that changed (a removed network configuration renders
- * `<network enabled="false" />`). A shell or status change alone renders nothing. While there is
- * a single available environment and there was at most one, no removals are listed and an
- * unchanged cwd (whatever the id) renders nothing.
+ * Against a Known snapshot a diff renders when something changed: environments that are new,
+ * whose cwd changed or whose primary flag moved; removed ones as `status="unavailable"`; the
+ * date, timezone, network or filesystem. It lists only the environments that changed, and, as
+ * Codex's diff does, states every turn value as it is now: the date, the timezone, the network
+ * line (or `<network enabled="false" />` when the configuration was just removed) and the
+ * filesystem line. A shell or status change alone renders nothing. While there is a single
+ * available environment and there was at most one, no removals are listed and an unchanged cwd
+ * (whatever the id) renders no cwd line.
  */
 export function environmentsSection(
   input: EnvironmentsSectionInput,
@@ -87,7 +93,11 @@ export function environmentsSection(
     snapshot() {
       const environments: JsonObject = {};
       for (const environment of live) {
-        const entry: JsonObject = { cwd: environment.cwdUri };
+        const entry: JsonObject = {
+          cwd: environment.cwd,
+          status: environment.starting ? "starting" : "available",
+        };
+        if (environment.shell !== undefined) entry.shell = environment.shell;
         if (live.length > 1 && environment.id === primaryId) entry.is_primary = true;
         setMember(environments, environment.id, entry);
       }
@@ -122,26 +132,28 @@ export function environmentsSection(
         return [environmentContext([...envLines, ...topLines])];
       }
 
-      const topLines: string[] = [];
-      if (stored.currentDate !== input.currentDate) {
-        topLines.push(element("current_date", input.currentDate));
-      }
-      if (stored.timezone !== input.timezone) topLines.push(element("timezone", input.timezone));
-      if (!sameDomains(stored.domains, domains)) {
-        topLines.push(networkLine ?? '<network enabled="false" />');
-      }
+      const networkChanged = !sameDomains(stored.domains, domains);
       // A baseline from before the line (no `filesystem`) gets it once.
-      if (filesystemLine !== undefined && stored.filesystem !== filesystemLine) {
-        topLines.push(filesystemLine);
-      }
+      const topChanged =
+        stored.currentDate !== input.currentDate ||
+        stored.timezone !== input.timezone ||
+        networkChanged ||
+        (filesystemLine !== undefined && stored.filesystem !== filesystemLine);
+      // As Codex: a diff states every turn value as it is now, whichever of them changed.
+      const topLines = [
+        element("current_date", input.currentDate),
+        element("timezone", input.timezone),
+      ];
+      if (networkLine !== undefined) topLines.push(networkLine);
+      else if (networkChanged) topLines.push('<network enabled="false" />');
+      if (filesystemLine !== undefined) topLines.push(filesystemLine);
 
       const environment = soleAvailable(live);
       if (environment !== undefined && stored.environments.size <= 1) {
         const before = [...stored.environments.values()][0];
-        if (before?.cwdUri === environment.cwdUri && topLines.length === 0) return [];
-        const changed = stored.environments.get(environment.id)?.cwdUri !== environment.cwdUri;
-        const lines = [...(changed ? flatLines(environment) : []), ...topLines];
-        return lines.length === 0 ? [] : [environmentContext(lines)];
+        if (before?.key === environment.key && !topChanged) return [];
+        const changed = stored.environments.get(environment.id)?.key !== environment.key;
+        return [environmentContext([...(changed ? flatLines(environment) : []), ...topLines])];
       }
 
       const listings: Listing[] = [];
@@ -151,7 +163,7 @@ export function environmentsSection(
         const isPrimary = environment.id === livePrimary;
         const wasPrimary = before !== undefined && environment.id === stored.primaryId;
         const primaryMoved = before !== undefined && isPrimary !== wasPrimary;
-        if (before !== undefined && before.cwdUri === environment.cwdUri && !primaryMoved) continue;
+        if (before !== undefined && before.key === environment.key && !primaryMoved) continue;
         let primary: "true" | "false" | undefined;
         if (isPrimary && (live.length > 1 || primaryMoved)) primary = "true";
         else if (primaryMoved) primary = "false";
@@ -162,8 +174,10 @@ export function environmentsSection(
         if (!liveIds.has(id)) listings.push({ id });
       }
       listings.sort((a, b) => compareCodePoints(a.id, b.id));
-      const lines = [...(listings.length > 0 ? blockLines(listings) : []), ...topLines];
-      return lines.length === 0 ? [] : [environmentContext(lines)];
+      if (listings.length === 0 && !topChanged) return [];
+      return [
+        environmentContext([...(listings.length > 0 ? blockLines(listings) : []), ...topLines]),
+      ];
     },
   };
 }
@@ -182,7 +196,7 @@ function liveEnvironments(configs: readonly EnvironmentConfig[]): LiveEnvironmen
     byId.set(config.id, {
       id: config.id,
       cwd: config.cwd,
-      cwdUri: fileUri(config.cwd),
+      key: cwdKey(config.cwd),
       ...(config.shell === undefined ? {} : { shell: config.shell }),
       starting: config.status === "starting",
     });
@@ -260,14 +274,14 @@ function sameDomains(
 }
 
 /**
- * Reads a stored snapshot. Unknown members (a legacy `status`/`shell`) are ignored, so they never
- * cause a diff; a `filesystem` that is not a string reads as none.
+ * Reads a stored snapshot. `status` and `shell` are not compared, so they never cause a diff;
+ * unknown members are ignored; a `filesystem` that is not a string reads as none.
  */
 function readStored(stored: JsonValue): StoredEnvironments | undefined {
   if (!isJsonObject(stored)) return undefined;
   const environmentsJson = getMember(stored, "environments");
   if (!isJsonObject(environmentsJson)) return undefined;
-  const environments = new Map<string, { cwdUri: string }>();
+  const environments = new Map<string, { key: string }>();
   let explicitPrimary: string | undefined;
   for (const id of Object.keys(environmentsJson)) {
     const entry = getMember(environmentsJson, id);
@@ -277,7 +291,7 @@ function readStored(stored: JsonValue): StoredEnvironments | undefined {
     if (typeof cwd !== "string") return undefined;
     if (isPrimary !== undefined && typeof isPrimary !== "boolean") return undefined;
     if (isPrimary === true) explicitPrimary ??= id;
-    environments.set(id, { cwdUri: cwd });
+    environments.set(id, { key: cwdKey(cwd) });
   }
   const result: StoredEnvironments = { environments };
   // One environment is the primary one even without the flag.
@@ -314,7 +328,26 @@ function readStored(stored: JsonValue): StoredEnvironments | undefined {
 }
 
 /**
- * The `file://` URI of a path, as persisted (reference §3.6). POSIX absolute paths become
+ * What a cwd is compared by: the `file://` URI of its path, so a stored plain path and a stored
+ * URI of the same directory are the same cwd.
+ */
+function cwdKey(cwd: string): string {
+  return fileUri(pathOf(cwd));
+}
+
+/** A plain path for a `file://` URI (Codex 0.141-alpha.4 and older world-state cwds); else as is. */
+export function pathOf(cwd: string): string {
+  if (!cwd.startsWith("file://")) return cwd;
+  try {
+    const path = decodeURIComponent(new URL(cwd).pathname);
+    return /^\/[A-Za-z]:\//.test(path) ? path.slice(1) : path;
+  } catch {
+    return cwd;
+  }
+}
+
+/**
+ * The `file://` URI of a path (Codex's form of a cwd before 0.169). POSIX absolute paths become
  * `file:///…`, Windows drive paths `file:///C:/…`; anything else keeps its form after `file:`.
  * Characters outside the URI path set are percent-encoded as UTF-8.
  */

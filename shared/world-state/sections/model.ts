@@ -1,4 +1,4 @@
-import { type Fragment, fragment, MARKERS } from "../../context/index.ts";
+import { type Fragment, fragment, MARKERS, standalone } from "../../context/index.ts";
 import type { JsonValue } from "../../protocol/index.ts";
 import { isJsonObject } from "../internal/json.ts";
 import { hasText } from "../internal/text.ts";
@@ -18,7 +18,8 @@ export interface ModelSectionInput {
 /**
  * `<model_switch>` (developer, reference §3.6): rendered only when the previous model is known,
  * differs from the current one, and the current instructions are not blank. The previous model
- * comes from the Known snapshot, else from `previousModel`.
+ * comes from the Known snapshot, else from `previousModel`. The fragment is standalone: its own
+ * developer message.
  */
 export function modelSection(input: ModelSectionInput): WorldStateSection<ModelSnapshot> {
   return {
@@ -28,12 +29,15 @@ export function modelSection(input: ModelSectionInput): WorldStateSection<ModelS
     render(previous: PreviousSectionState<ModelSnapshot>): Fragment[] {
       const before = previous.kind === "known" ? previous.snapshot.slug : input.previousModel;
       if (before === undefined || before === input.slug || !hasText(input.instructions)) return [];
+      // A message of its own, as Codex places it, never bundled with other diffs.
       return [
-        fragment(
-          "developer",
-          MARKERS.modelSwitch.start,
-          MARKERS.modelSwitch.end,
-          `\n${modelSwitchNotice(before)}\n\n${input.instructions}\n`,
+        standalone(
+          fragment(
+            "developer",
+            MARKERS.modelSwitch.start,
+            MARKERS.modelSwitch.end,
+            `\n${modelSwitchNotice(before)}\n\n${input.instructions}\n`,
+          ),
         ),
       ];
     },
@@ -45,7 +49,9 @@ export function modelSwitchNotice(previousSlug: string): string {
   return `Until now this conversation ran on a different model (${previousSlug}). Carry on from here under the instructions that follow.`;
 }
 
+/** Spindle's `{slug}`, or Codex's snapshot: the slug itself. */
 function readModelSnapshot(stored: JsonValue): ModelSnapshot | undefined {
+  if (typeof stored === "string") return { slug: stored };
   if (!isJsonObject(stored) || typeof stored.slug !== "string") return undefined;
   return { slug: stored.slug };
 }

@@ -58,6 +58,36 @@ const FILES = [
 ];
 const IMPORTS = FILES.flatMap(importsOf);
 
+/** The room of a file under `durable-objects/` (`thread`, `tenant`, `common`, or the face). */
+function roomOf(path: string): string | undefined {
+  const [top, room] = path.split("/");
+  if (top !== "durable-objects" || room === undefined) return undefined;
+  return room.endsWith(".ts") ? "face" : room;
+}
+
+/** The import cycles among `files` (type-only imports count): each cycle's files, in order. */
+function cyclesAmong(files: readonly string[], imports: readonly Import[]): string[][] {
+  const edges = new Map<string, string[]>(files.map((f) => [f, []]));
+  for (const i of imports) {
+    if (i.target && edges.has(i.from) && edges.has(i.target)) edges.get(i.from)?.push(i.target);
+  }
+  const cycles: string[][] = [];
+  const state = new Map<string, "open" | "done">();
+  const path: string[] = [];
+  const visit = (file: string) => {
+    state.set(file, "open");
+    path.push(file);
+    for (const next of edges.get(file) ?? []) {
+      if (state.get(next) === "open") cycles.push(path.slice(path.indexOf(next)));
+      else if (state.get(next) === undefined) visit(next);
+    }
+    path.pop();
+    state.set(file, "done");
+  };
+  for (const file of files) if (state.get(file) === undefined) visit(file);
+  return cycles;
+}
+
 describe("the dependency rule", () => {
   it("finds the layers' files and their imports", () => {
     expect(FILES.filter((f) => layerOf(f) === "shared").length).toBeGreaterThan(50);
@@ -103,5 +133,47 @@ describe("the dependency rule", () => {
         !/^shared\/[^/]+\/index\.ts$/.test(i.target),
     ).map((i) => `${i.from} → ${i.specifier}`);
     expect(intoInternals).toEqual([]);
+  });
+
+  it("the Thread's and the Tenant's rooms never import each other, and the floor neither", () => {
+    const crossing = IMPORTS.filter((i) => {
+      const from = roomOf(i.from);
+      const to = i.target && roomOf(i.target);
+      if (from === undefined || to === undefined || from === to) return false;
+      return (
+        from === "common" ||
+        (from === "thread" && to === "tenant") ||
+        (from === "tenant" && to === "thread")
+      );
+    }).map((i) => `${i.from} → ${i.specifier}`);
+    expect(
+      IMPORTS.some((i) => roomOf(i.from) === "thread" && roomOf(i.target ?? "") === "common"),
+    ).toBe(true);
+    expect(crossing).toEqual([]);
+  });
+
+  it("the worker reaches the Durable Objects only through their face, durable-objects/index.ts", () => {
+    const past = IMPORTS.filter(
+      (i) =>
+        layerOf(i.from) === "worker" &&
+        i.target?.startsWith("durable-objects/") &&
+        i.target !== "durable-objects/index.ts",
+    ).map((i) => `${i.from} → ${i.specifier}`);
+    expect(IMPORTS.some((i) => i.target === "durable-objects/index.ts")).toBe(true);
+    expect(past).toEqual([]);
+  });
+
+  it("no import cycle inside durable-objects/ (type-only imports count)", () => {
+    const files = FILES.filter((f) => layerOf(f) === "durable-objects");
+    expect(
+      cyclesAmong(
+        ["a.ts", "b.ts"],
+        [
+          { from: "a.ts", specifier: "./b.ts", target: "b.ts" },
+          { from: "b.ts", specifier: "./a.ts", target: "a.ts" },
+        ],
+      ),
+    ).toEqual([["a.ts", "b.ts"]]);
+    expect(cyclesAmong(files, IMPORTS).map((c) => c.join(" → "))).toEqual([]);
   });
 });

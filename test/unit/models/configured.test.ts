@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   DEFAULT_MAX_OUTPUT_TOKENS,
   DEFAULT_MODEL_CATALOG,
+  effectiveContextWindow,
   parseConfiguredModels,
 } from "../../../shared/models/index.ts";
 
@@ -22,6 +23,37 @@ describe("parseConfiguredModels", () => {
       supportsParallelToolCalls: true,
     });
     expect(DEFAULT_MODEL_CATALOG.with(model ? [model] : []).get("gpt-x")?.provider).toBe("openai");
+  });
+
+  it("records 95% of the window as Codex does (258,400 for 272,000), or the configured share", () => {
+    const [plain, ninety] = parseConfiguredModels(
+      "openai",
+      JSON.stringify([
+        { slug: "gpt-a", context_window: 272000 },
+        { slug: "gpt-b", context_window: 272000, effective_context_window_percent: 90 },
+      ]),
+    );
+    if (!plain || !ninety) throw new Error("expected two models");
+    expect([effectiveContextWindow(plain), effectiveContextWindow(ninety)]).toEqual([
+      258_400, 244_800,
+    ]);
+    expect(() =>
+      parseConfiguredModels(
+        "openai",
+        JSON.stringify([{ slug: "x", context_window: 1, effective_context_window_percent: 0 }]),
+      ),
+    ).toThrow();
+  });
+
+  it("takes a compaction family (comp_hash); without one the model has none", () => {
+    const [named, bare] = parseConfiguredModels(
+      "openai",
+      JSON.stringify([
+        { slug: "gpt-a", context_window: 272000, comp_hash: "2900" },
+        { slug: "gpt-b", context_window: 272000 },
+      ]),
+    );
+    expect([named?.compHash, bare && "compHash" in bare]).toEqual(["2900", false]);
   });
 
   it("takes a reasoning model's defaults (summary auto unless given) and a verbosity", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { turnRowsFromRollout } from "../../../durable-objects/turn-index.ts";
+import { turnRowsFromRollout } from "../../../durable-objects/thread/rollouts/turn-index.ts";
 import type { ResponseItem, RolloutLine } from "../../../shared/protocol/index.ts";
 import {
   createCheckpoint,

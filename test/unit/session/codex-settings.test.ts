@@ -2,11 +2,11 @@ import { describe, expect, it } from "vitest";
 import type { TurnContextItem } from "../../../shared/protocol/index.ts";
 import {
   collaborationModeOf,
-  pathOf,
   settingsFromTurnContext,
   settingsFromWorldState,
   threadSettingsAsTurnContext,
 } from "../../../shared/session/index.ts";
+import { pathOf } from "../../../shared/world-state/index.ts";
 
 const item = (fields: Partial<TurnContextItem>): TurnContextItem => ({
   cwd: "/r",

@@ -4,7 +4,11 @@ import {
   isUserTurnBoundary,
 } from "../../../shared/context/index.ts";
 import { PromptInput } from "../../../shared/context-manager/index.ts";
-import { SPINDLE_LOCAL, SPINDLE_LOCAL_LITE } from "../../../shared/models/index.ts";
+import {
+  effectiveContextWindow,
+  SPINDLE_LOCAL,
+  SPINDLE_LOCAL_LITE,
+} from "../../../shared/models/index.ts";
 import type { MessageItem, Prompt, ResponseItem } from "../../../shared/protocol/index.ts";
 import type { ModelClient, ModelEvent } from "../../../shared/providers/index.ts";
 import {
@@ -359,7 +363,7 @@ describe("auto-compaction before a turn", () => {
         i.payload.turn_id === compactionId,
     );
     expect(started?.type === "event_msg" && started.payload).toMatchObject({
-      model_context_window: SPINDLE_LOCAL.contextWindowTokens,
+      model_context_window: effectiveContextWindow(SPINDLE_LOCAL),
     });
     const summaryPrompt = h.client.prompts.find(
       (p) => textOf(p.input.at(-1)) === SUMMARIZATION_REQUEST,

@@ -89,6 +89,21 @@ describe("build_initial_context (reference §5.3)", () => {
     expect(partTexts(result.items[0])[0]).toMatch(/^<model_switch>/);
   });
 
+  it("the model switch is a developer message of its own (Codex's standalone placement), before the merged bundle", () => {
+    const { result } = update(
+      new ContextManager(),
+      { ...CONFIG, model: "spindle-local-lite" },
+      { previousModel: "spindle-local" },
+    );
+    expect(result.items.map((i) => [i.role, partTexts(i).length])).toEqual([
+      ["developer", 1],
+      ["developer", 5],
+      ["user", 3],
+    ]);
+    expect(partTexts(result.items[0])[0]).toMatch(/^<model_switch>/);
+    expect(partTexts(result.items[1])[0]).toMatch(/^<permissions instructions>/);
+  });
+
   it("stamps the turn id on every initial context item", () => {
     const { result } = update(new ContextManager(), CONFIG, { turnId: "turn-9" });
     for (const item of result.items) {
@@ -137,6 +152,33 @@ describe("record_context_updates (reference §5.2)", () => {
       diff?.type === "response_item" && diff.payload.type === "message" && diff.payload.role,
     ).toBe("user");
     expect(ws?.type === "world_state" && ws.payload.full).toBe(false);
+  });
+
+  it("a diff with a model switch and a permissions change sends the switch alone, then the permissions, never bundled", () => {
+    const history = new ContextManager();
+    update(history, CONFIG);
+    const { result } = update(
+      history,
+      {
+        ...CONFIG,
+        model: "spindle-local-lite",
+        permissions: {
+          sandbox: "read-only",
+          approval_policy: "never",
+          writable_roots: [],
+          network_access: false,
+        },
+      },
+      { turnId: "t2" },
+    );
+    expect(result.items.map((i) => [i.role, partTexts(i).map((t) => t.split(/[>\s]/)[0])])).toEqual(
+      [
+        ["developer", ["<model_switch"]],
+        ["developer", ["<permissions"]],
+        // The sandbox changed the environment's filesystem line.
+        ["user", ["<environment_context"]],
+      ],
+    );
   });
 
   it("re-injects the full context after the reference is cleared (catalog 61)", () => {

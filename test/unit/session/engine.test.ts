@@ -91,7 +91,8 @@ describe("ThreadSession.runTurn (design §5)", () => {
     expect(info?.total_token_usage.total_tokens).toBe(
       first + (info?.last_token_usage.total_tokens ?? 0),
     );
-    expect(info?.model_context_window).toBe(1_000_000);
+    // Codex's model_context_window: 95% of the window.
+    expect(info?.model_context_window).toBe(950_000);
   });
 
   it("creates no model-visible context before the first turn (invariant 1)", () => {

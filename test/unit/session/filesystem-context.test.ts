@@ -5,6 +5,9 @@ import { contextLinesOf, newSession, replayed, runTurn } from "../helpers/engine
 const FILESYSTEM =
   '<filesystem><workspace_roots><root>/repo</root></workspace_roots><permission_profile type="managed"><file_system type="restricted"><entry access="read"><special>:root</special></entry><entry access="write"><path>/repo</path></entry></file_system></permission_profile></filesystem>';
 
+/** The date and timezone every environment diff states (the thread's default timezone, T0). */
+const DATE_TZ = "  <current_date>2026-03-01</current_date>\n  <timezone>UTC</timezone>\n";
+
 function payloads(lines: readonly RolloutItem[]) {
   return lines.map((l) => {
     if (l.type === "response_item" && l.payload.type === "message") {
@@ -34,7 +37,7 @@ describe("the <filesystem> line across turns", () => {
     let mark = resumed.sink.items.length;
     await runTurn(resumed, "second");
     expect(payloads(contextLinesOf(resumed.sink.items, mark))).toEqual([
-      ["user", [`<environment_context>\n  ${FILESYSTEM}\n</environment_context>`]],
+      ["user", [`<environment_context>\n${DATE_TZ}  ${FILESYSTEM}\n</environment_context>`]],
       ["turn_context"],
       ["world_state", { full: false, state: { environments: { filesystem: FILESYSTEM } } }],
     ]);
@@ -43,7 +46,7 @@ describe("the <filesystem> line across turns", () => {
     expect(payloads(contextLinesOf(resumed.sink.items, mark))).toEqual([["turn_context"]]);
   });
 
-  it("a new writable root re-sends the permissions and only the filesystem line of the environment", async () => {
+  it("a new writable root re-sends the permissions and, of the environment, the turn values: date, timezone and the new filesystem line", async () => {
     const h = newSession({ cwd: "/repo" });
     await runTurn(h, "first");
     const mark = h.sink.items.length;
@@ -64,7 +67,10 @@ describe("the <filesystem> line across turns", () => {
       "</file_system>",
       '<entry access="write"><path>/data</path></entry></file_system>',
     );
-    expect(user).toEqual(["user", [`<environment_context>\n  ${line}\n</environment_context>`]]);
+    expect(user).toEqual([
+      "user",
+      [`<environment_context>\n${DATE_TZ}  ${line}\n</environment_context>`],
+    ]);
     expect(turnContext).toEqual(["turn_context"]);
     expect(worldState).toEqual([
       "world_state",

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { turnRowsFromRollout } from "../../../durable-objects/turn-index.ts";
+import { turnRowsFromRollout } from "../../../durable-objects/thread/rollouts/turn-index.ts";
 import { DEFAULT_MODEL_CATALOG, DEFAULT_MODEL_SLUG } from "../../../shared/models/index.ts";
 import type { RolloutLine, SessionConfiguration } from "../../../shared/protocol/index.ts";
 import {

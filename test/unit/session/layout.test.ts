@@ -53,7 +53,10 @@ describe("model-visible layout across turns", () => {
     );
     expect(agents).not.toContain("Use tabs.");
     expect(env).toContain("<cwd>/repo/sub</cwd>");
-    expect(env).not.toContain("<timezone>");
+    // A changed cwd restates the date and timezone, as Codex 0.169's diff does.
+    expect(env).toMatch(
+      /<\/cwd>\n {2}<current_date>2026-03-01<\/current_date>\n {2}<timezone>UTC<\/timezone>\n {2}<filesystem>/,
+    );
 
     await runTurn(h, "third turn");
     const turn3Context = contextItemsOf(afterTurn2, h.session.history.items);

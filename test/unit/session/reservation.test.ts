@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { SPINDLE_LOCAL, SPINDLE_LOCAL_LITE } from "../../../shared/models/index.ts";
+import { ModelCatalog, SPINDLE_LOCAL, SPINDLE_LOCAL_LITE } from "../../../shared/models/index.ts";
 import type { ContentItem } from "../../../shared/protocol/index.ts";
 import { type Harness, LOOKUP_TOOL, newSession, resume, runTurn, text } from "../helpers/engine.ts";
 
@@ -45,6 +45,23 @@ describe("ThreadSession.reservation", () => {
     expect(
       h.session.reservation({ kind: "turn", content: words("hi"), overrides: { model: "nope" } }),
     ).toBe(plain);
+  });
+
+  it("counts the compaction a switch across compaction families makes first, and the tokens it uses fit", async () => {
+    const catalog = new ModelCatalog([
+      { ...SPINDLE_LOCAL, slug: "north", compHash: "1" },
+      { ...SPINDLE_LOCAL, slug: "south", compHash: "2" },
+      { ...SPINDLE_LOCAL, slug: "west", compHash: "1" },
+    ]);
+    const h = newSession({ model: "north" }, 1000, { catalog });
+    await runTurn(h, "first");
+    const turn = (model: string) =>
+      h.session.reservation({ kind: "turn", content: words("hi"), overrides: { model } });
+    const across = turn("south");
+    expect(across - turn("west")).toBeGreaterThanOrEqual(SPINDLE_LOCAL.maxOutputTokens);
+    const before = spent(h);
+    await runTurn(h, "hi", { model: "south" });
+    expect(spent(h) - before).toBeLessThanOrEqual(across);
   });
 
   it("counts a compaction request first when the context would pass the auto-compaction limit", async () => {

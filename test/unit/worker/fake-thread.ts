@@ -98,8 +98,8 @@ export class FakeThreads {
           this.threads.delete(name);
           return { ok: true, value: null };
         }),
-      yieldAdmission: (grant: number) =>
-        call("yieldAdmission", [grant], () => ({
+      yieldQuota: (grant: number) =>
+        call("yieldQuota", [grant], () => ({
           ok: true,
           value: { released: true, reserved: 0, usage: [] },
         })),

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { IdTags } from "../../../durable-objects/id-tags.ts";
+import { IdTags } from "../../../durable-objects/tenant/id-tags.ts";
 import type { Env } from "../../../env.ts";
 import { hookPath, type Jurisdiction } from "../../../shared/api/index.ts";
 import { createApp } from "../../../worker/app.ts";

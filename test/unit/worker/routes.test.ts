@@ -203,7 +203,7 @@ describe("thread routes", () => {
 });
 
 describe("POST /v1/threads/{id}/turns", () => {
-  it("a string input reaches the DO as one user message, rejecting when busy by default", async () => {
+  it("a string input reaches the DO as one text part of the turn's content, rejecting when busy by default", async () => {
     const { json, fake } = setup();
     fake.threads.set("A:t1", thread("t1"));
     const res = await json("/v1/threads/t1/turns", { input: "hello" });
@@ -215,9 +215,7 @@ describe("POST /v1/threads/{id}/turns", () => {
         method: "startTurn",
         args: [
           {
-            input: [
-              { type: "message", role: "user", content: [{ type: "input_text", text: "hello" }] },
-            ],
+            content: [{ type: "input_text", text: "hello" }],
             onBusy: "reject",
           },
         ],
@@ -269,7 +267,11 @@ describe("POST /v1/threads/{id}/turns", () => {
     });
     expect(res.status).toBe(200);
     expect(fake.calls[0]?.args).toEqual([
-      { input, overrides: { model: "spindle-local-lite", cwd: "/repo" }, onBusy: "queue" },
+      {
+        content: input[0]?.content,
+        overrides: { model: "spindle-local-lite", cwd: "/repo" },
+        onBusy: "queue",
+      },
     ]);
   });
 

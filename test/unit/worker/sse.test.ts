@@ -77,9 +77,7 @@ describe("POST /v1/threads/{id}/turns as server-sent events", () => {
         method: "streamTurn",
         args: [
           {
-            input: [
-              { type: "message", role: "user", content: [{ type: "input_text", text: "hi" }] },
-            ],
+            content: [{ type: "input_text", text: "hi" }],
             onBusy: "reject",
           },
         ],
@@ -97,7 +95,10 @@ describe("POST /v1/threads/{id}/turns as server-sent events", () => {
     );
     expect(res.headers.get("content-type")).toBe("text/event-stream");
     expect(fake.calls[0]?.args).toEqual([
-      { input: expect.any(Array), onBusy: "queue" } satisfies Record<string, unknown>,
+      { content: [{ type: "input_text", text: "hi" }], onBusy: "queue" } satisfies Record<
+        string,
+        unknown
+      >,
     ]);
     expect(fake.calls.map((c) => c.method)).toEqual(["streamTurn"]);
   });

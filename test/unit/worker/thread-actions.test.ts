@@ -107,13 +107,17 @@ describe("POST …/turns/{turn}/outputs", () => {
 });
 
 describe("POST …/turns/{turn}/steer and …/interrupt", () => {
-  it("steer sends the input as user messages and answers the running turn", async () => {
+  it("steer sends the input as its content and answers the running turn", async () => {
     const { json, fake } = withThread();
     const res = await json("/v1/threads/t1/turns/u1/steer", { input: "also this" });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual(turn("u1", "t1", "in_progress"));
     expect(fake.calls).toEqual([
-      { name: "A:t1", method: "steer", args: ["u1", { input: userInput("also this") }] },
+      {
+        name: "A:t1",
+        method: "steer",
+        args: ["u1", { content: [{ type: "input_text", text: "also this" }] }],
+      },
     ]);
   });
 

@@ -22,6 +22,9 @@ function full(directory: string, text: string): string {
   return `# AGENTS.md instructions for ${directory}\n\n<INSTRUCTIONS>\n${text}\n</INSTRUCTIONS>`;
 }
 
+/** The removal notice under Codex's bare header (no directory). */
+const WITHDRAWN = `# AGENTS.md instructions\n\n<INSTRUCTIONS>\n${REMOVAL}\n</INSTRUCTIONS>`;
+
 function diff(current: WorldState, previous: WorldState): string[] {
   const fragments = current.renderDiff(roundTrip(previous.snapshot()));
   for (const f of fragments) expect(f.role).toBe("user");
@@ -70,10 +73,10 @@ describe("agents_md section", () => {
     ]);
   });
 
-  test("removal renders one notice framed as AGENTS.md and patches the snapshot to the empty one (catalog 18/21 analogue)", () => {
+  test("removal renders one notice framed as AGENTS.md under the bare header, naming no directory as Codex's does, and patches the snapshot to the empty one (catalog 18/21 analogue)", () => {
     const previous = world(v1);
     const current = world(undefined);
-    expect(diff(current, previous)).toEqual([full("/repo", REMOVAL)]);
+    expect(diff(current, previous)).toEqual([WITHDRAWN]);
     expect(mergePatchFrom(previous.snapshot(), current.snapshot())).toEqual({
       agents_md: { directory: null, fingerprint: null },
     });
@@ -90,13 +93,13 @@ describe("agents_md section", () => {
     const blank = world({ directory: "/repo", text: "  \n" });
     expect(blank.snapshot()).toEqual({ agents_md: {} });
     expect(blank.renderFull()).toEqual([]);
-    expect(diff(blank, world(v1))).toEqual([full("/repo", REMOVAL)]);
+    expect(diff(blank, world(v1))).toEqual([WITHDRAWN]);
   });
 
   test("the removal notice is sent once: the next turn's history diff renders nothing", () => {
     const history = [user(full("/repo", "Use tabs.")), user("hi")];
     const removal = historyDiff(world(undefined), world(v1), history);
-    expect(removal).toEqual([full("/repo", REMOVAL)]);
+    expect(removal).toEqual([WITHDRAWN]);
     const next = [...history, user(removal[0] ?? "")];
     expect(historyDiff(world(undefined), world(undefined), next)).toEqual([]);
   });
@@ -132,9 +135,7 @@ describe("agents_md section", () => {
   test("Unknown with no document now withdraws the legacy text once, under the bare header, and the empty snapshot keeps it from repeating", () => {
     const history = [user(full("/repo", "old")), user("hi")];
     const removal = historyDiff(world(undefined), undefined, history);
-    expect(removal).toEqual([
-      `# AGENTS.md instructions\n\n<INSTRUCTIONS>\n${REMOVAL}\n</INSTRUCTIONS>`,
-    ]);
+    expect(removal).toEqual([WITHDRAWN]);
     const next = [...history, user(removal[0] ?? "")];
     expect(historyDiff(world(undefined), world(undefined), next)).toEqual([]);
     // The bare notice is contextual (never a turn boundary) and not retained instructions.
@@ -165,6 +166,9 @@ describe("agents_md section", () => {
 
   test("a removal notice alone in history does not count as retained instructions", () => {
     expect(historyDiff(world(v1), world(v1), [user(full("/repo", REMOVAL))])).toEqual([
+      full("/repo", "Use tabs."),
+    ]);
+    expect(historyDiff(world(v1), world(v1), [user(WITHDRAWN)])).toEqual([
       full("/repo", "Use tabs."),
     ]);
   });

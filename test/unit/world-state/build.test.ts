@@ -53,6 +53,7 @@ describe("buildWorldState", () => {
       agentsMd: "agents_md",
       environments: "environments",
       contextSections: "context_sections",
+      additionalContext: "additional_context",
     });
     expect(Object.keys(buildWorldState(everything).snapshot())).toEqual([
       "agents_md",

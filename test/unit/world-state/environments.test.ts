@@ -123,7 +123,7 @@ describe("environments section: full render", () => {
     expect(rendered(world)[0]).toContain("<cwd>/first</cwd>");
     expect(world.snapshot()).toEqual({
       environments: {
-        environments: { local: { cwd: "file:///first" } },
+        environments: { local: { cwd: "/first", status: "available", shell: "bash" } },
         current_date: "2026-06-20",
         timezone: "America/Los_Angeles",
       },
@@ -174,6 +174,8 @@ describe("environments section: diffs", () => {
       <cwd>/remote</cwd>
     </environment>
   </environments>
+  <current_date>2026-06-20</current_date>
+  <timezone>America/Los_Angeles</timezone>
 </environment_context>`,
     ]);
   });
@@ -198,10 +200,11 @@ describe("environments section: diffs", () => {
     ]);
   });
 
-  test("only the date line renders when only the date changed", () => {
+  test("a changed date alone restates the timezone too, as Codex's diff does", () => {
     expect(rendered(state({ currentDate: "2026-06-21" }), state())).toEqual([
       `<environment_context>
   <current_date>2026-06-21</current_date>
+  <timezone>America/Los_Angeles</timezone>
 </environment_context>`,
     ]);
   });
@@ -212,12 +215,14 @@ describe("environments section: diffs", () => {
     expect(rendered(current, previous)).toEqual([]);
   });
 
-  test("a changed cwd of the single environment renders flat lines only", () => {
+  test("a changed cwd of the single environment renders flat lines, then the date and timezone as they are", () => {
     const current = state({ environments: [env("local", "/other", "zsh")] });
     expect(rendered(current, state())).toEqual([
       `<environment_context>
   <cwd>/other</cwd>
   <shell>zsh</shell>
+  <current_date>2026-06-20</current_date>
+  <timezone>America/Los_Angeles</timezone>
 </environment_context>`,
     ]);
   });
@@ -228,6 +233,8 @@ describe("environments section: diffs", () => {
   <environments>
     <environment id="local" status="unavailable" />
   </environments>
+  <current_date>2026-06-20</current_date>
+  <timezone>America/Los_Angeles</timezone>
 </environment_context>`,
     ]);
   });
@@ -244,8 +251,8 @@ describe("environments section: diffs", () => {
     expect(stored).toEqual({
       environments: {
         environments: {
-          devbox: { cwd: "file:///workspace" },
-          laptop: { cwd: "file:///repo", is_primary: true },
+          devbox: { cwd: "/workspace", status: "starting" },
+          laptop: { cwd: "/repo", status: "available", shell: "zsh", is_primary: true },
         },
         current_date: "2026-06-20",
         timezone: "America/Los_Angeles",
@@ -271,6 +278,8 @@ describe("environments section: diffs", () => {
       <cwd>/srv</cwd>
     </environment>
   </environments>
+  <current_date>2026-06-20</current_date>
+  <timezone>America/Los_Angeles</timezone>
 </environment_context>`,
     ]);
     expect(JSON.stringify(mergePatchFrom(previous.snapshot(), current.snapshot()))).toBe(
@@ -290,6 +299,22 @@ describe("environments section: diffs", () => {
     expect(state().renderDiff(legacy)).toEqual([]);
   });
 
+  test("a stored cwd compares by its path: Codex 0.169's plain path and the earlier file:// URI are the same cwd", () => {
+    const stored = (cwd: string): JsonObject => ({
+      environments: {
+        environments: { local: { cwd } },
+        current_date: "2026-06-20",
+        timezone: "America/Los_Angeles",
+      },
+    });
+    const spaced = state({ environments: [env("local", "/a b/ü", "bash")] });
+    expect({
+      path: spaced.renderDiff(stored("/a b/ü")),
+      uri: spaced.renderDiff(stored("file:///a%20b/%C3%BC")),
+      other: spaced.renderDiff(stored("/a b")).length,
+    }).toEqual({ path: [], uri: [], other: 1 });
+  });
+
   test("adding a second environment lists only the new one", () => {
     const current = state({ environments: [env("local", "/repo", "bash"), env("remote", "/srv")] });
     expect(rendered(current, state())).toEqual([
@@ -299,6 +324,8 @@ describe("environments section: diffs", () => {
       <cwd>/srv</cwd>
     </environment>
   </environments>
+  <current_date>2026-06-20</current_date>
+  <timezone>America/Los_Angeles</timezone>
 </environment_context>`,
     ]);
   });
@@ -312,6 +339,8 @@ describe("environments section: diffs", () => {
   <environments>
     <environment id="remote" status="unavailable" />
   </environments>
+  <current_date>2026-06-20</current_date>
+  <timezone>America/Los_Angeles</timezone>
 </environment_context>`,
     ]);
   });
@@ -330,6 +359,8 @@ describe("environments section: diffs", () => {
       <cwd>/srv</cwd>
     </environment>
   </environments>
+  <current_date>2026-06-20</current_date>
+  <timezone>America/Los_Angeles</timezone>
 </environment_context>`,
     ]);
   });
@@ -346,10 +377,12 @@ describe("environments section: diffs", () => {
     expect(rendered(state({ environments: [env("other", "/repo")] }), state())).toEqual([]);
   });
 
-  test("removing the network configuration says so in one line", () => {
+  test("removing the network configuration says so in one line, after the date and timezone", () => {
     const previous = state({ network: { allowed_domains: ["a.example"], denied_domains: [] } });
     expect(rendered(state(), previous)).toEqual([
       `<environment_context>
+  <current_date>2026-06-20</current_date>
+  <timezone>America/Los_Angeles</timezone>
   <network enabled="false" />
 </environment_context>`,
     ]);
@@ -380,6 +413,7 @@ describe("environments section: the <filesystem> line", () => {
   const managed = (entries: string) =>
     `<permission_profile type="managed"><file_system type="restricted">${entries}</file_system></permission_profile>`;
   const ROOTS = "<workspace_roots><root>/repo</root></workspace_roots>";
+  const DATE_TZ = `  <current_date>2026-06-20</current_date>\n  <timezone>America/Los_Angeles</timezone>\n`;
   const withPermissions = (permissions = workspaceWrite, overrides = {}) =>
     state({ permissions, ...overrides });
 
@@ -409,11 +443,11 @@ describe("environments section: the <filesystem> line", () => {
     ]);
   });
 
-  test("the snapshot stores the rendered line; a changed writable root or sandbox renders exactly that line and patches exactly that member", () => {
+  test("the snapshot stores the rendered line; a changed writable root or sandbox renders that line (after the date and timezone) and patches exactly that member", () => {
     const before = withPermissions();
     expect(before.snapshot()).toEqual({
       environments: {
-        environments: { local: { cwd: "file:///repo" } },
+        environments: { local: { cwd: "/repo", status: "available", shell: "bash" } },
         current_date: "2026-06-20",
         timezone: "America/Los_Angeles",
         filesystem: `<filesystem>${ROOTS}${managed(READ_ROOT + write("/repo"))}</filesystem>`,
@@ -422,7 +456,7 @@ describe("environments section: the <filesystem> line", () => {
     const root = withPermissions({ ...workspaceWrite, writable_roots: ["/data"] });
     const line = `<filesystem>${ROOTS}${managed(READ_ROOT + write("/repo") + write("/data"))}</filesystem>`;
     expect(rendered(root, before)).toEqual([
-      `<environment_context>\n  ${line}\n</environment_context>`,
+      `<environment_context>\n${DATE_TZ}  ${line}\n</environment_context>`,
     ]);
     expect(mergePatchFrom(before.snapshot(), root.snapshot())).toEqual({
       environments: { filesystem: line },
@@ -434,7 +468,29 @@ describe("environments section: the <filesystem> line", () => {
     expect(rendered(withPermissions(), before)).toEqual([]);
   });
 
-  test("a moved cwd renders the cwd and the filesystem line, whose workspace root moved with it", () => {
+  test("a moved cwd restates the network line as it is, with the other turn values", () => {
+    const network = { allowed_domains: ["api.example.com"], denied_domains: [] };
+    const before = withPermissions(workspaceWrite, { network });
+    const moved = withPermissions(workspaceWrite, {
+      network,
+      environments: [env("local", "/next", "bash")],
+    });
+    const lines = rendered(moved, before)[0]
+      ?.split("\n")
+      .map((l) => l.trim().split(">")[0]);
+    expect(lines).toEqual([
+      "<environment_context",
+      "<cwd",
+      "<shell",
+      "<current_date",
+      "<timezone",
+      '<network enabled="true"',
+      "<filesystem",
+      "</environment_context",
+    ]);
+  });
+
+  test("a moved cwd renders the cwd, the date and timezone, and the filesystem line, whose workspace root moved with it", () => {
     const moved = withPermissions(workspaceWrite, {
       environments: [env("local", "/next", "bash")],
     });
@@ -442,6 +498,8 @@ describe("environments section: the <filesystem> line", () => {
       `<environment_context>
   <cwd>/next</cwd>
   <shell>bash</shell>
+  <current_date>2026-06-20</current_date>
+  <timezone>America/Los_Angeles</timezone>
   <filesystem><workspace_roots><root>/next</root></workspace_roots>${managed(READ_ROOT + write("/next"))}</filesystem>
 </environment_context>`,
     ]);
@@ -452,7 +510,7 @@ describe("environments section: the <filesystem> line", () => {
     const current = withPermissions();
     const diff = current.renderDiff(roundTrip(old)).map(renderFragment);
     expect(diff).toEqual([
-      `<environment_context>\n  <filesystem>${ROOTS}${managed(READ_ROOT + write("/repo"))}</filesystem>\n</environment_context>`,
+      `<environment_context>\n${DATE_TZ}  <filesystem>${ROOTS}${managed(READ_ROOT + write("/repo"))}</filesystem>\n</environment_context>`,
     ]);
     const patch = mergePatchFrom(old, current.snapshot());
     if (patch === undefined) throw new Error("expected a patch");

@@ -50,6 +50,13 @@ describe("model section", () => {
     expect(model("lite", "x", "other").renderDiff({ model: { slug: "lite" } })).toEqual([]);
   });
 
+  test("Codex's snapshot, the slug as a string, is Known", () => {
+    expect(model("lite", "x", "other").renderDiff({ model: "lite" })).toEqual([]);
+    expect(texts(model("lite", "Be brief.").renderDiff({ model: "full" }))).toEqual([
+      { role: "developer", text: switchText("full", "Be brief.") },
+    ]);
+  });
+
   test("an unreadable snapshot (Unknown) falls back to previousModel", () => {
     expect(texts(model("lite", "Be brief.", "full").renderDiff({ model: { slug: 3 } }))).toEqual([
       { role: "developer", text: switchText("full", "Be brief.") },

@@ -1,7 +1,7 @@
 import { exports } from "cloudflare:workers";
 import { createHmac } from "node:crypto";
 import { Webhook } from "standardwebhooks";
-import { DEV_ID_SECRET } from "../../../durable-objects/id-tags.ts";
+import { DEV_ID_SECRET } from "../../../durable-objects/tenant/id-tags.ts";
 import { api, BASE, DEV_KEY, json } from "./api.ts";
 
 export type Scheme = "standard" | "github" | "slack" | "stripe";
@@ -43,7 +43,7 @@ const hex = (secret: string, data: string) =>
 
 /**
  * The URL the service gives `tenant`'s hook `hookId`, its tag made here with Node's HMAC under
- * the development secret the suites run with (`durable-objects/id-tags.ts`).
+ * the development secret the suites run with (`durable-objects/tenant/id-tags.ts`).
  */
 export function expectedHookUrl(jurisdiction: "eu" | null, tenant: string, hookId: string) {
   const tag = hex(DEV_ID_SECRET, `hook.${jurisdiction ?? "g"}.${tenant}.${hookId}`).slice(0, 32);

@@ -1,0 +1,56 @@
+import type { Env } from "../../env.ts";
+import {
+  DEFAULT_MODEL_CATALOG,
+  type ModelCatalog,
+  type ModelInfo,
+  parseConfiguredModels,
+} from "../../shared/models/index.ts";
+import {
+  createOpenAIClientFromEnv,
+  InputSerializer,
+  LocalModelClient,
+  type ModelClient,
+  ProviderError,
+} from "../../shared/providers/index.ts";
+
+/**
+ * The catalog of a deployment: the local models plus the configured provider models, served by
+ * the providers `modelClientFactory` can build a client for here.
+ */
+export function catalogOf(env: Env): ModelCatalog {
+  return DEFAULT_MODEL_CATALOG.with(
+    parseConfiguredModels("openai", env.SPINDLE_OPENAI_MODELS),
+  ).servedBy(configuredProviders(env));
+}
+
+/** `local` always; `openai` once its key is set (`createOpenAIClientFromEnv` needs it). */
+function configuredProviders(env: Env): string[] {
+  return env.OPENAI_API_KEY?.trim() ? ["local", "openai"] : ["local"];
+}
+
+/**
+ * Chooses the model client of a thread's turn (design §9). The thread's `openai` clients share
+ * one `InputSerializer`, so each request serializes only the items the previous one lacked.
+ */
+export function modelClientFactory(
+  env: Env,
+  threadId: string,
+): (model: ModelInfo, provider: string) => ModelClient {
+  const inputSerializer = new InputSerializer();
+  return (model, provider) => {
+    if (provider === "local")
+      return new LocalModelClient({ maxOutputTokens: model.maxOutputTokens });
+    if (provider === "openai") {
+      const providerModel = "providerModel" in model ? String(model.providerModel) : model.slug;
+      return createOpenAIClientFromEnv(env, {
+        // Bound late, so a test's or a runtime's replacement of fetch is used.
+        fetch: (input, init) => fetch(input, init),
+        model: providerModel,
+        maxOutputTokens: model.maxOutputTokens,
+        threadId,
+        inputSerializer,
+      });
+    }
+    throw new ProviderError(`provider "${provider}" is not configured`);
+  };
+}

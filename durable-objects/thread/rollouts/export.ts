@@ -1,0 +1,50 @@
+import type { ForkSource, RolloutExport, RpcResult } from "../../../shared/api/index.ts";
+import { fail, ok } from "../../common/results.ts";
+import { type LiveThread, readWholeRollout } from "../live-thread.ts";
+import { jsonlStream } from "./import.ts";
+
+/**
+ * The whole rollout as Codex JSONL (R2 segments, then the SQLite tail). Refused with
+ * `rollout_incomplete` when lines cannot be read, unless `allowIncomplete`: a backup that
+ * silently lacks lines is how messages get lost.
+ */
+export async function exportedRollout(
+  live: LiveThread,
+  allowIncomplete: boolean,
+): Promise<RpcResult<RolloutExport>> {
+  const { lines, lastSeq, warnings } = await readWholeRollout(live.parts, live.meta, live.log);
+  const missingLines = lastSeq - lines.length;
+  if (missingLines > 0 && !allowIncomplete) {
+    const shown = warnings.slice(0, 3).join("; ");
+    const more = warnings.length > 3 ? ` (and ${warnings.length - 3} more)` : "";
+    return fail(
+      "rollout_incomplete",
+      `${missingLines} of the rollout's ${lastSeq} lines cannot be read: ${shown}${more}. ` +
+        "Ask with allow_incomplete=true for the lines that can.",
+    );
+  }
+  return ok({ lines: jsonlStream(lines.map((l) => l.text)), missingLines });
+}
+
+/**
+ * The prefix a fork copies, with what reading it skipped: the lines before `beforeTurn`, else
+ * every line but those of the task running now (`runningTurnId`), i.e. its last consistent point.
+ */
+export async function rolloutPrefix(
+  live: LiveThread,
+  beforeTurn: string | undefined,
+  runningTurnId: string | undefined,
+): Promise<RpcResult<ForkSource>> {
+  let cut = live.log.lastSeq + 1;
+  if (beforeTurn !== undefined) {
+    const row = live.parts.meta.turn(beforeTurn);
+    if (!row) return fail("turn_not_found", `No turn "${beforeTurn}" in this thread.`);
+    cut = row.first_seq;
+  } else if (runningTurnId !== undefined) {
+    const row = live.parts.meta.turn(runningTurnId);
+    if (row) cut = row.first_seq;
+  }
+  const { lines, warnings } = await readWholeRollout(live.parts, live.meta, live.log);
+  const prefix = lines.filter((l) => l.seq < cut).map((l) => l.text);
+  return ok({ lines: jsonlStream(prefix), forkedFrom: live.meta.id, warnings });
+}
