@@ -7,6 +7,8 @@ export interface QueuedTurn {
   turnId: string;
   content: ContentItem[];
   overrides?: ThreadConfig | undefined;
+  /** The edge request that queued it (`Trace`), for its task's log line and events. */
+  requestId?: string | undefined;
 }
 
 /**
