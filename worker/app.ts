@@ -18,6 +18,7 @@ import {
 import { describeError } from "../shared/observability/index.ts";
 import type { AppEnv } from "./app-env.ts";
 import { authenticate, authorize, isolateKeyCache } from "./auth.ts";
+import { corsForBrowsers } from "./cors.ts";
 import { ApiError, toApiError, unwrap } from "./errors.ts";
 import { type HookCache, isolateHookCache } from "./hook-cache.ts";
 import { hookHandlers } from "./hooks.ts";
@@ -363,9 +364,10 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
     );
   });
 
-  // The request's id and log line first; authenticate before anything reads the body or
-  // touches a DO.
+  // The request's id and log line first; a browser's preflight is answered before any key is
+  // asked for; authenticate before anything reads the body or touches a DO.
   app.use("*", requestContext());
+  app.use("*", corsForBrowsers());
   app.use("/v1/*", authenticate(keyCache));
 
   for (const operationId of Object.keys(API_ROUTES) as OperationId[]) {
