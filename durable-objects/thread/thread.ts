@@ -410,13 +410,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   ): Promise<RpcResult<TurnResource>> {
     const retry = (live: LiveThread) => this.#awaitedTurn(live, turnId);
     return this.#withKeyed(req, retry, async (live) => {
-      const resumed = await this.#tasks.resume(
-        live,
-        turnId,
-        req.items,
-        () => this.#keyed.record(req.idempotency, turnId),
-        trace?.requestId,
-      );
+      const resumed = await this.#resume(live, turnId, req, trace);
       return resumed.ok ? ok(await resumed.value.done) : resumed;
     });
   }
@@ -429,16 +423,16 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     const retry = (_: LiveThread, earlier: IdempotencyRecord) => this.#replayedStream(earlier);
     return this.#withKeyed(req, retry, async (live) => {
       const stream = this.#events.subscribe(this.#events.lastSeq, turnId);
-      const resumed = await this.#tasks.resume(
-        live,
-        turnId,
-        req.items,
-        () => this.#keyed.record(req.idempotency, turnId),
-        trace?.requestId,
-      );
+      const resumed = await this.#resume(live, turnId, req, trace);
       if (!resumed.ok) stream.cancel().catch(() => undefined);
       return resumed.ok ? ok(stream) : resumed;
     });
+  }
+
+  /** Resumes the paused turn with the request's outputs; its key is recorded as the task starts. */
+  #resume(live: LiveThread, turnId: string, req: SubmitOutputsRequest, trace: Trace | undefined) {
+    const record = () => this.#keyed.record(req.idempotency, turnId);
+    return this.#tasks.resume(live, turnId, req.items, record, trace?.requestId);
   }
 
   steer(turnId: string, req: SteerRequest): Promise<RpcResult<TurnResource>> {
