@@ -6,12 +6,12 @@
  * a key, a prompt or an endpoint's URL (`worker/observability.ts`, `shared/observability/`).
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { api, DEV_KEY, json, newThreadId, untilRunning } from "./helpers/api.ts";
-import { createHook, deliver, signedHeaders } from "./helpers/hooks.ts";
-import { answerEvents, responsesStream } from "./helpers/openai.ts";
-import { receiver } from "./helpers/receiver.ts";
-import { tenantWithKey } from "./helpers/tenancy.ts";
-import { createEndpoint, until } from "./helpers/webhooks.ts";
+import { api, DEV_KEY, json, newThreadId, untilRunning } from "../helpers/api.ts";
+import { createHook, deliver, signedHeaders } from "../helpers/hooks.ts";
+import { answerEvents, responsesStream } from "../helpers/openai.ts";
+import { receiver } from "../helpers/receiver.ts";
+import { tenantWithKey } from "../helpers/tenancy.ts";
+import { createEndpoint, until } from "../helpers/webhooks.ts";
 
 afterEach(() => {
   vi.restoreAllMocks();
