@@ -41,6 +41,11 @@ export interface Env {
    * their tenant's object unchecked, so a forged one creates an object). Default false.
    */
   SPINDLE_ACCEPT_UNTAGGED_IDS?: string | boolean;
+  /**
+   * Comma-separated origins (`https://app.example.com`) whose browser pages may call the API
+   * (CORS, `worker/cors.ts`). Unset or empty: none, and no CORS header is ever sent.
+   */
+  SPINDLE_CORS_ORIGINS?: string;
   /** Lines between checkpoints (default 250); tests lower it to exercise checkpoints. */
   SPINDLE_CHECKPOINT_EVERY_LINES?: string;
   /** History items per stored checkpoint group (default 250); tests lower it too. */

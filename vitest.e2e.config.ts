@@ -4,6 +4,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/e2e/**/*.test.ts"],
+    // Every request and task writes a JSON log line: shown for failing tests only.
+    silent: "passed-only",
     environment: "node",
     env: { CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false" },
     // Starting workerd (bundling included) takes about a second; each bound is far above that.

@@ -13,6 +13,8 @@ export default defineConfig({
   },
   test: {
     include: ["test/unit/**/*.test.ts"],
+    // Every request and task writes a JSON log line: shown for failing tests only.
+    silent: "passed-only",
     environment: "node",
     setupFiles: ["test/unit/setup/workerd-globals.ts"],
   },

@@ -53,6 +53,8 @@ export default defineConfig({
   ],
   test: {
     include: ["test/workers/**/*.test.ts"],
+    // Every request and task writes a JSON log line: shown for failing tests only.
+    silent: "passed-only",
     // Test files share one isolate: a spy on a binding (fault injection) would leak into
     // another file's Durable Objects if files ran at the same time.
     fileParallelism: false,

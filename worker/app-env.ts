@@ -1,5 +1,6 @@
 import type { Env } from "../env.ts";
 import type { Scope, TenantPolicy } from "../shared/api/index.ts";
+import type { Logger } from "../shared/observability/index.ts";
 
 /** Who a request acts for, as its key says (`auth.ts`). */
 export type Principal =
@@ -19,6 +20,10 @@ export type Principal =
 export interface AppEnv {
   Bindings: Env;
   Variables: {
+    /** The request's id (`x-request-id`), set by `requestContext()` before anything else runs. */
+    requestId: string;
+    /** The request's log: its id, and once a route matched, the route and its thread. */
+    log: Logger;
     /** Set by `authenticate()` before any `/v1` handler runs. */
     principal: Principal;
     /** The tenant of a tenant route's key; set by `authorize()` before the handler runs. */

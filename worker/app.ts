@@ -16,13 +16,16 @@ import {
   type ThreadRpc,
   turnContent,
 } from "../shared/api/index.ts";
+import { describeError } from "../shared/observability/index.ts";
 import type { AppEnv } from "./app-env.ts";
 import { authenticate, authorize, isolateKeyCache } from "./auth.ts";
+import { corsForBrowsers } from "./cors.ts";
 import { ApiError, toApiError, unwrap } from "./errors.ts";
 import { type HookCache, isolateHookCache } from "./hook-cache.ts";
 import { hookHandlers } from "./hooks.ts";
 import { idempotencyOf, threadIdForKey } from "./idempotency.ts";
 import type { KeyCache } from "./key-cache.ts";
+import { requestContext, traceOf } from "./observability.ts";
 import { buildOpenApiDocument, type OpenApiDocument } from "./openapi.ts";
 import { queryOf } from "./query.ts";
 import {
@@ -103,7 +106,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       serverSentEvents(upstream, {
         endAfterTerminal,
         ...(options.keepAliveMs === undefined ? {} : { keepAliveMs: options.keepAliveMs }),
-        onError: (error) => logError(c, error),
+        onError: (error) => logError(c, error, "stream.failed"),
       }),
       200,
       SSE_HEADERS,
@@ -124,14 +127,17 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       const threadId = id ?? (await newOrKeyedThreadId("createThread", keyed));
       const tenant = c.var.tenant;
       const thread = unwrap(
-        await stubFor(c, threadId).createThread({
-          tenant,
-          threadId,
-          config,
-          ...(metadata === undefined ? {} : { metadata }),
-          ...policyOf(c),
-          ...keyed,
-        }),
+        await stubFor(c, threadId).createThread(
+          {
+            tenant,
+            threadId,
+            config,
+            ...(metadata === undefined ? {} : { metadata }),
+            ...policyOf(c),
+            ...keyed,
+          },
+          traceOf(c),
+        ),
       );
       return c.json(thread, 201, { Location: threadUrl(threadId) });
     },
@@ -167,15 +173,18 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       const upload = limitStream(body, importMaxBytes);
       let result: RpcResult<unknown>;
       try {
-        result = await stubFor(c, threadId).createFromRollout({
-          tenant,
-          threadId,
-          lines: upload.stream,
-          source: "import",
-          ...(parent ? { parent } : {}),
-          ...policyOf(c),
-          ...keyed,
-        });
+        result = await stubFor(c, threadId).createFromRollout(
+          {
+            tenant,
+            threadId,
+            lines: upload.stream,
+            source: "import",
+            ...(parent ? { parent } : {}),
+            ...policyOf(c),
+            ...keyed,
+          },
+          traceOf(c),
+        );
       } catch (thrown) {
         throw upload.failure() ?? thrown;
       }
@@ -208,9 +217,9 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
         ...(await idempotencyOf(header, "startTurn", { param, body })),
       };
       if (stream ?? acceptsEventStream(c.req.header("accept"))) {
-        return eventStream(c, unwrap(await stubFor(c, param.id).streamTurn(req)), true);
+        return eventStream(c, unwrap(await stubFor(c, param.id).streamTurn(req, traceOf(c))), true);
       }
-      const turn = unwrap(await stubFor(c, param.id).startTurn(req));
+      const turn = unwrap(await stubFor(c, param.id).startTurn(req, traceOf(c)));
       // A queued turn has not run yet: accepted, not done (RFC 9110 §15.3.3).
       return c.json(turn, turn.status === "in_progress" ? 202 : 200);
     },
@@ -225,9 +234,9 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
         ...(await idempotencyOf(header, "submitOutputs", { param, body })),
       };
       if (body.stream ?? acceptsEventStream(c.req.header("accept"))) {
-        return eventStream(c, unwrap(await stub.streamOutputs(param.turn, req)), true);
+        return eventStream(c, unwrap(await stub.streamOutputs(param.turn, req, traceOf(c))), true);
       }
-      return c.json(unwrap(await stub.submitOutputs(param.turn, req)));
+      return c.json(unwrap(await stub.submitOutputs(param.turn, req, traceOf(c))));
     },
 
     steerTurn: async (c, { param, body, header }) => {
@@ -265,17 +274,20 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       const threadId = body.id ?? (await newOrKeyedThreadId("forkThread", keyed));
       let result: RpcResult<unknown>;
       try {
-        result = await stubFor(c, threadId).createFromRollout({
-          tenant,
-          threadId,
-          lines: source.lines,
-          forkedFrom: source.forkedFrom,
-          warnings: source.warnings,
-          source: "fork",
-          ...(body.metadata === undefined ? {} : { metadata: body.metadata }),
-          ...policyOf(c),
-          ...keyed,
-        });
+        result = await stubFor(c, threadId).createFromRollout(
+          {
+            tenant,
+            threadId,
+            lines: source.lines,
+            forkedFrom: source.forkedFrom,
+            warnings: source.warnings,
+            source: "fork",
+            ...(body.metadata === undefined ? {} : { metadata: body.metadata }),
+            ...policyOf(c),
+            ...keyed,
+          },
+          traceOf(c),
+        );
       } catch (thrown) {
         cancelQuietly(source.lines);
         throw thrown;
@@ -289,7 +301,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
         ...policyOf(c),
         ...(await idempotencyOf(header, "compactThread", { param, body })),
       };
-      return c.json(unwrap(await stubFor(c, param.id).compact(req)));
+      return c.json(unwrap(await stubFor(c, param.id).compact(req, traceOf(c))));
     },
 
     injectItems: async (c, { param, body, header }) => {
@@ -356,7 +368,10 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
     );
   });
 
-  // Authenticate before anything reads the body or touches a DO.
+  // The request's id and log line first; a browser's preflight is answered before any key is
+  // asked for; authenticate before anything reads the body or touches a DO.
+  app.use("*", requestContext());
+  app.use("*", corsForBrowsers());
   app.use("/v1/*", authenticate(keyCache));
 
   for (const operationId of Object.keys(API_ROUTES) as OperationId[]) {
@@ -365,11 +380,12 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
     const handle: MiddlewareHandler<AppEnv> = async (c) =>
       handler(c, (await readInput(c, route)) as RouteInput<RouteSpec>);
     const method = route.method.toUpperCase();
+    const named = routeLog(operationId, route);
     const allowed = authorize(route.access);
     if (route.body?.kind === "json" || route.body?.kind === "webhook") {
-      app.on(method, honoPath(route.path), allowed, limitBody(route.body.maxBytes), handle);
+      app.on(method, honoPath(route.path), named, allowed, limitBody(route.body.maxBytes), handle);
     } else {
-      app.on(method, honoPath(route.path), allowed, handle);
+      app.on(method, honoPath(route.path), named, allowed, handle);
     }
   }
 
@@ -415,8 +431,28 @@ function cancelQuietly(stream: ReadableStream<Uint8Array>): void {
   stream.cancel().catch(() => {});
 }
 
-function logError(c: Context<AppEnv>, error: ApiError): void {
-  console.error("[worker]", c.req.method, c.req.path, error.message, error.cause ?? "");
+/** The request's log names its route, and the thread and turn of a thread route. */
+function routeLog(operation: OperationId, route: RouteSpec): MiddlewareHandler<AppEnv> {
+  const threadRoute = route.path.startsWith("/v1/threads/{id}");
+  return (c, next) => {
+    c.set(
+      "log",
+      c.var.log.with({
+        route: operation,
+        ...(threadRoute ? { thread: c.req.param("id"), turn: c.req.param("turn") } : {}),
+      }),
+    );
+    return next();
+  };
+}
+
+/** An unexpected failure's log line: what failed, never what the request carried. */
+function logError(c: Context<AppEnv>, error: ApiError, event = "request.failed"): void {
+  c.var.log.error(event, {
+    method: c.req.method,
+    error_code: error.code,
+    error: describeError(error.cause ?? error),
+  });
 }
 
 /** RFC 9457: every error answers `application/problem+json`; unexpected ones are logged. */

@@ -18,6 +18,7 @@ import {
   type TenantCaller,
   type TenantHome,
 } from "../shared/api/index.ts";
+import { describeError } from "../shared/observability/index.ts";
 import { uuidv7 } from "../shared/uuid/index.ts";
 import {
   DeliveryBodyError,
@@ -34,6 +35,7 @@ import type { AppEnv } from "./app-env.ts";
 import { requireIdTags } from "./auth.ts";
 import { ApiError, unwrap } from "./errors.ts";
 import { type CachedHook, type HookCache, hookCacheKey, RECHECK_AFTER_MS } from "./hook-cache.ts";
+import { traceOf } from "./observability.ts";
 import type { ThreadStubFactory } from "./thread-stub.ts";
 import { brokenBody } from "./validate.ts";
 
@@ -69,7 +71,7 @@ async function hookOf(
 /** Runs `work` after the answer (a log entry), never failing the request. */
 function background(c: Context<AppEnv>, work: Promise<unknown>): void {
   const quiet = work.catch((err: unknown) =>
-    console.warn("[hooks] logging a delivery failed", err),
+    c.var.log.warn("hook.log_failed", { error: describeError(err) }),
   );
   try {
     c.executionCtx.waitUntil(quiet);
@@ -87,6 +89,7 @@ export async function deliverHook(
   const address = parseHookPath(param);
   if (!address) throw UNKNOWN_HOOK();
   const { jurisdiction, tenant, hookId, tag } = address;
+  c.set("log", c.var.log.with({ tenant, hook: hookId }));
   // A wrong tag is an unknown hook: nothing is read or addressed for it.
   if (!requireIdTags(c.env).hookTagValid(jurisdiction, tenant, hookId, tag)) throw UNKNOWN_HOOK();
   const place: Place = {
@@ -192,18 +195,22 @@ async function accept(
     throw UNKNOWN_HOOK();
   }
   const { threadId } = unwrap(claim);
+  c.set("log", c.var.log.with({ thread: threadId }));
   const stub = threadStub(c.env, home, threadId);
-  const answer = await stub.acceptDelivery({
-    tenant: place.tenant,
-    delivery: { ...seen, thread_id: threadId },
-    dedupKey,
-    content: [{ type: "input_text", text }],
-    onBusy: hook.on_busy,
-    // Validated as a thread configuration when the hook was created.
-    threadConfig: hook.thread_config as AcceptDeliveryRequest["threadConfig"],
-    ...(target.policy ? { policy: target.policy } : {}),
-    webhooks: { subscriptions: target.webhooks, at: fetchedAt },
-  });
+  const answer = await stub.acceptDelivery(
+    {
+      tenant: place.tenant,
+      delivery: { ...seen, thread_id: threadId },
+      dedupKey,
+      content: [{ type: "input_text", text }],
+      onBusy: hook.on_busy,
+      // Validated as a thread configuration when the hook was created.
+      threadConfig: hook.thread_config as AcceptDeliveryRequest["threadConfig"],
+      ...(target.policy ? { policy: target.policy } : {}),
+      webhooks: { subscriptions: target.webhooks, at: fetchedAt },
+    },
+    traceOf(c),
+  );
   if (!answer.ok) return reject(answer.error, { ...seen, thread_id: threadId });
   const { delivery, duplicate } = answer.value;
   return c.json(delivery, duplicate ? 200 : 202);

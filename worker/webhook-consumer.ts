@@ -17,8 +17,10 @@
 import { tenantStubIn } from "../durable-objects/index.ts";
 import type { Env } from "../env.ts";
 import type { RecordedAttempt, WebhookMessage, WebhookTargetState } from "../shared/api/index.ts";
+import { describeError } from "../shared/observability/index.ts";
 import { outboundUrlRefusal } from "../shared/outbound/index.ts";
 import { deliveryTimeoutMs, retryDelaySeconds, signStandard } from "../shared/webhooks/index.ts";
+import { edgeLog } from "./observability.ts";
 import { outboundPolicy } from "./outbound-policy.ts";
 
 /** The dead-letter queue's name ends so; its messages are past every retry. */
@@ -54,6 +56,7 @@ async function consumeTenant(
   const first = messages[0]?.body;
   if (!first) return;
   const tenant = tenantStubIn(env, first.jurisdiction, first.tenant);
+  const log = edgeLog.with({ tenant: first.tenant, jurisdiction: first.jurisdiction });
   let targets: WebhookTargetState[];
   try {
     const answer = await tenant.webhookTargets(
@@ -66,7 +69,7 @@ async function consumeTenant(
     if (!answer.ok) throw new Error(`${answer.error.code}: ${answer.error.detail}`);
     targets = answer.value;
   } catch (err) {
-    console.warn("[webhooks] a tenant's endpoints could not be read; retrying its messages", err);
+    log.warn("webhook.targets_failed", { count: messages.length, error: describeError(err) });
     for (const message of messages) message.retry({ delaySeconds: RECORD_RETRY_S });
     return;
   }
@@ -75,7 +78,7 @@ async function consumeTenant(
       const recorded = await tenant.recordWebhookAttempts(records);
       if (!recorded.ok) throw new Error(`${recorded.error.code}: ${recorded.error.detail}`);
     } catch (err) {
-      console.warn("[webhooks] attempts could not be recorded; retrying their messages", err);
+      log.warn("webhook.record_failed", { count: records.length, error: describeError(err) });
       throw err;
     }
   });
@@ -88,6 +91,7 @@ async function consumeTenant(
           ? deadLetter(message, target)
           : await attempt(message, target, env);
       if (outcome.record) {
+        logAttempt(message, outcome.record);
         try {
           await record(outcome.record);
         } catch {
@@ -135,6 +139,30 @@ export function recordOf(
 ): RecordedAttempt {
   const { tenant: _t, jurisdiction: _j, payload: _p, ...message } = body;
   return { message, attempt: attemptOf, status, ...(gone ? { gone } : {}) };
+}
+
+/**
+ * An attempt's log line (or a dead letter's): the request whose work caused the event, the event,
+ * and how the receiver answered; never its URL or the payload.
+ */
+function logAttempt(message: Message<WebhookMessage>, record: RecordedAttempt): void {
+  const { body } = message;
+  const fields = {
+    request_id: body.requestId,
+    tenant: body.tenant,
+    thread: body.threadId ?? undefined,
+    turn: body.turnId ?? undefined,
+    endpoint: body.endpointId,
+    webhook_id: body.webhookId,
+    event_type: body.type,
+    attempt: message.attempts,
+    status: record.status,
+    status_code: record.attempt?.status_code ?? null,
+    error_code: record.attempt?.error ?? null,
+    duration_ms: record.attempt?.duration_ms,
+  };
+  if (record.status === "delivered") edgeLog.info("webhook.attempt", fields);
+  else edgeLog.warn("webhook.attempt", fields);
 }
 
 /** A message past every retry: failed, unless it was delivered after all. */

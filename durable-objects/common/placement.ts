@@ -6,6 +6,8 @@ import type {
   TenantRpc,
   ThreadRpc,
 } from "../../shared/api/index.ts";
+import { describeError } from "../../shared/observability/index.ts";
+import { objectLog } from "./log.ts";
 
 /**
  * Where a tenant's data lives (design §11 residency): the one place that turns a jurisdiction into
@@ -67,10 +69,11 @@ const warned = new Set<string>();
 function warnOnce(jurisdiction: string, err: unknown): void {
   if (warned.has(jurisdiction)) return;
   warned.add(jurisdiction);
-  console.warn(
-    `[placement] objects of jurisdiction "${jurisdiction}" use the plain namespace in development:`,
-    (err as Error).message,
-  );
+  objectLog.warn("placement.plain_namespace", {
+    jurisdiction,
+    reason: "development: the local runtime cannot place objects",
+    error: describeError(err),
+  });
 }
 
 /** The R2 bucket of `jurisdiction`'s rollouts; undefined when the deployment binds none. */

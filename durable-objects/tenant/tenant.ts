@@ -39,9 +39,11 @@ import type {
   WebhookTargetRequest,
   WebhookTargetState,
 } from "../../shared/api/index.ts";
+import { describeError } from "../../shared/observability/index.ts";
 import { AlarmSchedule } from "../common/alarms.ts";
 import { systemClock, utcDay } from "../common/clock.ts";
 import { badCursor } from "../common/cursor.ts";
+import { objectLog } from "../common/log.ts";
 import { migrate } from "../common/migrations.ts";
 import { directoryStub, threadStubIn } from "../common/placement.ts";
 import { fail, ok } from "../common/results.ts";
@@ -248,7 +250,11 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
             if (deleted.ok || deleted.error.code === "not_found") this.#removeThread(threadId);
             else failed = true;
           } catch (err) {
-            console.warn(`[tenant] deleting thread ${threadId} failed`, err);
+            objectLog.warn("tenant.thread_delete_failed", {
+              tenant: record.id,
+              thread: threadId,
+              error: describeError(err),
+            });
             failed = true;
           }
         }),
@@ -346,7 +352,11 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
         ? { released: true, reserved: 0, usage: [] }
         : undefined;
     } catch (err) {
-      console.warn(`[tenant] asking thread ${threadId} for its admission failed`, err);
+      objectLog.warn("tenant.quota_yield_failed", {
+        tenant: record.id,
+        thread: threadId,
+        error: describeError(err),
+      });
       return undefined;
     }
   }

@@ -1,9 +1,11 @@
 import type { Env } from "../../env.ts";
 import type { WebhookEvent, WebhookMessage } from "../../shared/api/index.ts";
 import { utf8ByteLength } from "../../shared/context-manager/index.ts";
+import { describeError } from "../../shared/observability/index.ts";
 import type { Clock } from "../../shared/ports/index.ts";
 import { deliveryTimeoutMs } from "../../shared/webhooks/index.ts";
 import type { AlarmSchedule } from "../common/alarms.ts";
+import { objectLog } from "../common/log.ts";
 import type { EndpointStore } from "./endpoints.ts";
 import type { DeliveryLeases } from "./webhook-leases.ts";
 
@@ -61,9 +63,8 @@ export class WebhookSweep {
   async run(): Promise<void> {
     const messages = this.#deps.leases.takeExpired(SWEEP_BATCH);
     if (messages.length > 0) {
-      console.warn(
-        `[webhooks] sending again ${messages.length} of the tenant's deliveries: no attempt took them in time`,
-      );
+      // No attempt took them in time: the queue lost them, or is far behind.
+      objectLog.warn("webhook.resent", { tenant: messages[0]?.tenant, count: messages.length });
       await this.#send(messages);
     }
     await this.#schedule();
@@ -83,7 +84,12 @@ export class WebhookSweep {
         await this.#deps.queue.sendBatch(batch.map((body) => ({ body })));
       }
     } catch (err) {
-      console.warn("[webhooks] the queue refused deliveries; the sweep sends them again", err);
+      // Their leases bring them back: the sweep sends them again.
+      objectLog.warn("webhook.queue_refused", {
+        tenant: messages[0]?.tenant,
+        count: messages.length,
+        error: describeError(err),
+      });
     }
   }
 }

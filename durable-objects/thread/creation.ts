@@ -6,6 +6,7 @@ import type {
   RpcResult,
   TenantPolicy,
   ThreadResource,
+  Trace,
 } from "../../shared/api/index.ts";
 import { systemClock } from "../common/clock.ts";
 import { fail, guarded, ok } from "../common/results.ts";
@@ -29,8 +30,11 @@ export interface ThreadCreationDeps {
   adopt: (live: LiveThread) => Promise<ThreadResource>;
   /** Keeps the tenant's policy a request carried (and picks the jurisdiction's bucket). */
   place: (policy: TenantPolicy | undefined) => void;
-  /** A thread was created (not restored): in the step that writes its first lines. */
-  created: () => void;
+  /**
+   * A thread was created (not restored), for the edge request `requestId`: in the step that
+   * writes its first lines.
+   */
+  created: (requestId: string | undefined) => void;
   /** The object's tenant and thread, from its name. */
   name: { tenant: string; threadId: string } | undefined;
 }
@@ -51,7 +55,7 @@ export class ThreadCreation {
     this.#deps = deps;
   }
 
-  create(req: CreateThreadRequest): Promise<RpcResult<ThreadResource>> {
+  create(req: CreateThreadRequest, trace?: Trace): Promise<RpcResult<ThreadResource>> {
     const { parts, keyed, adopt } = this.#deps;
     return this.#oneAtATime(async () => {
       this.#deps.place(req.policy);
@@ -63,7 +67,7 @@ export class ThreadCreation {
       try {
         live = LiveThread.create(parts, req, () => {
           keyed.record(req.idempotency, null);
-          this.#deps.created();
+          this.#deps.created(trace?.requestId);
         });
       } catch (err) {
         // Refused (an unknown model, …): a place reserved for it is given back.
@@ -74,7 +78,10 @@ export class ThreadCreation {
     });
   }
 
-  createFromRollout(req: CreateFromRolloutRequest): Promise<RpcResult<ThreadResource>> {
+  createFromRollout(
+    req: CreateFromRolloutRequest,
+    trace?: Trace,
+  ): Promise<RpcResult<ThreadResource>> {
     const { parts, keyed, tasks, adopt, sync } = this.#deps;
     return this.#oneAtATime(async () => {
       this.#deps.place(req.policy);
@@ -106,7 +113,7 @@ export class ThreadCreation {
       const imported = await importThread(parts, req, read, () => {
         // The thread exists from here on: so does the key that created it.
         keyed.record(idempotency ?? req.idempotency, null);
-        this.#deps.created();
+        this.#deps.created(trace?.requestId);
       });
       if (!imported.ok) {
         // A place reserved for it is given back.

@@ -26,8 +26,9 @@ import {
 } from "../../shared/session/index.ts";
 import { uuidv7 } from "../../shared/uuid/index.ts";
 import { systemClock } from "../common/clock.ts";
+import { objectLog } from "../common/log.ts";
 import { tenantPathOf, threadNameOf } from "../common/placement.ts";
-import { catalogOf, modelClientFactory } from "./providers.ts";
+import { catalogOf, modelClientFactory, ProviderReport } from "./providers.ts";
 import {
   CheckpointStore,
   DEFAULT_ITEM_GROUP_LIMITS,
@@ -63,7 +64,7 @@ export function threadPrefix(
 export interface StorageParts {
   catalog: ModelCatalog;
   /** The model client factory of a thread's turns. */
-  modelClients: (threadId: string) => EngineDeps["modelClient"];
+  modelClients: (threadId: string, report: ProviderReport) => EngineDeps["modelClient"];
   /** Lines between checkpoints. */
   checkpointEveryLines: number;
   /** How a checkpoint's history is grouped in storage. */
@@ -89,7 +90,7 @@ export function storagePartsOf(
   const sql = sqlOf(ctx.storage.sql);
   return {
     catalog: catalogOf(env),
-    modelClients: (threadId) => modelClientFactory(env, threadId),
+    modelClients: (threadId, report) => modelClientFactory(env, threadId, report),
     checkpointEveryLines:
       Number(env.SPINDLE_CHECKPOINT_EVERY_LINES) || DEFAULT_CHECKPOINT_EVERY_LINES,
     checkpointGroups: {
@@ -128,6 +129,8 @@ export class LiveThread {
   rewrites: number;
   /** The thread's side of the usage ledger: an entry per provider request, from its line. */
   readonly ledger: ThreadLedger;
+  /** What the provider last answered, for the running task's log line. */
+  readonly provider = new ProviderReport();
   readonly #checkpointEveryLines: number;
 
   constructor(
@@ -165,7 +168,7 @@ export class LiveThread {
       parts.meta.lastTurn()?.id,
     );
     this.ledger = ledger;
-    const clients = parts.modelClients(meta.id);
+    const clients = parts.modelClients(meta.id, this.provider);
     const deps: EngineDeps = {
       clock: systemClock,
       ids: randomIds,
@@ -293,7 +296,11 @@ export class LiveThread {
             : reconstructFromCheckpoint(checkpoint, tail, { truncation });
     if (!("needsFullReplay" in state) && warnings.length === 0) log.remember(after, raw, tail);
     if ("needsFullReplay" in state) {
-      console.warn(`[thread] full replay: ${state.reason}`);
+      objectLog.warn("thread.full_replay", {
+        tenant: meta.tenant,
+        thread: meta.id,
+        reason: state.reason,
+      });
       const whole = await readWholeRollout(parts, meta, log);
       warnings.splice(0, warnings.length, ...whole.warnings);
       state = reconstructRollout(

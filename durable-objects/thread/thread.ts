@@ -26,6 +26,7 @@ import type {
   TenantPolicy,
   ThreadResource,
   ThreadRpc,
+  Trace,
   TurnResource,
   YieldedQuota,
 } from "../../shared/api/index.ts";
@@ -158,7 +159,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       resource: (live) => this.#resource(live),
       adopt: (live) => this.#adopt(live),
       place: (policy) => this.#place(policy),
-      created: () => this.#outbox.record("thread.created"),
+      created: (requestId) => this.#outbox.record("thread.created", {}, requestId),
       name: threadNameOf(ctx),
     });
     this.#edits = new HistoryEdits({
@@ -178,13 +179,14 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       tasks: this.#tasks,
       queue: this.#queue,
       quotas: this.#quotas,
-      create: (req) => this.#creation.create(req),
+      create: (req, trace) => this.#creation.create(req, trace),
       place: (policy) => this.#place(policy),
       learn: (subscriptions, at) => this.#outbox.learn(subscriptions, at),
       changed: () => this.#sync.kick(),
     });
     // In the step that stores a turn's end: its delivery's outcome, then its events.
-    meta.onTurnEnded = (row) => this.#outbox.turnEnded(row, this.#intake.turnEnded(row));
+    meta.onTurnEnded = (row) =>
+      this.#outbox.turnEnded(row, this.#intake.turnEnded(row), this.#tasks.requestIdOf(row.id));
   }
 
   /** The loaded thread, for subclasses (the test worker's inspection methods). */
@@ -277,8 +279,8 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
 
   // --- Threads ----------------------------------------------------------------------------------
 
-  createThread(req: CreateThreadRequest): Promise<RpcResult<ThreadResource>> {
-    return this.#creation.create(req);
+  createThread(req: CreateThreadRequest, trace?: Trace): Promise<RpcResult<ThreadResource>> {
+    return this.#creation.create(req, trace);
   }
 
   getThread(): Promise<RpcResult<ThreadResource>> {
@@ -322,13 +324,13 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
 
   // --- Turns ------------------------------------------------------------------------------------
 
-  startTurn(req: StartTurnRequest): Promise<RpcResult<TurnResource>> {
+  startTurn(req: StartTurnRequest, trace?: Trace): Promise<RpcResult<TurnResource>> {
     return this.#withKeyed(req, this.#retriedTurn, async (live) => {
       const full = this.#quotas.inputRefused();
       if (full) return full;
       const turnId = this.#tasks.turnIdFor(req);
       const admitted = await this.#keyed.keyed(req.idempotency, turnId, () =>
-        this.#tasks.acceptTurn(live, req, turnId),
+        this.#tasks.acceptTurn(live, req, turnId, trace?.requestId),
       );
       if (!admitted.ok) return admitted;
       const { task, queued } = admitted.value;
@@ -336,7 +338,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     });
   }
 
-  streamTurn(req: StartTurnRequest): Promise<RpcResult<EventStream>> {
+  streamTurn(req: StartTurnRequest, trace?: Trace): Promise<RpcResult<EventStream>> {
     const retry = (_: LiveThread, earlier: IdempotencyRecord) =>
       earlier.turnId ? this.#replayedStream(earlier) : undefined;
     return this.#withKeyed(req, retry, async (live) => {
@@ -346,7 +348,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       // Subscribe first, so the stream holds every event of the turn from its start.
       const stream = this.#events.subscribe(this.#events.lastSeq, turnId);
       const admitted = await this.#keyed.keyed(req.idempotency, turnId, () =>
-        this.#tasks.acceptTurn(live, req, turnId),
+        this.#tasks.acceptTurn(live, req, turnId, trace?.requestId),
       );
       if (!admitted.ok) {
         await stream.cancel().catch(() => undefined);
@@ -401,26 +403,36 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     });
   }
 
-  submitOutputs(turnId: string, req: SubmitOutputsRequest): Promise<RpcResult<TurnResource>> {
+  submitOutputs(
+    turnId: string,
+    req: SubmitOutputsRequest,
+    trace?: Trace,
+  ): Promise<RpcResult<TurnResource>> {
     const retry = (live: LiveThread) => this.#awaitedTurn(live, turnId);
     return this.#withKeyed(req, retry, async (live) => {
-      const resumed = await this.#tasks.resume(live, turnId, req.items, () =>
-        this.#keyed.record(req.idempotency, turnId),
-      );
+      const resumed = await this.#resume(live, turnId, req, trace);
       return resumed.ok ? ok(await resumed.value.done) : resumed;
     });
   }
 
-  streamOutputs(turnId: string, req: SubmitOutputsRequest): Promise<RpcResult<EventStream>> {
+  streamOutputs(
+    turnId: string,
+    req: SubmitOutputsRequest,
+    trace?: Trace,
+  ): Promise<RpcResult<EventStream>> {
     const retry = (_: LiveThread, earlier: IdempotencyRecord) => this.#replayedStream(earlier);
     return this.#withKeyed(req, retry, async (live) => {
       const stream = this.#events.subscribe(this.#events.lastSeq, turnId);
-      const resumed = await this.#tasks.resume(live, turnId, req.items, () =>
-        this.#keyed.record(req.idempotency, turnId),
-      );
+      const resumed = await this.#resume(live, turnId, req, trace);
       if (!resumed.ok) stream.cancel().catch(() => undefined);
       return resumed.ok ? ok(stream) : resumed;
     });
+  }
+
+  /** Resumes the paused turn with the request's outputs; its key is recorded as the task starts. */
+  #resume(live: LiveThread, turnId: string, req: SubmitOutputsRequest, trace: Trace | undefined) {
+    const record = () => this.#keyed.record(req.idempotency, turnId);
+    return this.#tasks.resume(live, turnId, req.items, record, trace?.requestId);
   }
 
   steer(turnId: string, req: SteerRequest): Promise<RpcResult<TurnResource>> {
@@ -444,7 +456,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     return this.#withThread((live) => this.#edits.rollback(live, req));
   }
 
-  compact(req: CompactRequest): Promise<RpcResult<TurnResource>> {
+  compact(req: CompactRequest, trace?: Trace): Promise<RpcResult<TurnResource>> {
     return this.#withKeyed(req, this.#retriedTurn, async (live) => {
       const busy = this.#tasks.busy();
       if (busy) return busy;
@@ -459,6 +471,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
           turnId,
           (signal) => live.session.compact("manual", signal, { turnId }),
           reservation,
+          trace?.requestId,
         ),
       );
       return admitted.ok ? ok(await admitted.value.done) : admitted;
@@ -482,8 +495,11 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     );
   }
 
-  createFromRollout(req: CreateFromRolloutRequest): Promise<RpcResult<ThreadResource>> {
-    return this.#creation.createFromRollout(req);
+  createFromRollout(
+    req: CreateFromRolloutRequest,
+    trace?: Trace,
+  ): Promise<RpcResult<ThreadResource>> {
+    return this.#creation.createFromRollout(req, trace);
   }
 
   listHistory(req: ListHistoryRequest): Promise<RpcResult<ListResource<ResponseItem>>> {
@@ -504,8 +520,8 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
 
   // --- Hooks ------------------------------------------------------------------------------------
 
-  acceptDelivery(req: AcceptDeliveryRequest): Promise<RpcResult<AcceptedDelivery>> {
-    return this.#intake.accept(req);
+  acceptDelivery(req: AcceptDeliveryRequest, trace?: Trace): Promise<RpcResult<AcceptedDelivery>> {
+    return this.#intake.accept(req, trace);
   }
 
   // --- Alarm ------------------------------------------------------------------------------------

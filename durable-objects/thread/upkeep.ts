@@ -1,5 +1,7 @@
+import { describeError } from "../../shared/observability/index.ts";
 import type { Clock } from "../../shared/ports/index.ts";
 import { type AlarmSchedule, retryDelayMs } from "../common/alarms.ts";
+import { objectLog } from "../common/log.ts";
 import { type LiveThread, readWholeRollout } from "./live-thread.ts";
 import type { EventLog } from "./storage/event-log.ts";
 import type { IdempotencyKeys } from "./storage/idempotency-keys.ts";
@@ -86,10 +88,13 @@ export class Upkeep {
       const attempts = (meta.get<number>("flush_attempts") ?? 0) + 1;
       meta.put("flush_attempts", attempts);
       const delay = retryDelayMs(attempts);
-      console.warn(
-        `[rollout] flush or checkpoint failed (attempt ${attempts}), retrying in ${delay} ms`,
-        err,
-      );
+      objectLog.warn("rollout.flush_failed", {
+        tenant: live.meta.tenant,
+        thread: live.meta.id,
+        attempt: attempts,
+        delay_ms: delay,
+        error: describeError(err),
+      });
       await alarms.at(clock.nowMs() + delay);
     }
     events.prune();

@@ -78,6 +78,16 @@ export interface IdempotencyKey {
   fingerprint: string;
 }
 
+/**
+ * The edge request a call comes from: the last argument of the methods that start work (turns,
+ * creates, hook deliveries), so the object's log lines and the webhook events the work causes
+ * name the request (`x-request-id`) and one turn can be followed through the logs. Absent for a
+ * caller that is not an edge request (an object's own call, a test).
+ */
+export interface Trace {
+  requestId: string;
+}
+
 export interface StartTurnRequest extends WithPolicy {
   /** The content of the turn's user message (`turnContent`: a string body is one text part). */
   content: ContentItem[];
@@ -236,7 +246,7 @@ export type EventStream = ReadableStream<Uint8Array>;
  * summary came back empty).
  */
 export interface ThreadRpc {
-  createThread(req: CreateThreadRequest): Promise<RpcResult<ThreadResource>>;
+  createThread(req: CreateThreadRequest, trace?: Trace): Promise<RpcResult<ThreadResource>>;
   getThread(): Promise<RpcResult<ThreadResource>>;
   /** Deletes DO state and the thread's R2 objects. */
   deleteThread(): Promise<RpcResult<null>>;
@@ -253,7 +263,7 @@ export interface ThreadRpc {
    * key used by another request: `idempotency_key_reused`; by one still starting:
    * `idempotency_key_in_use`.
    */
-  startTurn(req: StartTurnRequest): Promise<RpcResult<TurnResource>>;
+  startTurn(req: StartTurnRequest, trace?: Trace): Promise<RpcResult<TurnResource>>;
   /**
    * `startTurn`, answered at once (before any model call) with the turn's `EventStream`: it
    * starts with `turn.started` and ends with exactly one terminal event (`turn.completed`,
@@ -268,7 +278,7 @@ export interface ThreadRpc {
    * stream the first request got, from the same event on, as `events` replays it (`event_expired`
    * once those events are gone); the key failures are those of `startTurn`.
    */
-  streamTurn(req: StartTurnRequest): Promise<RpcResult<EventStream>>;
+  streamTurn(req: StartTurnRequest, trace?: Trace): Promise<RpcResult<EventStream>>;
   getTurn(turnId: string): Promise<RpcResult<TurnResource>>;
   /**
    * The thread's `EventStream`: the retained events with `seq > after`, in order, then live
@@ -290,12 +300,20 @@ export interface ThreadRpc {
    * `/items/{i}/call_id` for each such item; `invalid_request` when pending calls are left
    * without an output; `thread_busy` while another task runs.
    */
-  submitOutputs(turnId: string, req: SubmitOutputsRequest): Promise<RpcResult<TurnResource>>;
+  submitOutputs(
+    turnId: string,
+    req: SubmitOutputsRequest,
+    trace?: Trace,
+  ): Promise<RpcResult<TurnResource>>;
   /**
    * `submitOutputs` answered at once with an `EventStream` of the resumed turn (as `streamTurn`,
    * minus `turn.started`: the turn started earlier). Same failures, all before the stream.
    */
-  streamOutputs(turnId: string, req: SubmitOutputsRequest): Promise<RpcResult<EventStream>>;
+  streamOutputs(
+    turnId: string,
+    req: SubmitOutputsRequest,
+    trace?: Trace,
+  ): Promise<RpcResult<EventStream>>;
   /**
    * Adds user input to the running turn: recorded as a user message before its next sampling
    * step. Answers at once with the Turn as it stands (`in_progress`). Failures:
@@ -324,7 +342,7 @@ export interface ThreadRpc {
    * the first request's compaction turn (awaited while it runs); the key failures are those of
    * `startTurn`.
    */
-  compact(req: CompactRequest): Promise<RpcResult<TurnResource>>;
+  compact(req: CompactRequest, trace?: Trace): Promise<RpcResult<TurnResource>>;
   /**
    * Records user messages without a turn (reference §5.5): no `task_started`, `turn_context` or
    * reference update; they count as user turns for rollback. Each is an `item.completed` event
@@ -363,7 +381,10 @@ export interface ThreadRpc {
    * number; `/line/1` for an empty rollout) and the reason as `message`; nothing is kept on any
    * failure.
    */
-  createFromRollout(req: CreateFromRolloutRequest): Promise<RpcResult<ThreadResource>>;
+  createFromRollout(
+    req: CreateFromRolloutRequest,
+    trace?: Trace,
+  ): Promise<RpcResult<ThreadResource>>;
   listHistory(req: ListHistoryRequest): Promise<RpcResult<ListResource<ResponseItem>>>;
   /** The exact next provider request (design §7 `GET …/prompt`). */
   getPrompt(): Promise<RpcResult<Prompt>>;
@@ -384,5 +405,5 @@ export interface ThreadRpc {
    * Failures: `thread_busy` (`onBusy: "reject"` while a turn runs), `quota_exceeded`, and the
    * create's (`unknown_model`, `invalid_request`, …); none of them records the delivery.
    */
-  acceptDelivery(req: AcceptDeliveryRequest): Promise<RpcResult<AcceptedDelivery>>;
+  acceptDelivery(req: AcceptDeliveryRequest, trace?: Trace): Promise<RpcResult<AcceptedDelivery>>;
 }

@@ -118,6 +118,11 @@ export interface WebhookMessage {
   /** The JSON body, signed as is. */
   payload: string;
   /**
+   * The edge request whose work caused the event (`Trace`), for the consumer's log lines; absent
+   * when none did (an alarm's work, an event recorded before request ids).
+   */
+  requestId?: string;
+  /**
    * Which hand-off of the delivery to the queue this message is: 1 for the first, one more for
    * each time the tenant sent it again. A message of an earlier one is superseded: dropped unsent.
    */

@@ -4,6 +4,7 @@ import type {
   StartTurnRequest,
   TurnResource,
 } from "../../../shared/api/index.ts";
+import type { Logger } from "../../../shared/observability/index.ts";
 import type { ContentItem } from "../../../shared/protocol/index.ts";
 import {
   type PlannedWork,
@@ -12,8 +13,10 @@ import {
 } from "../../../shared/session/index.ts";
 import { uuidv7 } from "../../../shared/uuid/index.ts";
 import type { AlarmSchedule } from "../../common/alarms.ts";
+import { objectLog } from "../../common/log.ts";
 import { fail, failureOf, guarded, ok } from "../../common/results.ts";
 import type { LiveThread } from "../live-thread.ts";
+import type { ProviderReport } from "../providers.ts";
 import { queuedTurnResource, turnResource } from "../resources.ts";
 import type { EventLog } from "../storage/event-log.ts";
 import type { MetaStore, TurnRow } from "../storage/meta-store.ts";
@@ -78,6 +81,8 @@ export type Accepted =
 export class TaskControl {
   readonly #deps: TaskControlDeps;
   #running: RunningTask | undefined;
+  /** A queued turn whose end is being stored though it never ran: its request, for its events. */
+  #endingUnstarted: { turnId: string; requestId: string | undefined } | undefined;
 
   constructor(deps: TaskControlDeps) {
     this.#deps = deps;
@@ -98,6 +103,19 @@ export class TaskControl {
     return steersInto && req.expectedTurnId === running ? running : newTurnId();
   }
 
+  /**
+   * The edge request of the task that ends `turnId` (its auto-compaction's too), or of the queued
+   * turn that ends before it started; undefined when no request's work ends it.
+   */
+  requestIdOf(turnId: string): string | undefined {
+    const running = this.#running;
+    if (running && (running.turnId === turnId || running.currentId === turnId)) {
+      return running.requestId;
+    }
+    const unstarted = this.#endingUnstarted;
+    return unstarted?.turnId === turnId ? unstarted.requestId : undefined;
+  }
+
   /** `thread_busy` while a task runs, else undefined. */
   busy(): RpcResult<never> | undefined {
     const running = this.#running;
@@ -105,17 +123,20 @@ export class TaskControl {
   }
 
   /**
-   * Starts a task and keeps it as the running one until it ends; then prunes events, flushes and
-   * starts the next queued turn.
+   * Starts a task and keeps it as the running one until it ends; then logs it, prunes events,
+   * flushes and starts the next queued turn.
    */
   start(
     live: LiveThread,
     turnId: string,
     start: (signal: AbortSignal) => TaskGenerator,
     reservation: Reservation,
-    resumed?: TurnRow,
+    { resumed, requestId }: { resumed?: TurnRow; requestId?: string | undefined } = {},
   ): { task: RunningTask; started: Promise<void> } {
     const configBefore = JSON.stringify(live.session.state.config);
+    const startedAt = Date.now();
+    const log = logOf(live, requestId);
+    live.provider.reset();
     const { task, started } = runTask(
       {
         live,
@@ -123,15 +144,21 @@ export class TaskControl {
         events: this.#deps.events,
         resourceOf: (row, items) => turnResource(live, row, items),
         onTaskStarted: () => saveConfigIfChanged(live, this.#deps.meta, configBefore),
+        log,
       },
       turnId,
       start,
       resumed,
+      requestId,
     );
     this.#running = task;
     this.#deps.quotas.taskStarted(reservation);
     this.#deps.waitUntil(this.#deps.alarms.within(RUNNING_TASK_ALARM_MS));
     this.#deps.taskChanged(false);
+    task.done.then(
+      (turn) => logTaskEnd(log, turn, live.provider, Date.now() - startedAt),
+      () => undefined,
+    );
     const settle = () => {
       if (this.#running === task) this.#running = undefined;
       this.#deps.quotas.taskEnded();
@@ -164,8 +191,9 @@ export class TaskControl {
     turnId: string,
     start: (signal: AbortSignal) => TaskGenerator,
     reservation: Reservation,
+    requestId?: string,
   ): Promise<RpcResult<RunningTask>> {
-    const { task, started } = this.start(live, turnId, start, reservation);
+    const { task, started } = this.start(live, turnId, start, reservation, { requestId });
     return guarded(async () => {
       await started;
       return ok(task);
@@ -180,6 +208,7 @@ export class TaskControl {
     live: LiveThread,
     req: StartTurnRequest,
     turnId: string,
+    requestId?: string,
   ): Promise<RpcResult<Accepted>> {
     await this.drainQueue();
     const running = this.#running;
@@ -194,6 +223,7 @@ export class TaskControl {
             content,
             overrides: req.overrides,
             additionalContext: req.additionalContext,
+            requestId,
           });
           // An alarm soon, so a queue left behind by an eviction still drains.
           await this.#deps.alarms.within(FLUSH_DELAY_MS);
@@ -232,6 +262,7 @@ export class TaskControl {
           { turnId },
         ),
       reservation,
+      requestId,
     );
     return begun.ok ? ok({ task: begun.value }) : begun;
   }
@@ -268,6 +299,7 @@ export class TaskControl {
     turnId: string,
     items: readonly FunctionCallOutputInput[],
     admitted: () => void,
+    requestId?: string,
   ): Promise<RpcResult<RunningTask>> {
     let checked = this.#resumable(live, turnId, items);
     if (!checked.ok) return checked;
@@ -292,7 +324,7 @@ export class TaskControl {
       (signal) =>
         live.session.resumeTurn(row.id, row.pending_calls, outputs, signal, row.queued_input),
       reservation,
-      row,
+      { resumed: row, requestId },
     );
     return ok(task);
   }
@@ -389,7 +421,7 @@ export class TaskControl {
 
   /** A queued turn interrupted before it started. */
   #interruptedBeforeStart(live: LiveThread, turnId: string): TurnResource {
-    return this.#endedBeforeStart(live, turnId, "interrupted", null);
+    return this.#endedBeforeStart(live, turnId, "interrupted", null, undefined);
   }
 
   /**
@@ -403,24 +435,31 @@ export class TaskControl {
     turnId: string,
     status: "interrupted" | "failed",
     error: TurnRow["error"],
+    requestId: string | undefined,
   ): TurnResource {
     const after = live.log.lastSeq + 1;
-    this.#deps.meta.endTurn({
-      id: turnId,
-      ordinal: 0,
-      kind: "turn",
-      status,
-      first_seq: after,
-      last_seq: after - 1,
-      pending_calls: [],
-      usage: null,
-      error,
-    });
+    this.#endingUnstarted = { turnId, requestId };
+    try {
+      this.#deps.meta.endTurn({
+        id: turnId,
+        ordinal: 0,
+        kind: "turn",
+        status,
+        first_seq: after,
+        last_seq: after - 1,
+        pending_calls: [],
+        usage: null,
+        error,
+      });
+    } finally {
+      this.#endingUnstarted = undefined;
+    }
     const resource: TurnResource = {
       ...queuedTurnResource(live.meta.id, turnId),
       status,
       error,
     };
+    logTaskEnd(logOf(live, requestId), resource, undefined, 0);
     this.#deps.events.emit(
       status === "failed" ? "turn.failed" : "turn.interrupted",
       turnId,
@@ -448,7 +487,13 @@ export class TaskControl {
       if (refused && !refused.ok && refused.error.code === "quota_exceeded") {
         if (this.#deps.queue.remove(head.turnId)) {
           const message = refused.error.detail;
-          this.#endedBeforeStart(live, head.turnId, "failed", { code: "quota_exceeded", message });
+          this.#endedBeforeStart(
+            live,
+            head.turnId,
+            "failed",
+            { code: "quota_exceeded", message },
+            head.requestId,
+          );
         }
         return;
       }
@@ -468,6 +513,7 @@ export class TaskControl {
           { turnId: next.turnId },
         ),
       reservation,
+      { requestId: next.requestId },
     );
     this.#deps.waitUntil(task.done.catch(() => undefined));
     // A turn that cannot start (its input cannot fit, its overrides are refused) has no caller
@@ -475,10 +521,16 @@ export class TaskControl {
     started.catch((err: unknown) => {
       const failure = failureOf(err);
       const error = failure?.ok === false ? failure.error : undefined;
-      this.#endedBeforeStart(live, next.turnId, "failed", {
-        code: error?.code ?? "internal",
-        message: error?.detail ?? "The turn could not start.",
-      });
+      this.#endedBeforeStart(
+        live,
+        next.turnId,
+        "failed",
+        {
+          code: error?.code ?? "internal",
+          message: error?.detail ?? "The turn could not start.",
+        },
+        next.requestId,
+      );
     });
   }
 
@@ -527,6 +579,36 @@ export class TaskControl {
     live.touch(this.#deps.meta);
     return done;
   }
+}
+
+/** The log of a task of `live`'s thread, for the request it runs for. */
+function logOf(live: LiveThread, requestId: string | undefined): Logger {
+  return objectLog.with({ request_id: requestId, tenant: live.meta.tenant, thread: live.meta.id });
+}
+
+/**
+ * A task's one log line, when it ends or pauses: how, after how long, what the provider last
+ * answered and what it used; never the turn's content. A failed task's line is a warning.
+ */
+function logTaskEnd(
+  log: Logger,
+  turn: TurnResource,
+  provider: ProviderReport | undefined,
+  durationMs: number,
+): void {
+  const fields = {
+    turn: turn.id,
+    kind: turn.kind,
+    status: turn.status,
+    error_code: turn.error?.code ?? null,
+    provider: provider?.provider ?? null,
+    provider_status: provider?.status ?? null,
+    input_tokens: turn.usage?.input_tokens,
+    output_tokens: turn.usage?.output_tokens,
+    duration_ms: durationMs,
+  };
+  if (turn.status === "failed") log.warn("turn.ended", fields);
+  else log.info("turn.ended", fields);
 }
 
 /** A turn's configuration, stored and written as a `spindle_config` line when its overrides changed it. */

@@ -1,4 +1,5 @@
 import type { ProblemCode, TurnResource } from "../../../shared/api/index.ts";
+import { describeError, type Logger } from "../../../shared/observability/index.ts";
 import type { ResponseItem } from "../../../shared/protocol/index.ts";
 import { ProviderError } from "../../../shared/providers/index.ts";
 import {
@@ -17,6 +18,8 @@ export type TaskGenerator = AsyncGenerator<TurnEvent, TurnOutcome | CompactionOu
 export interface RunningTask {
   /** The turn the caller addressed (a user turn may be preceded by an auto-compaction). */
   readonly turnId: string;
+  /** The edge request the task runs for (`Trace`); undefined for none (a test's call). */
+  readonly requestId: string | undefined;
   readonly controller: AbortController;
   /** The id of the task running right now (the auto-compaction's, then the turn's). */
   currentId: string;
@@ -33,6 +36,8 @@ export interface TaskRunnerDeps {
   resourceOf: (row: TurnRow, items?: ResponseItem[]) => Promise<TurnResource>;
   /** Called once a task's first line is written (e.g. to persist changed configuration). */
   onTaskStarted?: () => void;
+  /** The task's log: its request, tenant and thread. */
+  log: Logger;
 }
 
 /**
@@ -45,6 +50,7 @@ export function runTask(
   turnId: string,
   start: (signal: AbortSignal) => TaskGenerator,
   resumed: TurnRow | undefined,
+  requestId: string | undefined,
 ): { task: RunningTask; started: Promise<void> } {
   const controller = new AbortController();
   let markStarted: () => void = () => {};
@@ -57,6 +63,7 @@ export function runTask(
   started.catch(() => {});
   const task: RunningTask = {
     turnId,
+    requestId,
     controller,
     currentId: turnId,
     currentKind: "turn",
@@ -160,7 +167,7 @@ async function drive(
       failStart(err);
       throw err;
     }
-    const { code, message } = turnErrorOf(err);
+    const { code, message } = turnErrorOf(err, deps.log.with({ turn: row.id }));
     live.log.append({
       type: "event_msg",
       payload: {
@@ -177,10 +184,10 @@ async function drive(
 }
 
 /** What a failed turn reports: a provider's or the core's error as it is, anything else as `internal`. */
-function turnErrorOf(err: unknown): { code: ProblemCode; message: string } {
+function turnErrorOf(err: unknown, log: Logger): { code: ProblemCode; message: string } {
   if (err instanceof ProviderError) return { code: "provider_error", message: err.message };
   if (err instanceof SessionError) return { code: err.code, message: err.message };
-  console.error("[thread] task failed", err);
+  log.error("turn.internal_error", { error: describeError(err) });
   return { code: "internal", message: "The turn failed with an internal error." };
 }
 

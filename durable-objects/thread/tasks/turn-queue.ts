@@ -8,6 +8,8 @@ export interface QueuedTurn {
   content: ContentItem[];
   overrides?: ThreadConfig | undefined;
   additionalContext?: Record<string, string> | undefined;
+  /** The edge request that queued it (`Trace`), for its task's log line and events. */
+  requestId?: string | undefined;
 }
 
 /**

@@ -15,8 +15,10 @@ import {
   type ThreadSync,
   type WebhookSubscriptions,
 } from "../../../shared/api/index.ts";
+import { describeError } from "../../../shared/observability/index.ts";
 import type { Clock } from "../../../shared/ports/index.ts";
 import { type AlarmSchedule, retryDelayMs } from "../../common/alarms.ts";
+import { objectLog } from "../../common/log.ts";
 import { tenantStubIn, threadNameOf } from "../../common/placement.ts";
 import { ok } from "../../common/results.ts";
 import { dropEntries, pendingEntries } from "../storage/ledger.ts";
@@ -236,7 +238,13 @@ export class TenantSync {
       const attempts = (this.#values.get<number>("push_attempts") ?? 0) + 1;
       this.#values.put("push_attempts", attempts);
       const delay = retryDelayMs(attempts);
-      console.warn(`[tenant-sync] push failed (attempt ${attempts}), retrying in ${delay} ms`, err);
+      objectLog.warn("tenant_sync.push_failed", {
+        tenant: this.#deps.name?.tenant,
+        thread: this.#deps.name?.threadId,
+        attempt: attempts,
+        delay_ms: delay,
+        error: describeError(err),
+      });
       await this.#deps.alarms.within(delay);
       return false;
     }
@@ -328,10 +336,12 @@ export class TenantSync {
     };
     this.#deps.waitUntil(
       tenant.releaseQuota(release).catch((err: unknown) => {
-        console.warn(
-          "[tenant-sync] releaseQuota failed; the tenant asks for it when it needs it",
-          err,
-        );
+        // The tenant asks for it when it needs it.
+        objectLog.warn("tenant_sync.quota_release_failed", {
+          tenant: name.tenant,
+          thread: name.threadId,
+          error: describeError(err),
+        });
       }),
     );
   }

@@ -7,6 +7,7 @@ import type {
   RpcResult,
   TenantPolicy,
   ThreadResource,
+  Trace,
   WebhookSubscriptions,
 } from "../../../shared/api/index.ts";
 import type { Clock } from "../../../shared/ports/index.ts";
@@ -34,7 +35,7 @@ export interface HookIntakeDeps {
   alarms: AlarmSchedule;
   /** The thread, loaded if need be; undefined when there is none. */
   load: () => Promise<LiveThread | undefined>;
-  create: (req: CreateThreadRequest) => Promise<RpcResult<ThreadResource>>;
+  create: (req: CreateThreadRequest, trace?: Trace) => Promise<RpcResult<ThreadResource>>;
   /** Keeps the tenant's policy the delivery carried. */
   place: (policy: TenantPolicy | undefined) => void;
   /** The tenant's endpoint subscriptions, as the delivery's hook lookup found them. */
@@ -67,7 +68,7 @@ export class HookIntake {
     this.#deps = deps;
   }
 
-  accept(req: AcceptDeliveryRequest): Promise<RpcResult<AcceptedDelivery>> {
+  accept(req: AcceptDeliveryRequest, trace?: Trace): Promise<RpcResult<AcceptedDelivery>> {
     const { tasks, quotas, queue } = this.#deps;
     return guarded<AcceptedDelivery>(async () => {
       this.#deps.place(req.policy);
@@ -75,7 +76,7 @@ export class HookIntake {
       // A duplicate is known before the thread is loaded (or, deleted since, created again).
       const before = this.#duplicate(req);
       if (before) return before;
-      const live = await this.#existing(req);
+      const live = await this.#existing(req, trace);
       if (!live.ok) return live;
       // From here to the answer's record, one synchronous step: no request can come between.
       const first = this.#duplicate(req);
@@ -97,7 +98,7 @@ export class HookIntake {
       };
       this.#deps.storage.transactionSync(() => {
         this.#insert(delivery, req.dedupKey, false);
-        queue.push({ turnId, content: req.content });
+        queue.push({ turnId, content: req.content, requestId: trace?.requestId });
       });
       this.#awaitingTurns().add(turnId);
       // An alarm soon, so a queue left behind by an eviction still drains.
@@ -128,17 +129,20 @@ export class HookIntake {
   }
 
   /** The thread, created from the hook's `thread_config` when there is none yet. */
-  async #existing(req: AcceptDeliveryRequest): Promise<RpcResult<LiveThread>> {
+  async #existing(req: AcceptDeliveryRequest, trace?: Trace): Promise<RpcResult<LiveThread>> {
     const live = await this.#deps.load();
     if (live) return ok(live);
     const { metadata, ...config } = req.threadConfig ?? {};
-    const created = await this.#deps.create({
-      tenant: req.tenant,
-      threadId: req.delivery.thread_id,
-      config,
-      ...(metadata === undefined ? {} : { metadata }),
-      ...(req.policy === undefined ? {} : { policy: req.policy }),
-    });
+    const created = await this.#deps.create(
+      {
+        tenant: req.tenant,
+        threadId: req.delivery.thread_id,
+        config,
+        ...(metadata === undefined ? {} : { metadata }),
+        ...(req.policy === undefined ? {} : { policy: req.policy }),
+      },
+      trace,
+    );
     // Another delivery created it meanwhile: this one joins it.
     if (!created.ok && created.error.code !== "thread_exists") return created;
     const now = await this.#deps.load();

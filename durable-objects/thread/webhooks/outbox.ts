@@ -5,6 +5,7 @@ import type {
   WebhookEvent,
   WebhookSubscriptions,
 } from "../../../shared/api/index.ts";
+import { describeError } from "../../../shared/observability/index.ts";
 import type { Clock } from "../../../shared/ports/index.ts";
 import { uuidv7 } from "../../../shared/uuid/index.ts";
 import {
@@ -14,6 +15,7 @@ import {
 } from "../../../shared/webhooks/index.ts";
 import { type AlarmSchedule, retryDelayMs } from "../../common/alarms.ts";
 import { systemClock } from "../../common/clock.ts";
+import { objectLog } from "../../common/log.ts";
 import { threadNameOf } from "../../common/placement.ts";
 import type { TurnRow } from "../storage/meta-store.ts";
 import { type Sql, sqlOf } from "../storage/sql.ts";
@@ -126,8 +128,11 @@ export class WebhookOutbox {
       .map((endpoint) => endpoint.id);
   }
 
-  /** Records a turn's event as its row is stored: `hook.failed` too for a delivery's failure. */
-  turnEnded(row: TurnRow, delivery: DeliveryResource | undefined): void {
+  /**
+   * Records a turn's event as its row is stored: `hook.failed` too for a delivery's failure;
+   * `requestId` is the edge request whose work ended it.
+   */
+  turnEnded(row: TurnRow, delivery: DeliveryResource | undefined, requestId?: string): void {
     const type =
       row.kind === "compaction" && row.status === "completed"
         ? "thread.compacted"
@@ -141,19 +146,22 @@ export class WebhookOutbox {
         : {}),
       ...(row.error ? { error: row.error } : {}),
     };
-    this.record(type, data);
+    this.record(type, data, requestId);
     if (delivery && row.status === "failed") {
-      this.record("hook.failed", { ...data, hook_id: delivery.hook_id, delivery_id: delivery.id });
+      const failed = { ...data, hook_id: delivery.hook_id, delivery_id: delivery.id };
+      this.record("hook.failed", failed, requestId);
     }
   }
 
   /**
    * Writes `type`'s event for each endpoint that wants it (nothing when none does), in the
-   * caller's synchronous step, then hands it off in the background.
+   * caller's synchronous step, then hands it off in the background. `requestId`: the edge
+   * request that caused it, which its queue message carries for the consumer's log lines.
    */
   record(
     type: WebhookEventType,
     data: Partial<Omit<WebhookEventData, "thread_id" | "sequence">> = {},
+    requestId?: string,
   ): void {
     const name = this.#deps.name;
     if (name === undefined) return;
@@ -176,6 +184,7 @@ export class WebhookOutbox {
         ...data,
         sequence,
       }),
+      ...(requestId === undefined ? {} : { requestId }),
     };
     const text = JSON.stringify(body);
     const before = this.#count();
@@ -242,10 +251,13 @@ export class WebhookOutbox {
       const attempts = (this.#values.get<number>("outbox_attempts") ?? 0) + 1;
       this.#values.put("outbox_attempts", attempts);
       const delay = retryDelayMs(attempts);
-      console.warn(
-        `[webhooks] hand-off failed (attempt ${attempts}), retrying in ${delay} ms`,
-        err,
-      );
+      objectLog.warn("webhook.handoff_failed", {
+        tenant: this.#deps.name?.tenant,
+        thread: this.#deps.name?.threadId,
+        attempt: attempts,
+        delay_ms: delay,
+        error: describeError(err),
+      });
       await this.#deps.alarms.within(delay);
     }
   }

@@ -57,7 +57,9 @@ export class FakeThreads {
   };
 
   env(
-    vars: Partial<Pick<Env, "SPINDLE_ENV" | "SPINDLE_API_KEYS" | "SPINDLE_ADMIN_KEYS">> = {},
+    vars: Partial<
+      Pick<Env, "SPINDLE_ENV" | "SPINDLE_API_KEYS" | "SPINDLE_ADMIN_KEYS" | "SPINDLE_CORS_ORIGINS">
+    > = {},
   ): Env {
     return { THREAD: this.namespace, ROLLOUT: {}, ...vars } as unknown as Env;
   }
@@ -384,7 +386,9 @@ export const keyB = "sk-tenant-b-secret";
 export const apiKeys = JSON.stringify({ [sha256Hex(keyA)]: "A", [sha256Hex(keyB)]: "B" });
 
 /** An app with a fixed id generator over a fresh fake namespace, as production is configured. */
-export function setup(vars: Partial<Pick<Env, "SPINDLE_ENV" | "SPINDLE_API_KEYS">> = {}) {
+export function setup(
+  vars: Partial<Pick<Env, "SPINDLE_ENV" | "SPINDLE_API_KEYS" | "SPINDLE_CORS_ORIGINS">> = {},
+) {
   const fake = new FakeThreads();
   const app = createApp({ newThreadId: () => "thr_generated" });
   const env = fake.env({ SPINDLE_ENV: "production", SPINDLE_API_KEYS: apiKeys, ...vars });

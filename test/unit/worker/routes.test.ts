@@ -373,7 +373,13 @@ describe("DO failures", () => {
       });
       expect(JSON.stringify(body)).not.toContain("exploded");
       expect(log).toHaveBeenCalledOnce();
-      expect(log.mock.calls[0]?.at(-1)).toEqual(new Error("storage exploded at row 42"));
+      expect(JSON.parse(String(log.mock.calls[0]?.[0]))).toMatchObject({
+        level: "error",
+        event: "request.failed",
+        route: "getThread",
+        thread: "t1",
+        error: "Error: storage exploded at row 42",
+      });
     } finally {
       log.mockRestore();
     }

@@ -175,7 +175,10 @@ describe("POST /v1/threads/{id}/turns as server-sent events", () => {
     const text = out.text();
     expect(text).toBe(frame(started as ThreadEvent) + errorFrame(brokeOff));
     expect(text).not.toContain("10.0.0.7");
-    expect(log.mock.calls[0]?.at(-1)).toEqual(new Error("socket reset by peer 10.0.0.7"));
+    expect(JSON.parse(String(log.mock.calls[0]?.[0]))).toMatchObject({
+      event: "stream.failed",
+      error: "Error: socket reset by peer 10.0.0.7",
+    });
   });
 
   it("a line that is not a thread event ends the stream with an error event", async () => {

@@ -33,7 +33,8 @@ describe("schemas built on first use", () => {
     const { createApp } = await import("../../../worker/app.ts");
     await import("../../../shared/api/index.ts");
     expect(built.calls).toEqual([]);
-    const answer = await createApp().request("/healthz");
+    // An environment as the runtime passes one (the CORS check reads its vars).
+    const answer = await createApp().request("/healthz", {}, {});
     expect(answer.status).toBe(200);
     expect(built.calls).toEqual([]);
   });

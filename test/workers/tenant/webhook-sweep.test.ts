@@ -99,8 +99,8 @@ describe("the tenant's sweep", { timeout: SWEEP_TEST_TIMEOUT_MS }, () => {
     const done = await turn(key)(id, "hello");
     const [delivery] = await until(key, endpoint.id, (d) => d[0]?.status === "delivered");
     expect(sends.mock.calls.length).toBeGreaterThanOrEqual(2);
-    expect(warn.mock.calls.map(([line]) => String(line))).toContain(
-      "[webhooks] the queue refused deliveries; the sweep sends them again",
+    expect(warn.mock.calls.map(([line]) => JSON.parse(String(line)).event)).toContain(
+      "webhook.queue_refused",
     );
     expect(received.map((r) => [r.id, verified(endpoint.secret, r).data.turn_id])).toEqual([
       [delivery?.id, done.id],

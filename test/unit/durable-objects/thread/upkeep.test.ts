@@ -84,6 +84,7 @@ function harness(
   };
   const flushes = [...(opts.flushes ?? [])];
   const live = {
+    meta: { tenant: "local", id: "t1" },
     log: { lastSeq: opts.lastSeq ?? 10 },
     segments: {
       flushedThrough: () => opts.flushedThrough ?? 0,
