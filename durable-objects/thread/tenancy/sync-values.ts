@@ -1,3 +1,4 @@
+import { retryDelayMs } from "../../common/alarms.ts";
 import type { Sql } from "../storage/sql.ts";
 
 /** The `spindle_sync` keys of the webhook outbox, which outlive a delete of the thread. */
@@ -28,5 +29,31 @@ export class SyncValues {
 
   delete(key: string): void {
     this.#sql`DELETE FROM spindle_sync WHERE key = ${key}`;
+  }
+}
+
+/**
+ * The failures in a row of a duty the alarm retries (a push to the tenant, a hand-off of the
+ * outbox), counted in `spindle_sync` under `key` so the backoff grows across instances.
+ */
+export class RetryCount {
+  readonly #values: SyncValues;
+  readonly #key: string;
+
+  constructor(values: SyncValues, key: string) {
+    this.#values = values;
+    this.#key = key;
+  }
+
+  /** The duty succeeded: the next failure backs off from the start. */
+  succeeded(): void {
+    if ((this.#values.get<number>(this.#key) ?? 0) > 0) this.#values.put(this.#key, 0);
+  }
+
+  /** Counts a failure: how many in a row now, and how long to wait before the next attempt. */
+  failed(): { attempts: number; delayMs: number } {
+    const attempts = (this.#values.get<number>(this.#key) ?? 0) + 1;
+    this.#values.put(this.#key, attempts);
+    return { attempts, delayMs: retryDelayMs(attempts) };
   }
 }

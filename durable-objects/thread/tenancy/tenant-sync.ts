@@ -17,13 +17,13 @@ import {
 } from "../../../shared/api/index.ts";
 import { describeError } from "../../../shared/observability/index.ts";
 import type { Clock } from "../../../shared/ports/index.ts";
-import { type AlarmSchedule, retryDelayMs } from "../../common/alarms.ts";
+import type { AlarmSchedule } from "../../common/alarms.ts";
 import { objectLog } from "../../common/log.ts";
 import { tenantStubIn, threadNameOf } from "../../common/placement.ts";
 import { ok } from "../../common/results.ts";
 import { dropEntries, pendingEntries } from "../storage/ledger.ts";
 import { type Sql, sqlOf } from "../storage/sql.ts";
-import { OUTBOX_SYNC_KEYS, SyncValues } from "./sync-values.ts";
+import { OUTBOX_SYNC_KEYS, RetryCount, SyncValues } from "./sync-values.ts";
 
 /** A thread pushes to its tenant's object at most once per this long, unless it must at once. */
 export const SYNC_INTERVAL_MS = 1_000;
@@ -106,6 +106,7 @@ export interface TenantSyncDeps {
 export class TenantSync {
   readonly #deps: TenantSyncDeps;
   readonly #values: SyncValues;
+  readonly #pushFailures: RetryCount;
   #inFlight: Promise<void> | undefined;
   #again = false;
   #againUrgent = false;
@@ -119,6 +120,7 @@ export class TenantSync {
   constructor(deps: TenantSyncDeps) {
     this.#deps = deps;
     this.#values = new SyncValues(deps.sql);
+    this.#pushFailures = new RetryCount(this.#values, "push_attempts");
   }
 
   /** The sync of a Thread object, whose name (`{tenant}:{thread}`) says what it pushes for. */
@@ -228,24 +230,21 @@ export class TenantSync {
       if (ack.value.tenantGone && sync.request.thread !== null) await this.#deps.tenantGone();
       this.#acknowledge(sync, ack.value);
       if (ack.value.webhooks) this.#deps.subscriptions(ack.value.webhooks, askedAt);
-      if ((this.#values.get<number>("push_attempts") ?? 0) > 0)
-        this.#values.put("push_attempts", 0);
+      this.#pushFailures.succeeded();
       return (
         sync.request.usage.length === SYNC_BATCH_ENTRIES ||
         sync.request.deliveries?.length === DELIVERY_PUSH_BATCH
       );
     } catch (err) {
-      const attempts = (this.#values.get<number>("push_attempts") ?? 0) + 1;
-      this.#values.put("push_attempts", attempts);
-      const delay = retryDelayMs(attempts);
+      const { attempts, delayMs } = this.#pushFailures.failed();
       objectLog.warn("tenant_sync.push_failed", {
         tenant: this.#deps.name?.tenant,
         thread: this.#deps.name?.threadId,
         attempt: attempts,
-        delay_ms: delay,
+        delay_ms: delayMs,
         error: describeError(err),
       });
-      await this.#deps.alarms.within(delay);
+      await this.#deps.alarms.within(delayMs);
       return false;
     }
   }

@@ -13,13 +13,13 @@ import {
   type WebhookEventData,
   type WebhookEventType,
 } from "../../../shared/webhooks/index.ts";
-import { type AlarmSchedule, retryDelayMs } from "../../common/alarms.ts";
+import type { AlarmSchedule } from "../../common/alarms.ts";
 import { systemClock } from "../../common/clock.ts";
 import { objectLog } from "../../common/log.ts";
 import { threadNameOf } from "../../common/placement.ts";
 import type { TurnRow } from "../storage/meta-store.ts";
 import { type Sql, sqlOf } from "../storage/sql.ts";
-import { SyncValues } from "../tenancy/sync-values.ts";
+import { RetryCount, SyncValues } from "../tenancy/sync-values.ts";
 import type { TenantSync } from "../tenancy/tenant-sync.ts";
 
 /**
@@ -75,6 +75,7 @@ export interface WebhookOutboxDeps {
 export class WebhookOutbox {
   readonly #deps: WebhookOutboxDeps;
   readonly #values: SyncValues;
+  readonly #handoffFailures: RetryCount;
   #known: Known | undefined;
   /** Rows not handed off, counted once per instance (undefined: not counted yet). */
   #rows: number | undefined;
@@ -84,6 +85,7 @@ export class WebhookOutbox {
   constructor(deps: WebhookOutboxDeps) {
     this.#deps = deps;
     this.#values = new SyncValues(deps.sql);
+    this.#handoffFailures = new RetryCount(this.#values, "outbox_attempts");
   }
 
   /** The outbox of a Thread object: its tenant and placement are its sync's. */
@@ -244,21 +246,17 @@ export class WebhookOutbox {
         const sent = await this.#sendBatch();
         if (resolved + sent === 0) break;
       }
-      if ((this.#values.get<number>("outbox_attempts") ?? 0) > 0) {
-        this.#values.put("outbox_attempts", 0);
-      }
+      this.#handoffFailures.succeeded();
     } catch (err) {
-      const attempts = (this.#values.get<number>("outbox_attempts") ?? 0) + 1;
-      this.#values.put("outbox_attempts", attempts);
-      const delay = retryDelayMs(attempts);
+      const { attempts, delayMs } = this.#handoffFailures.failed();
       objectLog.warn("webhook.handoff_failed", {
         tenant: this.#deps.name?.tenant,
         thread: this.#deps.name?.threadId,
         attempt: attempts,
-        delay_ms: delay,
+        delay_ms: delayMs,
         error: describeError(err),
       });
-      await this.#deps.alarms.within(delay);
+      await this.#deps.alarms.within(delayMs);
     }
   }
 
