@@ -420,15 +420,15 @@ function requestOf(
         contentType: op.body === "rollout" ? ROLLOUT_TYPES : JSON_TYPES,
       })
       .map((r) => {
-        let url = op.path.replace(/\{(\w+)\}/g, (_, name: string) => String(r.path[name]));
+        let url = op.path.replace(/\{(\w+)\}/g, (_, name: string) => asText(r.path[name]));
         const search = Object.entries(r.query)
           .filter(([, v]) => v !== undefined)
-          .map(([k, v]) => `${k}=${String(v)}`)
+          .map(([k, v]) => `${k}=${asText(v)}`)
           .join("&");
         if (search !== "") url += `?${search}`;
         const headers: Record<string, string> = {};
         for (const [k, v] of Object.entries(r.headers)) {
-          if (v !== undefined) headers[k] = decodeSafely(String(v));
+          if (v !== undefined) headers[k] = decodeSafely(asText(v));
         }
         if (r.auth !== "") headers.authorization = r.auth;
         if (r.accept !== undefined) headers.accept = r.accept;
@@ -442,6 +442,14 @@ function requestOf(
         };
       });
   });
+}
+
+/**
+ * A generated parameter value as the text a request carries. An object (a schema may allow one)
+ * is sent as its JSON: `String` throws on one generated without a prototype.
+ */
+function asText(value: unknown): string {
+  return typeof value === "object" && value !== null ? JSON.stringify(value) : String(value);
 }
 
 /** Header values must be Latin-1; a query-style encoded value is decoded back where it can be. */
