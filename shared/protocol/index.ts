@@ -1,6 +1,7 @@
 export * from "./json.ts";
 export * from "./json-nesting.ts";
 export * from "./json-record.ts";
+export * from "./mcp.ts";
 export * from "./prompt.ts";
 export * from "./response-item.ts";
 export * from "./rollout-line.ts";

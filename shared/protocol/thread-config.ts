@@ -1,6 +1,7 @@
 import * as z from "../zod/index.ts";
 import { MAX_TOOL_PARAMETERS_DEPTH, nestedWithin } from "./json-nesting.ts";
 import { recordOf } from "./json-record.ts";
+import { McpServerLabelSchema, McpServerRefSchema, McpToolEntrySchema } from "./mcp.ts";
 
 /**
  * Thread configuration as the API accepts it (design §8). The same shape serves thread creation
@@ -133,7 +134,20 @@ export const ThreadConfigSchema = z.onFirstUse(() =>
     context_sections: z.optional(
       recordOf(ContextSectionIdSchema, z.nullable(ContextSectionConfigSchema)),
     ),
-    tools: z.optional(z.array(FunctionToolSchema).check(z.maxLength(128))),
+    /** Function tools the client runs, and inline `{type: "mcp"}` entries (design §16). */
+    tools: z.optional(
+      z.array(z.union([FunctionToolSchema, McpToolEntrySchema])).check(z.maxLength(128)),
+    ),
+    /**
+     * The tenant's MCP servers this thread may use, by label (or a reference that narrows one).
+     * Replaces the current list, with the inline entries of the same request's `tools`; `null`
+     * clears it.
+     */
+    mcp_servers: z.optional(
+      z.nullable(
+        z.array(z.union([McpServerLabelSchema, McpServerRefSchema])).check(z.maxLength(16)),
+      ),
+    ),
     truncation: z.optional(TruncationConfigSchema),
     /**
      * Auto-compaction runs before a turn when the estimated context exceeds this share of the
@@ -195,6 +209,8 @@ export const SessionConfigurationSchema = z.onFirstUse(() =>
     /** Insertion-ordered; the order is model-visible. */
     context_sections: recordOf(ContextSectionIdSchema, ContextSectionConfigSchema),
     tools: z.array(FunctionToolSchema),
+    /** Unset: no MCP servers. One entry per label, in the order given. */
+    mcp_servers: z.optional(z.array(McpServerRefSchema)),
     truncation: TruncationConfigSchema,
     /** Unset: the engine's default (0.9). */
     auto_compact_fraction: z.optional(z.number().check(z.gt(0), z.lte(1))),

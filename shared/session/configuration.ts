@@ -3,6 +3,8 @@ import { utf8ByteLength } from "../context-manager/index.ts";
 import type { ModelCatalog, ModelInfo } from "../models/index.ts";
 import type {
   EnvironmentConfig,
+  FunctionTool,
+  McpServerRef,
   PermissionsConfig,
   SessionConfiguration,
   ThreadConfig,
@@ -53,9 +55,10 @@ export function resolveSessionConfiguration(
     environments: resolveEnvironments(current?.environments ?? [], update),
     timezone: checkTimezone(update.timezone ?? current?.timezone ?? DEFAULT_TIMEZONE),
     context_sections: resolveSections(current?.context_sections ?? {}, update.context_sections),
-    tools: update.tools ?? current?.tools ?? [],
+    tools: functionTools(update.tools) ?? current?.tools ?? [],
     truncation: update.truncation ?? current?.truncation ?? DEFAULT_TRUNCATION,
   };
+  setOptional(next, "mcp_servers", resolveMcpServers(update), current?.mcp_servers);
   setOptional(next, "base_instructions", update.base_instructions, current?.base_instructions);
   setOptional(
     next,
@@ -141,6 +144,45 @@ function setOptional<K extends keyof SessionConfiguration>(
 ): void {
   const value = update === undefined ? current : update;
   if (value !== null && value !== undefined) target[key] = value;
+}
+
+function functionTools(tools: ThreadConfig["tools"]): FunctionTool[] | undefined {
+  return tools?.filter((t): t is FunctionTool => t.type === "function");
+}
+
+/**
+ * The request's MCP servers: `mcp_servers` (labels become references) followed by the inline
+ * `{type: "mcp"}` entries of `tools`. undefined: the request names none and keeps the current
+ * list; null: it clears the list. A label named twice is refused.
+ */
+function resolveMcpServers(update: ThreadConfig): McpServerRef[] | null | undefined {
+  const inline: McpServerRef[] = [];
+  for (const tool of update.tools ?? []) {
+    if (tool.type !== "mcp") continue;
+    const { type: _mcp, server_label, server_url, ...narrowing } = tool;
+    inline.push({
+      label: server_label,
+      ...(server_url === undefined ? {} : { url: server_url }),
+      ...narrowing,
+    });
+  }
+  if (update.mcp_servers === undefined && inline.length === 0) return undefined;
+  if (update.mcp_servers === null && inline.length === 0) return null;
+  const refs = [
+    ...(update.mcp_servers ?? []).map((s) => (typeof s === "string" ? { label: s } : { ...s })),
+    ...inline,
+  ];
+  const seen = new Set<string>();
+  for (const ref of refs) {
+    if (seen.has(ref.label)) {
+      throw new InvalidConfigurationError(
+        "mcp_servers",
+        `MCP server "${ref.label}" is named twice (in mcp_servers or as a {type: "mcp"} tool)`,
+      );
+    }
+    seen.add(ref.label);
+  }
+  return refs.length === 0 ? null : refs;
 }
 
 function resolveEnvironments(

@@ -241,4 +241,46 @@ describe("resolveSessionConfiguration", () => {
     expect(ThreadConfigSchema.safeParse({ auto_compact_fraction: 0 }).success).toBe(false);
     expect(ThreadConfigSchema.safeParse({ auto_compact_fraction: 1.5 }).success).toBe(false);
   });
+
+  it("resolves MCP servers from labels, references and inline tool entries", () => {
+    const parse = (config: unknown) => ThreadConfigSchema.parse(config);
+    const created = resolve(
+      undefined,
+      parse({
+        mcp_servers: ["docs", { label: "ci", allowed_tools: ["run"] }],
+        tools: [
+          { name: "client_tool" },
+          { type: "mcp", server_label: "search", server_url: "https://mcp.example/s" },
+        ],
+      }),
+    );
+    expect(created.tools.map((t) => t.name)).toEqual(["client_tool"]);
+    expect(created.mcp_servers).toEqual([
+      { label: "docs" },
+      { label: "ci", allowed_tools: ["run"] },
+      { label: "search", url: "https://mcp.example/s" },
+    ]);
+    // An override without servers keeps them; one that names servers replaces them; null clears.
+    expect(resolve(created, parse({ cwd: "/w" })).mcp_servers).toEqual(created.mcp_servers);
+    expect(resolve(created, parse({ mcp_servers: ["docs"] })).mcp_servers).toEqual([
+      { label: "docs" },
+    ]);
+    expect(resolve(created, parse({ mcp_servers: null }))).not.toHaveProperty("mcp_servers");
+    // Function tools replaced without MCP entries leave the servers alone.
+    expect(resolve(created, parse({ tools: [] })).mcp_servers).toEqual(created.mcp_servers);
+  });
+
+  it("refuses a server named twice and a label outside [A-Za-z0-9_-]{1,64}", () => {
+    const twice = ThreadConfigSchema.parse({
+      mcp_servers: ["docs"],
+      tools: [{ type: "mcp", server_label: "docs" }],
+    });
+    expect(configurationError(() => resolve(undefined, twice))?.path).toBe("mcp_servers");
+    expect(ThreadConfigSchema.safeParse({ mcp_servers: ["a b"] }).success).toBe(false);
+    expect(ThreadConfigSchema.safeParse({ mcp_servers: ["x".repeat(65)] }).success).toBe(false);
+    expect(
+      ThreadConfigSchema.safeParse({ tools: [{ type: "mcp", server_label: "ok", headers: {} }] })
+        .success,
+    ).toBe(false);
+  });
 });
