@@ -77,3 +77,14 @@ export interface McpServerDefinition {
   readonly require_approval: RequireApproval;
   readonly timeout_ms: number;
 }
+
+/**
+ * A thread's references resolved against the tenant's registry (the Tenant's
+ * `resolveMcpServers`): the servers it may use, and the labels it names that it cannot (a label
+ * not registered, an inline `server_url` that is not the registered one), each left out of the
+ * step with a warning on the turn.
+ */
+export interface McpServerResolution {
+  readonly servers: readonly McpServerDefinition[];
+  readonly unavailable: readonly { readonly label: string; readonly reason: string }[];
+}
