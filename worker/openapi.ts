@@ -54,6 +54,7 @@ import {
   WebhookDeliverySchema,
   WebhookEventSchema,
 } from "../shared/api/index.ts";
+import { REQUEST_ID_HEADER, REQUEST_ID_PATTERN } from "../shared/observability/index.ts";
 import {
   ThreadConfigSchema,
   ThreadMetadataSchema,
@@ -84,6 +85,8 @@ export interface OpenApiDocument {
   webhooks: Record<string, Record<string, Record<string, unknown>>>;
   components: {
     schemas: Record<string, JsonSchema>;
+    parameters: Record<string, Record<string, unknown>>;
+    headers: Record<string, Record<string, unknown>>;
     securitySchemes: Record<string, Record<string, unknown>>;
   };
 }
@@ -162,6 +165,13 @@ const MEDIA_TYPES: Record<ContentSpec["format"], string> = {
 
 const componentRef = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 
+/**
+ * `x-request-id`, on every operation: the client may name its request, and every answer (a
+ * problem and a stream too) carries the id the request was logged and traced under.
+ */
+const REQUEST_ID_PARAMETER = { $ref: "#/components/parameters/RequestId" };
+const REQUEST_ID_RESPONSE_HEADER = { $ref: "#/components/headers/RequestId" };
+
 /** Builds the document; throws when a route uses a schema that has no component name. */
 export function buildOpenApiDocument(
   routes: Readonly<Record<string, RouteSpec>> = API_ROUTES,
@@ -192,6 +202,26 @@ export function buildOpenApiDocument(
     webhooks: outboundEvents(),
     components: {
       schemas,
+      parameters: {
+        RequestId: {
+          name: REQUEST_ID_HEADER,
+          in: "header",
+          required: false,
+          description:
+            "The client's name for this request, used as the request id when it matches the " +
+            "pattern (otherwise the service makes one): answered in `x-request-id`, written on " +
+            "the request's log lines and carried into the webhook events it causes.",
+          schema: { type: "string", pattern: REQUEST_ID_PATTERN },
+        },
+      },
+      headers: {
+        RequestId: {
+          description:
+            "The request's id: the client's `x-request-id` when valid, else `req_` and 32 hex " +
+            "digits. Quote it when asking about a request; it names its log lines.",
+          schema: { type: "string", pattern: REQUEST_ID_PATTERN },
+        },
+      },
       securitySchemes: {
         apiKey: {
           type: "http",
@@ -288,8 +318,9 @@ function operation(operationId: string, route: RouteSpec): Record<string, unknow
     ...parametersOf(route.params, "path"),
     ...parametersOf(route.query, "query"),
     ...parametersOf(route.headers, "header"),
+    REQUEST_ID_PARAMETER,
   ];
-  if (parameters.length > 0) op.parameters = parameters;
+  op.parameters = parameters;
   if (route.body?.kind === "json") {
     op.requestBody = {
       required: !route.body.schema.safeParse({}).success,
@@ -341,14 +372,15 @@ function errorCodesByStatus(route: RouteSpec, isPublic: boolean): Map<number, Pr
 
 function successResponse(response: ResponseSpec): Record<string, unknown> {
   const out: Record<string, unknown> = { description: response.description };
-  if (response.headers !== undefined) {
-    out.headers = Object.fromEntries(
-      Object.entries(response.headers).map(([name, description]) => [
+  out.headers = {
+    ...Object.fromEntries(
+      Object.entries(response.headers ?? {}).map(([name, description]) => [
         name,
         { description, schema: { type: "string" } },
       ]),
-    );
-  }
+    ),
+    [REQUEST_ID_HEADER]: REQUEST_ID_RESPONSE_HEADER,
+  };
   if (response.content !== undefined) {
     out.content = Object.fromEntries(
       response.content.map(({ format, schema }) => [
@@ -388,11 +420,12 @@ function problemResponse(codes: ProblemCode[]): Record<string, unknown> {
     const header = PROBLEM_HEADERS[code];
     return header === undefined ? [] : [header];
   });
-  if (headers.length > 0) {
-    out.headers = Object.fromEntries(
+  out.headers = {
+    ...Object.fromEntries(
       headers.map(([name, description]) => [name, { description, schema: { type: "string" } }]),
-    );
-  }
+    ),
+    [REQUEST_ID_HEADER]: REQUEST_ID_RESPONSE_HEADER,
+  };
   return out;
 }
 

@@ -8,7 +8,8 @@ export const REQUEST_ID_HEADER = "x-request-id";
  * ULIDs and most tracing ids are made of). Anything else could not be echoed as a header or
  * searched as a log field as it is.
  */
-const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+export const REQUEST_ID_PATTERN = "^[A-Za-z0-9._:-]{1,128}$";
+const CLIENT_REQUEST_ID = new RegExp(REQUEST_ID_PATTERN);
 
 /** The client's request id when it is one, else a new one (`req_` + 32 hex digits of a UUIDv7). */
 export function requestIdOf(header: string | undefined): string {

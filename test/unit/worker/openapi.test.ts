@@ -12,7 +12,7 @@ const routes = Object.entries(API_ROUTES as Record<string, RouteSpec>);
 
 type Operation = Record<string, unknown> & {
   operationId: string;
-  parameters?: { name: string; in: string; required: boolean }[];
+  parameters?: { name?: string; in?: string; required?: boolean; $ref?: string }[];
   requestBody?: { required: boolean; content: Record<string, { schema: { $ref?: string } }> };
   responses: Record<string, { content?: Record<string, { schema: Record<string, unknown> }> }>;
   security?: unknown[];
@@ -116,8 +116,9 @@ describe("the OpenAPI document", () => {
     const refs = refsIn(doc);
     expect(refs.length).toBeGreaterThan(30);
     const missing = refs.filter((ref) => {
-      const name = /^#\/components\/schemas\/(.+)$/.exec(ref)?.[1];
-      return name === undefined || !(name in doc.components.schemas);
+      const [, kind, name] = /^#\/components\/(schemas|parameters|headers)\/(.+)$/.exec(ref) ?? [];
+      if (kind === undefined || name === undefined) return true;
+      return !(name in doc.components[kind as "schemas" | "parameters" | "headers"]);
     });
     expect(missing).toEqual([]);
   });
@@ -278,7 +279,9 @@ describe("the OpenAPI document", () => {
   it("query and header parameters come from the validating schemas", () => {
     const events = doc.paths["/v1/threads/{id}/events"]?.get as Operation;
     expect(
-      events.parameters?.map(({ name, in: where, required }) => [name, where, required]),
+      events.parameters
+        ?.filter((p) => p.name !== undefined)
+        .map(({ name, in: where, required }) => [name, where, required]),
     ).toEqual([
       ["id", "path", true],
       ["after", "query", false],
@@ -290,6 +293,32 @@ describe("the OpenAPI document", () => {
       description: "Items per page: 1-1000, in decimal digits; default 100.",
       schema: { type: "string", pattern: "^[0-9]{1,4}$", default: "100" },
     });
+  });
+
+  it("every operation takes and every answer carries x-request-id, as the edge does", async () => {
+    const { parameters, headers } = doc.components;
+    expect(parameters.RequestId).toMatchObject({ name: "x-request-id", in: "header" });
+    const schema = headers.RequestId?.schema as { pattern?: string } | undefined;
+    const pattern = new RegExp(String(schema?.pattern));
+    for (const [path, method, op] of operations(doc)) {
+      const where = `${method} ${path}`;
+      expect(refsIn(op.parameters), where).toContain("#/components/parameters/RequestId");
+      for (const [status, response] of Object.entries(op.responses)) {
+        const answer = response as { headers?: Record<string, { $ref?: string }> };
+        expect(answer.headers?.["x-request-id"]?.$ref, `${where} ${status}`).toBe(
+          "#/components/headers/RequestId",
+        );
+      }
+    }
+    // What the edge answers fits the documented pattern, whether it made the id or kept the client's.
+    const { app, env } = setup();
+    const made = await app.request("/healthz", {}, env);
+    expect(made.headers.get("x-request-id")).toMatch(pattern);
+    const kept = await app.request("/healthz", { headers: { "x-request-id": "trace:42" } }, env);
+    expect(kept.headers.get("x-request-id")).toBe("trace:42");
+    const refused = await app.request("/healthz", { headers: { "x-request-id": "a b" } }, env);
+    expect(refused.headers.get("x-request-id")).not.toBe("a b");
+    expect(refused.headers.get("x-request-id")).toMatch(pattern);
   });
 
   it("a response item is documented as parsed: compaction, and other for unknown types", () => {
