@@ -196,7 +196,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
     getThread: async (c, { param }) => c.json(unwrap(await stubFor(c, param.id).getThread())),
 
     deleteThread: async (c, { param }) => {
-      unwrap(await stubFor(c, param.id).deleteThread());
+      unwrap(await stubFor(c, param.id).deleteThread(traceOf(c)));
       return c.body(null, 204);
     },
 
@@ -248,7 +248,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
     },
 
     interruptTurn: async (c, { param }) =>
-      c.json(unwrap(await stubFor(c, param.id).interrupt(param.turn))),
+      c.json(unwrap(await stubFor(c, param.id).interrupt(param.turn, traceOf(c)))),
 
     getEvents: async (c, { param, query, header }) => {
       // A reconnecting EventSource sends Last-Event-ID with the original URL: the header is newer.

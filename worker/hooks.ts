@@ -217,6 +217,7 @@ export function hookHandlers(
           timestamp: createdAt,
           data: { endpoint_id: endpoint.id },
         }),
+        requestId: c.var.requestId,
       };
       // Recorded (listed at once, before its first attempt), then sent to the queue.
       unwrap(await tenant.enqueueWebhooks([event]));

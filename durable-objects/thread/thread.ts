@@ -287,7 +287,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     return this.#withThread((live) => ok(this.#resource(live)));
   }
 
-  deleteThread(): Promise<RpcResult<null>> {
+  deleteThread(trace?: Trace): Promise<RpcResult<null>> {
     return this.#withThread(async (live) => {
       // Nothing new starts (a flush, a checkpoint, a queued turn); what already runs finishes
       // first, and no other event runs until the thread is gone. Otherwise a segment put or a
@@ -307,7 +307,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
           // The tombstone's push ends the tenant's hold.
           this.#quotas.reset();
           this.#live = undefined;
-          this.#outbox.record("thread.deleted");
+          this.#outbox.record("thread.deleted", {}, trace?.requestId);
         });
       } finally {
         this.#deleting = false;
@@ -444,9 +444,9 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     );
   }
 
-  interrupt(turnId: string): Promise<RpcResult<TurnResource>> {
+  interrupt(turnId: string, trace?: Trace): Promise<RpcResult<TurnResource>> {
     return this.#withThread((live) =>
-      this.#tasks.interrupt(live, turnId, () => this.#upkeep.scheduleFlush()),
+      this.#tasks.interrupt(live, turnId, () => this.#upkeep.scheduleFlush(), trace?.requestId),
     );
   }
 

@@ -249,7 +249,7 @@ export interface ThreadRpc {
   createThread(req: CreateThreadRequest, trace?: Trace): Promise<RpcResult<ThreadResource>>;
   getThread(): Promise<RpcResult<ThreadResource>>;
   /** Deletes DO state and the thread's R2 objects. */
-  deleteThread(): Promise<RpcResult<null>>;
+  deleteThread(trace?: Trace): Promise<RpcResult<null>>;
   /**
    * The tenant's object wants back what admission `grant` (or an older one) holds: the thread
    * drops its lease, and its running slot too unless a task runs (`released: false`; the slot
@@ -328,7 +328,7 @@ export interface ThreadRpc {
    * a queued one never starts. Answers when the turn has ended. Idempotent: a turn that already
    * ended is answered as it is. Failures: `turn_not_found`.
    */
-  interrupt(turnId: string): Promise<RpcResult<TurnResource>>;
+  interrupt(turnId: string, trace?: Trace): Promise<RpcResult<TurnResource>>;
   /**
    * Drops the last `turns` user turns from history (reference §4.5) and records a
    * `thread_rolled_back` line. Failures: `thread_busy` unless the thread is `idle`.

@@ -81,8 +81,11 @@ export type Accepted =
 export class TaskControl {
   readonly #deps: TaskControlDeps;
   #running: RunningTask | undefined;
-  /** A queued turn whose end is being stored though it never ran: its request, for its events. */
-  #endingUnstarted: { turnId: string; requestId: string | undefined } | undefined;
+  /**
+   * A turn whose end is being stored while no task runs it (a queued turn that never ran, a
+   * paused turn interrupted): the request that ends it, for its events.
+   */
+  #endingIdle: { turnId: string; requestId: string | undefined } | undefined;
 
   constructor(deps: TaskControlDeps) {
     this.#deps = deps;
@@ -104,16 +107,17 @@ export class TaskControl {
   }
 
   /**
-   * The edge request of the task that ends `turnId` (its auto-compaction's too), or of the queued
-   * turn that ends before it started; undefined when no request's work ends it.
+   * The edge request of the task that ends `turnId` (its auto-compaction's too), or of the request
+   * that ends it while no task runs it (a queued or paused turn); undefined when no request's work
+   * ends it.
    */
   requestIdOf(turnId: string): string | undefined {
     const running = this.#running;
     if (running && (running.turnId === turnId || running.currentId === turnId)) {
       return running.requestId;
     }
-    const unstarted = this.#endingUnstarted;
-    return unstarted?.turnId === turnId ? unstarted.requestId : undefined;
+    const idle = this.#endingIdle;
+    return idle?.turnId === turnId ? idle.requestId : undefined;
   }
 
   /** `thread_busy` while a task runs, else undefined. */
@@ -395,10 +399,15 @@ export class TaskControl {
    * paused one drops its pending calls (then `flush` schedules its lines). A turn that already
    * ended is answered as it is.
    */
+  /**
+   * `requestId`: the interrupting request, which the events of a queued or paused turn's end
+   * carry; a running turn's end carries its own request's, whose work it was.
+   */
   async interrupt(
     live: LiveThread,
     turnId: string,
     flush: () => Promise<void>,
+    requestId?: string,
   ): Promise<RpcResult<TurnResource>> {
     const running = this.#running;
     const { meta, queue, events } = this.#deps;
@@ -406,12 +415,18 @@ export class TaskControl {
       running.controller.abort(new Error("interrupted"));
       return ok(await running.done);
     }
-    if (queue.remove(turnId)) return ok(this.#interruptedBeforeStart(live, turnId));
+    if (queue.remove(turnId)) return ok(this.#interruptedBeforeStart(live, turnId, requestId));
     const row = meta.turn(turnId);
     if (!row) return fail("turn_not_found", `No turn "${turnId}" in this thread.`);
     if (row.status !== "requires_action" || running) return ok(await turnResource(live, row));
     const item = live.session.interruptPausedTurn(turnId);
-    const done = this.markInterrupted(live, row);
+    this.#endingIdle = { turnId, requestId };
+    let done: TurnRow;
+    try {
+      done = this.markInterrupted(live, row);
+    } finally {
+      this.#endingIdle = undefined;
+    }
     events.emit("item.completed", turnId, { item, context: true });
     const resource = await turnResource(live, done);
     events.emit("turn.interrupted", turnId, resource);
@@ -420,8 +435,8 @@ export class TaskControl {
   }
 
   /** A queued turn interrupted before it started. */
-  #interruptedBeforeStart(live: LiveThread, turnId: string): TurnResource {
-    return this.#endedBeforeStart(live, turnId, "interrupted", null, undefined);
+  #interruptedBeforeStart(live: LiveThread, turnId: string, requestId?: string): TurnResource {
+    return this.#endedBeforeStart(live, turnId, "interrupted", null, requestId);
   }
 
   /**
@@ -438,7 +453,7 @@ export class TaskControl {
     requestId: string | undefined,
   ): TurnResource {
     const after = live.log.lastSeq + 1;
-    this.#endingUnstarted = { turnId, requestId };
+    this.#endingIdle = { turnId, requestId };
     try {
       this.#deps.meta.endTurn({
         id: turnId,
@@ -452,7 +467,7 @@ export class TaskControl {
         error,
       });
     } finally {
-      this.#endingUnstarted = undefined;
+      this.#endingIdle = undefined;
     }
     const resource: TurnResource = {
       ...queuedTurnResource(live.meta.id, turnId),

@@ -255,4 +255,42 @@ describe("log lines and the request id", () => {
     expect(all).not.toContain(hook.secret);
     expect(all).not.toContain(hook.url);
   });
+
+  it("the events an interrupt, a deletion and an endpoint test cause name those requests", async () => {
+    const { key } = await tenantWithKey();
+    const events = ["turn.interrupted", "thread.deleted"];
+    const endpoint = await createEndpoint(key, { events });
+    receiver();
+    const logs = captureConsole();
+    const id = newThreadId();
+    const tools = [{ name: "lookup", parameters: { type: "object" } }];
+    await json(await api("POST", "/v1/threads", { id, tools }, key), 201);
+    // A turn paused on a client tool, then interrupted: no task runs it when it ends.
+    const paused = await json<{ id: string; status: string }>(
+      await turnOf(id, "/call lookup {}", "trace-pause", key),
+    );
+    expect(paused.status).toBe("requires_action");
+    const path = `/v1/threads/${id}/turns/${paused.id}/interrupt`;
+    const interrupted = await api("POST", path, {}, key, { "x-request-id": "trace-interrupt" });
+    expect(interrupted.status).toBe(200);
+    const deleted = await api("DELETE", `/v1/threads/${id}`, undefined, key, {
+      "x-request-id": "trace-delete",
+    });
+    expect(deleted.status).toBe(204);
+    const tested = await api("POST", `/v1/webhook-endpoints/${endpoint.id}/test`, {}, key, {
+      "x-request-id": "trace-test",
+    });
+    expect(tested.status).toBe(202);
+    await vi.waitFor(() => {
+      expect(logs.of("webhook.attempt", "trace-interrupt")).toEqual([
+        expect.objectContaining({ event_type: "turn.interrupted", turn: paused.id }),
+      ]);
+      expect(logs.of("webhook.attempt", "trace-delete")).toEqual([
+        expect.objectContaining({ event_type: "thread.deleted", thread: id }),
+      ]);
+      expect(logs.of("webhook.attempt", "trace-test")).toEqual([
+        expect.objectContaining({ event_type: "webhook.test", endpoint: endpoint.id }),
+      ]);
+    });
+  });
 });
