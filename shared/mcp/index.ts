@@ -2,3 +2,4 @@
  * Server-side tools from remote MCP servers (design §16): pure parts, no network of their own.
  */
 export * from "./tool-names.ts";
+export * from "./tool-result.ts";
