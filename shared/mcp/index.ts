@@ -2,6 +2,7 @@
  * Server-side tools from remote MCP servers (design §16): pure parts, no network of their own.
  */
 
+export * from "./approval.ts";
 export * from "./step-tools.ts";
 export * from "./tool-names.ts";
 export * from "./tool-result.ts";
