@@ -3,6 +3,7 @@
  */
 
 export * from "./approval.ts";
+export * from "./connection.ts";
 export * from "./listing-cache.ts";
 export * from "./step-tools.ts";
 export * from "./tool-names.ts";
