@@ -60,13 +60,16 @@ function loadSdk(): Promise<Sdk> {
 export class McpConnection {
   readonly #options: McpConnectionOptions;
   #client: Promise<Client> | undefined;
+  #protocolVersion: string | undefined;
 
   constructor(options: McpConnectionOptions) {
     this.#options = options;
   }
 
   /** The negotiated protocol version, once connected. */
-  protocolVersion: string | undefined;
+  get protocolVersion(): string | undefined {
+    return this.#protocolVersion;
+  }
 
   /** Every tool the server lists, all pages. */
   async listTools(signal?: AbortSignal): Promise<McpListedTool[]> {
@@ -102,7 +105,7 @@ export class McpConnection {
   async close(): Promise<void> {
     const pending = this.#client;
     this.#client = undefined;
-    this.protocolVersion = undefined;
+    this.#protocolVersion = undefined;
     const client = await pending?.catch(() => undefined);
     if (client === undefined) return;
     const transport = client.transport as { terminateSession?: () => Promise<void> } | undefined;
@@ -134,8 +137,12 @@ export class McpConnection {
   }
 
   async #connect(): Promise<Client> {
-    const { Client, StreamableHTTPClientTransport, CfWorkerJsonSchemaValidator } = await loadSdk();
-    const { ToolListChangedNotificationSchema } = await loadSdk();
+    const {
+      Client,
+      StreamableHTTPClientTransport,
+      CfWorkerJsonSchemaValidator,
+      ToolListChangedNotificationSchema,
+    } = await loadSdk();
     const options = this.#options;
     const transport = new StreamableHTTPClientTransport(new URL(options.url), {
       requestInit: { headers: { ...options.headers }, redirect: "manual" },
@@ -150,7 +157,7 @@ export class McpConnection {
       options.onToolsChanged?.();
     });
     await client.connect(transport, { timeout: options.timeoutMs });
-    this.protocolVersion = transport.protocolVersion;
+    this.#protocolVersion = transport.protocolVersion;
     return client;
   }
 
