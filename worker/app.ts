@@ -25,6 +25,7 @@ import { type HookCache, isolateHookCache } from "./hook-cache.ts";
 import { hookHandlers } from "./hooks.ts";
 import { idempotencyOf, threadIdForKey } from "./idempotency.ts";
 import type { KeyCache } from "./key-cache.ts";
+import { mcpServerHandlers } from "./mcp-servers.ts";
 import { requestContext, traceOf } from "./observability.ts";
 import { buildOpenApiDocument, type OpenApiDocument } from "./openapi.ts";
 import { queryOf } from "./query.ts";
@@ -343,6 +344,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
 
     ...tenancyHandlers(keyCache, hookCache),
     ...hookHandlers(hookCache, threadStub),
+    ...mcpServerHandlers(),
   };
 
   app.onError((err, c) => renderError(c, err));

@@ -13,7 +13,6 @@ import {
   type WebhookDelivery,
   type WebhookEvent,
 } from "../shared/api/index.ts";
-import { outboundUrlRefusal } from "../shared/outbound/index.ts";
 import {
   type HookScheme,
   newHookSecret,
@@ -27,7 +26,7 @@ import { requireIdTags } from "./auth.ts";
 import { ApiError, unwrap } from "./errors.ts";
 import { type HookCache, hookCacheKey } from "./hook-cache.ts";
 import { deliverHook } from "./hook-delivery.ts";
-import { outboundPolicy } from "./outbound-policy.ts";
+import { requireOutboundUrl } from "./outbound-policy.ts";
 import { callerOf, homeOf, jurisdictionOf, ownTenant } from "./tenancy.ts";
 import type { ThreadStubFactory } from "./thread-stub.ts";
 
@@ -92,16 +91,6 @@ function hookSecret(
   return { secret: generated, generated: true };
 }
 
-/** A URL an endpoint may have here (the outbound URL policy), else a 400 naming why. */
-function checkEndpointUrl(c: Context<AppEnv>, url: string): void {
-  const refusal = outboundUrlRefusal(url, outboundPolicy(c.env));
-  if (refusal) {
-    throw new ApiError("invalid_request", `The endpoint URL is refused: ${refusal.detail}.`, {
-      errors: [{ path: "/url", message: refusal.detail }],
-    });
-  }
-}
-
 export function hookHandlers(
   cache: HookCache,
   threadStub: ThreadStubFactory,
@@ -159,7 +148,7 @@ export function hookHandlers(
     deliverHook: (c, { param }) => deliverHook(c, param, cache, threadStub),
 
     createEndpoint: async (c, { body }) => {
-      checkEndpointUrl(c, body.url);
+      requireOutboundUrl(c.env, body.url, "endpoint");
       const secret = newStandardSecret();
       const endpoint = unwrap(
         await ownTenant(c).createEndpoint(callerOf(c), {
@@ -181,7 +170,7 @@ export function hookHandlers(
       c.json(unwrap(await ownTenant(c).getEndpoint(callerOf(c), param.id))),
 
     patchEndpoint: async (c, { param, body }) => {
-      if (body.url !== undefined) checkEndpointUrl(c, body.url);
+      if (body.url !== undefined) requireOutboundUrl(c.env, body.url, "endpoint");
       return c.json(unwrap(await ownTenant(c).patchEndpoint(callerOf(c), param.id, body)));
     },
 

@@ -13,6 +13,7 @@ import {
   CreateEndpointBodySchema,
   CreateHookBodySchema,
   CreateKeyBodySchema,
+  CreateMcpServerBodySchema,
   CreateTenantBodySchema,
   CreateThreadBodySchema,
   DeliveryResourceSchema,
@@ -24,7 +25,9 @@ import {
   HookResourceSchema,
   InjectBodySchema,
   InputMessageSchema,
+  McpServerResourceSchema,
   PatchEndpointBodySchema,
+  PatchMcpServerBodySchema,
   PatchTenantBodySchema,
   PatchThreadBodySchema,
   PROBLEM_CONTENT_TYPE,
@@ -116,6 +119,8 @@ const REQUEST_COMPONENTS: ReadonlyMap<z.ZodMiniType, string> = new Map<z.ZodMini
   [RotateHookSecretBodySchema, "RotateHookSecretBody"],
   [CreateEndpointBodySchema, "CreateWebhookEndpointBody"],
   [PatchEndpointBodySchema, "PatchWebhookEndpointBody"],
+  [CreateMcpServerBodySchema, "CreateMcpServerBody"],
+  [PatchMcpServerBodySchema, "PatchMcpServerBody"],
 ]);
 
 /**
@@ -154,6 +159,7 @@ const RESPONSE_COMPONENTS: ReadonlyMap<z.ZodMiniType, string> = new Map<z.ZodMin
   [WebhookAttemptSchema, "WebhookAttempt"],
   [WebhookDeliverySchema, "WebhookDelivery"],
   [WebhookEventSchema, "WebhookEvent"],
+  [McpServerResourceSchema, "McpServer"],
   ...Object.entries(LIST_SCHEMAS).map(([name, schema]) => [schema, name] as const),
 ]);
 
@@ -228,7 +234,7 @@ export function buildOpenApiDocument(
           scheme: "bearer",
           description:
             "An API key of the tenant. A route's requirement lists the scope the key needs " +
-            "(`threads`, `hooks`, `keys`, `usage`); a key without it is a 403 `forbidden`.",
+            "(`threads`, `hooks`, `keys`, `usage`, `tools`); a key without it is a 403 `forbidden`.",
         },
         adminKey: {
           type: "http",

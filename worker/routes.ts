@@ -13,6 +13,7 @@ import {
   CreateEndpointBodySchema,
   CreateHookBodySchema,
   CreateKeyBodySchema,
+  CreateMcpServerBodySchema,
   CreateTenantBodySchema,
   CreateThreadBodySchema,
   DeliveryResourceSchema,
@@ -36,7 +37,11 @@ import {
   ListQuerySchema,
   ListThreadsQuerySchema,
   listResourceSchema,
+  McpServerParamsSchema,
+  McpServerResourceSchema,
+  mcpServerTimeoutMsDefault,
   PatchEndpointBodySchema,
+  PatchMcpServerBodySchema,
   PatchTenantBodySchema,
   PatchThreadBodySchema,
   type ProblemCode,
@@ -166,6 +171,7 @@ const HookListSchema = z.onFirstUse(() => listResourceSchema(HookResourceSchema)
 const DeliveryListSchema = z.onFirstUse(() => listResourceSchema(DeliveryResourceSchema));
 const EndpointListSchema = z.onFirstUse(() => listResourceSchema(EndpointResourceSchema));
 const WebhookDeliveryListSchema = z.onFirstUse(() => listResourceSchema(WebhookDeliverySchema));
+const McpServerListSchema = z.onFirstUse(() => listResourceSchema(McpServerResourceSchema));
 
 /** What `POST /hooks/{tenant}/{hook}` answers with 200: a duplicate's first delivery, or Slack's challenge. */
 export const HookAnswerSchema = z.onFirstUse(() =>
@@ -182,6 +188,7 @@ export const LIST_SCHEMAS = {
   DeliveryList: DeliveryListSchema,
   WebhookEndpointList: EndpointListSchema,
   WebhookDeliveryList: WebhookDeliveryListSchema,
+  McpServerList: McpServerListSchema,
 };
 
 /** The quota a turn-starting route may refuse with (429, `Retry-After` for `tokens_per_day`). */
@@ -879,6 +886,73 @@ export const API_ROUTES = {
     responses: {
       200: { description: "A page of deliveries.", content: json(WebhookDeliveryListSchema) },
     },
+    errors: ["not_found"],
+  },
+  createMcpServer: {
+    method: "post",
+    path: "/v1/mcp-servers",
+    access: "tools",
+    summary: "Register a remote MCP server the tenant's threads may use",
+    description:
+      'Threads name it by `label` (`mcp_servers`, or a `{type: "mcp"}` tool). `headers` ' +
+      "(its credentials) are stored and sent with every request to the server, never answered: " +
+      "a resource lists `header_names` only. The URL is checked against the outbound URL " +
+      "policy now (400 at `/url`) and again before each request. Defaults: every tool, " +
+      `\`require_approval: "always"\`, \`timeout_ms\` ${mcpServerTimeoutMsDefault}. A tenant ` +
+      `holds at most ${tenantLimits.mcp_servers_per_tenant} servers (409 \`limit_exceeded\`).`,
+    body: jsonBody(CreateMcpServerBodySchema, jsonBodyMaxBytes),
+    responses: {
+      201: {
+        description: "The new server.",
+        content: json(McpServerResourceSchema),
+        headers: { Location: "The server's URL." },
+      },
+    },
+    // `not_found`: a key still trusted by an isolate while its tenant is being deleted.
+    errors: ["mcp_server_exists", "not_found", ...LIMIT_ERRORS],
+  },
+  listMcpServers: {
+    method: "get",
+    path: "/v1/mcp-servers",
+    access: "tools",
+    summary: "List the tenant's MCP servers (never their headers' values)",
+    description: "Oldest first, in keyset pages.",
+    query: ListQuerySchema,
+    responses: { 200: { description: "A page of servers.", content: json(McpServerListSchema) } },
+    errors: [],
+  },
+  getMcpServer: {
+    method: "get",
+    path: "/v1/mcp-servers/{label}",
+    access: "tools",
+    summary: "Get an MCP server",
+    params: McpServerParamsSchema,
+    responses: { 200: { description: "The server.", content: json(McpServerResourceSchema) } },
+    errors: ["not_found"],
+  },
+  patchMcpServer: {
+    method: "patch",
+    path: "/v1/mcp-servers/{label}",
+    access: "tools",
+    summary: "Change an MCP server's URL, headers, tools, approvals or timeout",
+    description:
+      "What is given changes; `headers` is a merge patch (a string sets a header, null removes " +
+      "it), and the limits apply to the result (400 at `/headers`). A new `url` is checked as " +
+      "on create.",
+    params: McpServerParamsSchema,
+    body: jsonBody(PatchMcpServerBodySchema, jsonBodyMaxBytes),
+    responses: { 200: { description: "The server.", content: json(McpServerResourceSchema) } },
+    errors: ["not_found"],
+  },
+  deleteMcpServer: {
+    method: "delete",
+    path: "/v1/mcp-servers/{label}",
+    access: "tools",
+    summary: "Delete an MCP server and its stored headers",
+    description:
+      "A thread that names it finds it unavailable from then on (a warning, no failure).",
+    params: McpServerParamsSchema,
+    responses: { 204: { description: "Deleted." } },
     errors: ["not_found"],
   },
 } as const satisfies Record<string, RouteSpec>;

@@ -81,7 +81,10 @@ function keysetPage<R, T>(
  * this module's constants (table and column names cannot be bound parameters).
  */
 type PagedList =
-  | { table: "tenant_keys" | "tenant_hooks" | "tenant_endpoints"; time: "created_at" }
+  | {
+      table: "tenant_keys" | "tenant_hooks" | "tenant_endpoints" | "tenant_mcp_servers";
+      time: "created_at";
+    }
   | {
       table: "tenant_hook_deliveries";
       time: "received_at";

@@ -7,6 +7,7 @@ const COUNTED: Readonly<Record<TenantLimitName, { table: string; what: string }>
   api_keys_per_tenant: { table: "tenant_keys", what: "API keys" },
   hooks_per_tenant: { table: "tenant_hooks", what: "hooks" },
   webhook_endpoints_per_tenant: { table: "tenant_endpoints", what: "webhook endpoints" },
+  mcp_servers_per_tenant: { table: "tenant_mcp_servers", what: "MCP servers" },
 };
 
 /**

@@ -28,6 +28,10 @@
  * - tenant_webhook_leases: each delivery still under way (`tenant/webhook-leases.ts`): its queue message
  *   (to send it again), the current hand-off to the queue, and until when that one is in flight
  *   (epoch ms). A row with a payload is up to 20 KB, so the table keeps its rowid.
+ * - tenant_mcp_servers: the registered MCP servers (design §16), by label (`id`): the resource
+ *   (`tenant/mcp-servers.ts`) and, apart, the headers sent to the server (its credentials, as
+ *   JSON), which nothing answers. The step that made it also gave the `tools` scope to every
+ *   key that held each scope there was before (a key made with every scope).
  */
 export const TENANT_MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS tenant_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -84,6 +88,12 @@ export const TENANT_MIGRATIONS: readonly string[] = [
      id TEXT PRIMARY KEY, endpoint_id TEXT NOT NULL, handoff INTEGER NOT NULL,
      in_flight_until INTEGER NOT NULL, message TEXT NOT NULL);
    CREATE INDEX IF NOT EXISTS tenant_webhook_leases_due ON tenant_webhook_leases (in_flight_until);`,
+  `CREATE TABLE IF NOT EXISTS tenant_mcp_servers (
+     id TEXT PRIMARY KEY, created_at TEXT NOT NULL, body TEXT NOT NULL, headers TEXT NOT NULL);
+   CREATE INDEX IF NOT EXISTS tenant_mcp_servers_created ON tenant_mcp_servers (created_at, id);
+   UPDATE tenant_keys SET body = json_insert(body, '$.scopes[#]', 'tools')
+     WHERE (SELECT COUNT(DISTINCT value) FROM json_each(body, '$.scopes')
+       WHERE value IN ('threads', 'hooks', 'keys', 'usage')) = 4;`,
 ];
 
 /** The directory object's tables: every managed tenant's record, by id. */

@@ -1,45 +1,54 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../../env.ts";
-import type {
-  ApiKeyResource,
-  ClaimDeliveryRequest,
-  CreatedApiKey,
-  CreateEndpointRequest,
-  CreateHookRequest,
-  CreateKeyRequest,
-  DeliveryResource,
-  EndpointResource,
-  GrantQuotaRequest,
-  HookRecord,
-  HookTarget,
-  ListQuery,
-  ListResource,
-  ListThreadsQuery,
-  LogDeliveryRequest,
-  PatchEndpointBody,
-  QuotaGrant,
-  RecordedAttempt,
-  ReleaseQuotaRequest,
-  ReserveThreadRequest,
-  RpcResult,
-  SyncAck,
-  TenantCaller,
-  TenantHome,
-  TenantResource,
-  TenantRpc,
-  ThreadResource,
-  ThreadSync,
-  UsageBucket,
-  UsageQuery,
-  VerifiedKey,
-  VerifyKeyRequest,
-  WebhookDelivery,
-  WebhookEvent,
-  WebhookSubscriptions,
-  WebhookTargetRequest,
-  WebhookTargetState,
+import {
+  type ApiKeyResource,
+  type ClaimDeliveryRequest,
+  type CreatedApiKey,
+  type CreateEndpointRequest,
+  type CreateHookRequest,
+  type CreateKeyRequest,
+  type CreateMcpServerBody,
+  type DeliveryResource,
+  type EndpointResource,
+  type GrantQuotaRequest,
+  type HookRecord,
+  type HookTarget,
+  type ListQuery,
+  type ListResource,
+  type ListThreadsQuery,
+  type LogDeliveryRequest,
+  type McpServerResource,
+  type PatchEndpointBody,
+  type PatchMcpServerBody,
+  type QuotaGrant,
+  type RecordedAttempt,
+  type ReleaseQuotaRequest,
+  type ReserveThreadRequest,
+  type RpcResult,
+  resolveMcpServerRef,
+  type SyncAck,
+  type TenantCaller,
+  type TenantHome,
+  type TenantResource,
+  type TenantRpc,
+  type ThreadResource,
+  type ThreadSync,
+  type UsageBucket,
+  type UsageQuery,
+  type VerifiedKey,
+  type VerifyKeyRequest,
+  type WebhookDelivery,
+  type WebhookEvent,
+  type WebhookSubscriptions,
+  type WebhookTargetRequest,
+  type WebhookTargetState,
 } from "../../shared/api/index.ts";
 import { describeError } from "../../shared/observability/index.ts";
+import type {
+  McpServerDefinition,
+  McpServerRef,
+  McpServerResolution,
+} from "../../shared/protocol/index.ts";
 import { AlarmSchedule } from "../common/alarms.ts";
 import { systemClock, utcDay } from "../common/clock.ts";
 import { badCursor } from "../common/cursor.ts";
@@ -52,6 +61,7 @@ import { DeliveryClaims } from "./delivery-claims.ts";
 import { EndpointStore } from "./endpoints.ts";
 import { HookStore } from "./hooks.ts";
 import { KeyStore } from "./keys.ts";
+import { McpServerStore } from "./mcp-servers.ts";
 import { QuotaGrants, type YieldAnswer } from "./quota-grants.ts";
 import { randomId } from "./random-ids.ts";
 import { TENANT_MIGRATIONS } from "./schema.ts";
@@ -93,6 +103,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
   readonly #hooks: HookStore;
   readonly #endpoints: EndpointStore;
   readonly #claims: DeliveryClaims;
+  readonly #mcpServers: McpServerStore;
   /** One alarm for the deletion and the webhook sweep. */
   readonly #alarms: AlarmSchedule;
   readonly #sweep: WebhookSweep;
@@ -125,6 +136,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
       clock: systemClock,
     });
     this.#claims = new DeliveryClaims(this.#sql, systemClock);
+    this.#mcpServers = new McpServerStore(this.#sql, systemClock);
   }
 
   /**
@@ -548,6 +560,61 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
   async recordWebhookAttempts(attempts: RecordedAttempt[]): Promise<RpcResult<null>> {
     this.#endpoints.record(attempts);
     return ok(null);
+  }
+
+  // --- MCP servers (design §16) ----------------------------------------------------------------
+
+  async createMcpServer(
+    caller: TenantCaller,
+    body: CreateMcpServerBody,
+  ): Promise<RpcResult<McpServerResource>> {
+    if (!this.#admits(caller)) return UNAUTHORIZED;
+    return this.#mcpServers.create(body);
+  }
+
+  async listMcpServers(
+    caller: TenantCaller,
+    req: ListQuery,
+  ): Promise<RpcResult<ListResource<McpServerResource>>> {
+    if (!this.#admits(caller)) return UNAUTHORIZED;
+    return this.#page(this.#mcpServers.list(req));
+  }
+
+  async getMcpServer(caller: TenantCaller, label: string): Promise<RpcResult<McpServerResource>> {
+    if (!this.#admits(caller)) return UNAUTHORIZED;
+    return this.#mcpServers.get(label);
+  }
+
+  async patchMcpServer(
+    caller: TenantCaller,
+    label: string,
+    patch: PatchMcpServerBody,
+  ): Promise<RpcResult<McpServerResource>> {
+    if (!this.#admits(caller)) return UNAUTHORIZED;
+    return this.#mcpServers.patch(label, patch);
+  }
+
+  async deleteMcpServer(caller: TenantCaller, label: string): Promise<RpcResult<null>> {
+    if (!this.#admits(caller)) return UNAUTHORIZED;
+    return this.#mcpServers.delete(label)
+      ? ok(null)
+      : fail("not_found", `No MCP server "${label}".`);
+  }
+
+  async resolveMcpServers(
+    caller: TenantCaller,
+    refs: McpServerRef[],
+  ): Promise<RpcResult<McpServerResolution>> {
+    if (!this.#admits(caller)) return UNAUTHORIZED;
+    const records = this.#mcpServers.records(refs.map((ref) => ref.label));
+    const servers: McpServerDefinition[] = [];
+    const unavailable: { label: string; reason: string }[] = [];
+    for (const ref of refs) {
+      const resolved = resolveMcpServerRef(ref, records.get(ref.label));
+      if ("server" in resolved) servers.push(resolved.server);
+      else unavailable.push({ label: ref.label, reason: resolved.unavailable });
+    }
+    return ok({ servers, unavailable });
   }
 
   #page<T>(page: ListResource<T> | undefined): RpcResult<ListResource<T>> {

@@ -7,6 +7,7 @@ export * from "./api-keys.ts";
 export * from "./events.ts";
 export * from "./ids.ts";
 export * from "./limits.ts";
+export * from "./mcp-servers.ts";
 export * from "./problems.ts";
 export * from "./requests.ts";
 export * from "./resources.ts";

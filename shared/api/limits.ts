@@ -44,6 +44,19 @@ export const hookThreadConfigMaxBytes = 64 * 1024;
 export const endpointDescriptionMaxBytes = 1024;
 
 /**
+ * An MCP server's `headers` (its credentials, design §16): a few names (an `Authorization`, an
+ * API key header, a tenant or org id), each value up to a long bearer token, and all of them
+ * together within what servers commonly accept in a request's header block.
+ */
+export const mcpServerHeadersMaxCount = 16;
+export const mcpServerHeaderValueMaxBytes = 4096;
+export const mcpServerHeadersMaxBytes = 8 * 1024;
+/** An MCP server's `timeout_ms` for one request to it: the default (Codex's) and its bounds. */
+export const mcpServerTimeoutMsDefault = 60_000;
+export const mcpServerTimeoutMsMin = 1_000;
+export const mcpServerTimeoutMsMax = 300_000;
+
+/**
  * What one tenant's object may hold, the same for every tenant (static ones too): each is a
  * bound on the object's storage and on what a list of them costs, and the endpoints' one on how
  * many times each event is posted. `limit_exceeded` names the one that refused a create.
@@ -52,6 +65,7 @@ export const TENANT_LIMIT_NAMES = [
   "api_keys_per_tenant",
   "hooks_per_tenant",
   "webhook_endpoints_per_tenant",
+  "mcp_servers_per_tenant",
 ] as const;
 export type TenantLimitName = (typeof TENANT_LIMIT_NAMES)[number];
 
@@ -59,6 +73,9 @@ export const tenantLimits: Readonly<Record<TenantLimitName, number>> = Object.fr
   api_keys_per_tenant: 100,
   hooks_per_tenant: 100,
   webhook_endpoints_per_tenant: 20,
+  // A thread names at most 16 of them; the tenant's registry holds servers for several kinds
+  // of threads.
+  mcp_servers_per_tenant: 32,
 });
 
 /** A zod check: the string is at most `maxBytes` bytes of UTF-8 (later checks are skipped). */

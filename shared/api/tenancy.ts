@@ -26,8 +26,12 @@ export const JurisdictionSchema = z.onFirstUse(() =>
 );
 export type Jurisdiction = z.output<typeof JurisdictionSchema>;
 
-/** What a key may do. A key created without `scopes` has every one. */
-export const SCOPES = ["threads", "hooks", "keys", "usage"] as const;
+/**
+ * What a key may do. A key created without `scopes` has every one. `tools` (the tenant's MCP
+ * servers, design §16) came after the others: a key made before it that held all of them was
+ * given it too (the tenant schema's step that added the MCP servers' table).
+ */
+export const SCOPES = ["threads", "hooks", "keys", "usage", "tools"] as const;
 export const ScopeSchema = z.onFirstUse(() => z.enum(SCOPES));
 export type Scope = z.output<typeof ScopeSchema>;
 

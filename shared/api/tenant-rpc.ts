@@ -11,6 +11,8 @@
  *   task when the tenant has quotas. Never on the turn path of a tenant without quotas.
  * - `TenantDirectory`, one object: every managed tenant's record, for the admin API only.
  */
+import type { McpServerRef, McpServerResolution } from "../protocol/index.ts";
+import type { CreateMcpServerBody, McpServerResource, PatchMcpServerBody } from "./mcp-servers.ts";
 import type { ListResource, ThreadResource } from "./resources.ts";
 import type {
   ApiKeyResource,
@@ -259,6 +261,34 @@ export interface TenantRpc extends TenantWebhookRpc {
   /** The thread no longer holds `grant` (nor anything older). */
   releaseQuota(req: ReleaseQuotaRequest): Promise<RpcResult<null>>;
   usage(caller: TenantCaller, req: UsageQuery): Promise<RpcResult<ListResource<UsageBucket>>>;
+
+  // The tenant's MCP servers (design §16). No answer carries a header's value.
+  /** `mcp_server_exists` when the label is taken; `limit_exceeded` past `mcp_servers_per_tenant`. */
+  createMcpServer(
+    caller: TenantCaller,
+    body: CreateMcpServerBody,
+  ): Promise<RpcResult<McpServerResource>>;
+  listMcpServers(
+    caller: TenantCaller,
+    req: ListQuery,
+  ): Promise<RpcResult<ListResource<McpServerResource>>>;
+  getMcpServer(caller: TenantCaller, label: string): Promise<RpcResult<McpServerResource>>;
+  /** `invalid_request` at `/headers` when the merged headers pass their limits. */
+  patchMcpServer(
+    caller: TenantCaller,
+    label: string,
+    patch: PatchMcpServerBody,
+  ): Promise<RpcResult<McpServerResource>>;
+  deleteMcpServer(caller: TenantCaller, label: string): Promise<RpcResult<null>>;
+  /**
+   * A thread's references against the registry (`resolveMcpServerRef`), in their order: the
+   * servers it may use, with their headers (for the requests to them only), and the labels it
+   * cannot, with why. The caller is the thread's incarnation: another one is `unauthorized`.
+   */
+  resolveMcpServers(
+    caller: TenantCaller,
+    refs: McpServerRef[],
+  ): Promise<RpcResult<McpServerResolution>>;
 }
 
 export interface DirectoryRpc {

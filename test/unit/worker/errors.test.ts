@@ -5,7 +5,7 @@ import * as z from "../../../shared/zod/index.ts";
 import { ApiError, issuesToFieldErrors, toApiError } from "../../../worker/errors.ts";
 
 describe("problem codes", () => {
-  it("each code has the status design §7, §11 and §12 give it", () => {
+  it("each code has the status design §7, §11, §12 and §16 give it", () => {
     expect(Object.fromEntries(PROBLEM_CODES.map((code) => [code, problemStatus(code)]))).toEqual({
       invalid_request: 400,
       unauthorized: 401,
@@ -15,6 +15,7 @@ describe("problem codes", () => {
       thread_exists: 409,
       tenant_exists: 409,
       hook_exists: 409,
+      mcp_server_exists: 409,
       thread_busy: 409,
       turn_not_found: 404,
       turn_mismatch: 409,

@@ -108,6 +108,11 @@ describe("the OpenAPI document", () => {
         "POST /v1/webhook-endpoints/{id}/rotate-secret",
         "POST /v1/webhook-endpoints/{id}/test",
         "GET /v1/webhook-endpoints/{id}/deliveries",
+        "POST /v1/mcp-servers",
+        "GET /v1/mcp-servers",
+        "GET /v1/mcp-servers/{label}",
+        "PATCH /v1/mcp-servers/{label}",
+        "DELETE /v1/mcp-servers/{label}",
       ].sort(),
     );
   });
@@ -198,7 +203,14 @@ describe("the OpenAPI document", () => {
     const hooks = byKey.get(JSON.stringify([{ apiKey: ["hooks"] }])) ?? [];
     expect(hooks).toHaveLength(14);
     expect(hooks.every((op) => /^\S+ \/v1\/(hooks|webhook-endpoints)/.test(op))).toBe(true);
-    expect([...byKey.keys()]).toHaveLength(6);
+    expect(byKey.get(JSON.stringify([{ apiKey: ["tools"] }]))).toEqual([
+      "POST /v1/mcp-servers",
+      "GET /v1/mcp-servers",
+      "GET /v1/mcp-servers/{label}",
+      "PATCH /v1/mcp-servers/{label}",
+      "DELETE /v1/mcp-servers/{label}",
+    ]);
+    expect([...byKey.keys()]).toHaveLength(7);
   });
 
   it("documents each outbound event under webhooks, with the Standard Webhooks headers", () => {

@@ -93,6 +93,13 @@ describe("every problem code is produced by the service", () => {
     );
   });
 
+  it("mcp_server_exists: registering an MCP server under a label that is taken", async () => {
+    const label = `mcp_${crypto.randomUUID().slice(0, 8)}`;
+    const body = { label, url: "http://127.0.0.1:9/mcp" };
+    await json(await post("/v1/mcp-servers", body), 201);
+    await expectProblem(await post("/v1/mcp-servers", body), "mcp_server_exists");
+  });
+
   it("forbidden: a key without the scope the route needs", async () => {
     const tenant = await createTenant();
     const { key } = await createKey(tenant.id, { scopes: ["usage"] });

@@ -15,6 +15,7 @@ interface Victim {
   callId: string;
   hook: string;
   endpoint: string;
+  mcpServer: string;
 }
 
 /** What the second tenant's request does, and what it must get. */
@@ -143,6 +144,20 @@ const PROBES: Record<Exclude<OperationId, "health" | "openApiDocument" | "delive
     path: (v) => `/v1/webhook-endpoints/${v.endpoint}/deliveries`,
     expect: "denied",
   },
+  // A label is the tenant's own, like a hook id: the second tenant may register one of its own.
+  createMcpServer: {
+    path: () => "/v1/mcp-servers",
+    body: (v) => ({ label: v.mcpServer, url: "http://127.0.0.1:9/b-mcp" }),
+    expect: "own",
+  },
+  listMcpServers: { path: () => "/v1/mcp-servers", expect: "own" },
+  getMcpServer: { path: (v) => `/v1/mcp-servers/${v.mcpServer}`, expect: "denied" },
+  patchMcpServer: {
+    path: (v) => `/v1/mcp-servers/${v.mcpServer}`,
+    body: () => ({ timeout_ms: 1000 }),
+    expect: "denied",
+  },
+  deleteMcpServer: { path: (v) => `/v1/mcp-servers/${v.mcpServer}`, expect: "denied" },
 };
 
 /** What the first tenant can see of itself, to compare before and after. */
@@ -155,6 +170,7 @@ async function snapshotOf(v: Victim) {
     keys: await get("/v1/keys"),
     hooks: await get("/v1/hooks"),
     endpoints: await get("/v1/webhook-endpoints"),
+    mcpServers: await get("/v1/mcp-servers"),
   };
 }
 
@@ -193,6 +209,15 @@ describe("invariant 10: a second tenant's key against the first tenant's resourc
       ),
       201,
     );
+    const mcpServer = await json<{ label: string }>(
+      await api(
+        "POST",
+        "/v1/mcp-servers",
+        { label: "a-docs", url: "http://127.0.0.1:9/a-mcp", headers: { "X-Api-Key": "a-cred" } },
+        a.key,
+      ),
+      201,
+    );
     const victim: Victim = {
       tenant: a.tenant.id,
       key: a.key,
@@ -204,6 +229,7 @@ describe("invariant 10: a second tenant's key against the first tenant's resourc
       callId: paused.pending_calls[0]?.call_id ?? "",
       hook: hook.id,
       endpoint: endpoint.id,
+      mcpServer: mcpServer.label,
     };
     const before = await snapshotOf(victim);
 
@@ -235,8 +261,8 @@ describe("invariant 10: a second tenant's key against the first tenant's resourc
         expect(text).not.toContain("a's secret");
       } else {
         expect({ operation, ok: res.status < 300 }).toEqual({ operation, ok: true });
-        // Nothing of the first tenant's: its texts, key, tenant, turns, endpoint (its hook id
-        // is taken by the second tenant's own hook of that id).
+        // Nothing of the first tenant's: its texts, key, tenant, turns, endpoint, MCP server's
+        // URL and credential (its hook id and server label are taken by the second tenant's own).
         for (const mark of [
           "a's secret",
           victim.keyId,
@@ -245,6 +271,7 @@ describe("invariant 10: a second tenant's key against the first tenant's resourc
           victim.callTurn,
           victim.endpoint,
           "127.0.0.1:9/a",
+          "a-cred",
         ]) {
           expect({ operation, leaks: text.includes(mark) ? mark : null }).toEqual({
             operation,
