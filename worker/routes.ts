@@ -908,8 +908,8 @@ export const API_ROUTES = {
         headers: { Location: "The server's URL." },
       },
     },
-    // `not_found`: a key still trusted by an isolate while its tenant is being deleted.
-    errors: ["mcp_server_exists", "not_found", ...LIMIT_ERRORS],
+    // A key still trusted by an isolate while its tenant is being deleted: 401 `unauthorized`.
+    errors: ["mcp_server_exists", ...LIMIT_ERRORS],
   },
   listMcpServers: {
     method: "get",

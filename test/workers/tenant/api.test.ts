@@ -228,7 +228,7 @@ describe("tenant keys", () => {
       object: "api_key",
       id: created.id,
       name: "ci",
-      scopes: ["threads", "hooks", "keys", "usage"],
+      scopes: ["threads", "hooks", "keys", "usage", "tools"],
       redacted_key: `sk_g.${tenant.id}.${created.id}.…${key.slice(-4)}`,
       created_at: created.created_at,
       last_used_at: null,
