@@ -507,7 +507,10 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   }
 
   getPrompt(): Promise<RpcResult<Prompt>> {
-    return this.#withThread((live) => ok(live.session.previewPrompt()));
+    return this.#withThread(async (live) => {
+      const serverTools = await live.session.captureServerTools();
+      return ok(live.session.previewPrompt(serverTools));
+    });
   }
 
   restore(req: RestoreRequest): Promise<RpcResult<ThreadResource>> {

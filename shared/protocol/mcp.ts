@@ -88,3 +88,21 @@ export interface McpServerResolution {
   readonly servers: readonly McpServerDefinition[];
   readonly unavailable: readonly { readonly label: string; readonly reason: string }[];
 }
+
+/**
+ * A server tool call waiting for a person's yes or no (design §16 approvals): Responses'
+ * `mcp_approval_request` item (`id`, `server_label`, `name`, `arguments`), plus the `call_id` of
+ * the `function_call` it holds back. `name` is the tool's own name, as the server lists it.
+ */
+export const McpApprovalRequestSchema = z.onFirstUse(() =>
+  z.strictObject({
+    type: z.literal("mcp_approval_request"),
+    id: z.string(),
+    server_label: z.string(),
+    name: z.string(),
+    arguments: z.string(),
+    call_id: z.string(),
+  }),
+);
+
+export type McpApprovalRequest = z.output<typeof McpApprovalRequestSchema>;

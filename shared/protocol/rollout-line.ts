@@ -154,6 +154,47 @@ const ThreadRolledBackSchema = z.onFirstUse(() =>
     materialized_turns: z.optional(z.unknown()),
   }),
 );
+/** Codex's `McpInvocation`: which server's tool a call went to, with what. */
+const McpInvocationSchema = z.onFirstUse(() =>
+  z.looseObject({ server: z.string(), tool: z.string(), arguments: z.nullish(z.unknown()) }),
+);
+/** Written before a server tool call is sent: a call with this line and no output was lost. */
+const McpToolCallBeginSchema = z.onFirstUse(() =>
+  z.looseObject({
+    type: z.literal("mcp_tool_call_begin"),
+    call_id: z.string(),
+    invocation: McpInvocationSchema,
+  }),
+);
+const McpToolCallEndSchema = z.onFirstUse(() =>
+  z.looseObject({
+    type: z.literal("mcp_tool_call_end"),
+    call_id: z.string(),
+    invocation: McpInvocationSchema,
+    duration_ms: z.nullish(z.number()),
+    success: z.boolean(),
+  }),
+);
+/** A server tool call held back for approval (Spindle's line; the turn row is rebuilt from it). */
+const McpApprovalRequestEventSchema = z.onFirstUse(() =>
+  z.looseObject({
+    type: z.literal("mcp_approval_request"),
+    id: z.string(),
+    call_id: z.string(),
+    server_label: z.string(),
+    name: z.string(),
+    arguments: z.string(),
+  }),
+);
+/** Codex's `warning` event, with Spindle's machine-readable `code` (and the server it is about). */
+const WarningEventSchema = z.onFirstUse(() =>
+  z.looseObject({
+    type: z.literal("warning"),
+    message: z.string(),
+    code: z.nullish(z.string()),
+    server_label: z.nullish(z.string()),
+  }),
+);
 /** Event types reconstruction does not read (agent_message, warning, …) are kept as-is. */
 const OtherEventSchema = z.onFirstUse(() =>
   z.pipe(
@@ -170,6 +211,10 @@ const KnownEventMsgSchema = z.onFirstUse(() =>
     UserMessageSchema,
     TokenCountSchema,
     ThreadRolledBackSchema,
+    McpToolCallBeginSchema,
+    McpToolCallEndSchema,
+    McpApprovalRequestEventSchema,
+    WarningEventSchema,
   ]),
 );
 export const EventMsgSchema = z.onFirstUse(() => z.union([KnownEventMsgSchema, OtherEventSchema]));

@@ -128,7 +128,17 @@ export function recordContextUpdates(
 
   const turnContextItem = toTurnContextItem(turn);
   const recorded = recordContextItems(history, items, turn, sink);
-  sink.append({ type: "turn_context", payload: turnContextItem });
+  // The line names the MCP tools the turn's first step offered (the reference item stays as
+  // Codex's: it only decides full context or diff).
+  const mcpTools = step.serverTools.map((t) => ({
+    name: t.spec.name,
+    server: t.label,
+    tool: t.tool,
+  }));
+  sink.append({
+    type: "turn_context",
+    payload: mcpTools.length > 0 ? { ...turnContextItem, mcp_tools: mcpTools } : turnContextItem,
+  });
   if (worldStateItem !== undefined) sink.append({ type: "world_state", payload: worldStateItem });
   history.referenceContextItem = turnContextItem;
   history.worldStateBaseline = snapshot;

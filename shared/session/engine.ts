@@ -1,4 +1,5 @@
 import { ContextManager, frozenItem } from "../context-manager/index.ts";
+import type { ServerTool } from "../mcp/index.ts";
 import type { ModelInfo } from "../models/index.ts";
 import type {
   ContentItem,
@@ -20,14 +21,15 @@ import { turnAbortedMessage } from "./notices.ts";
 import { buildPrompt, modelVisiblePrompt } from "./prompt.ts";
 import { type PlannedWork, reservation } from "./reservation.ts";
 import { recordUserInput, sampleTurn } from "./sampling.ts";
+import { deniedOutput, runServerCalls, type ServerCall, withServerTools } from "./server-calls.ts";
 import { taskStartedLine, turnAbortedLine } from "./task-lines.ts";
 import type {
   CompactionOutcome,
   EngineDeps,
+  PendingCallAnswer,
   SessionState,
   TaskKind,
   TaskScope,
-  ToolCallOutput,
   TurnEvent,
   TurnOutcome,
   UserInput,
@@ -41,8 +43,10 @@ import {
 } from "./turn-context.ts";
 
 export type {
+  ApprovalDecision,
   CompactionOutcome,
   EngineDeps,
+  PendingCallAnswer,
   SessionState,
   TaskKind,
   ToolCallOutput,
@@ -187,21 +191,31 @@ export class ThreadSession {
     return reservation(this.state, this.#deps, work);
   }
 
-  /** The prompt the next sampling step would send with the current configuration, as the model sees it. */
-  previewPrompt(): Prompt {
+  /**
+   * The prompt the next sampling step would send with the current configuration, as the model
+   * sees it: the client tools, then `serverTools` (`captureServerTools`).
+   */
+  previewPrompt(serverTools: readonly ServerTool[] = []): Prompt {
     const turn = buildTurnContext(
       "preview",
       this.state.config,
       this.#model(this.state.config.model),
       this.#deps.clock.nowMs(),
     );
-    return modelVisiblePrompt(
-      buildPrompt(
-        this.history,
-        turn,
-        captureStepContext(turn, this.#deps.clock.nowMs(), undefined),
-      ),
-    );
+    const captured = captureStepContext(turn, this.#deps.clock.nowMs(), undefined);
+    const tools = [...captured.tools, ...serverTools.map((t) => t.spec)];
+    return modelVisiblePrompt(buildPrompt(this.history, turn, { ...captured, tools }));
+  }
+
+  /**
+   * The MCP servers' tools a step would offer now, under the current configuration (from the
+   * listing cache while it is fresh). Reads only: the capture's warnings are not recorded.
+   */
+  async captureServerTools(signal?: AbortSignal): Promise<readonly ServerTool[]> {
+    const refs = this.state.config.mcp_servers ?? [];
+    const port = this.#deps.serverTools;
+    if (refs.length === 0 || port === undefined) return [];
+    return (await port.capture(refs, this.state.config.tools, signal)).tools;
   }
 
   /**
@@ -279,7 +293,13 @@ export class ThreadSession {
       sink.append(taskStartedLine(turn, startedAtMs));
       yield { type: "turn.started", turn_id: turn.turnId, kind: "turn" };
 
-      const step = captureStepContext(turn, clock.nowMs(), this.state.previousTurnSettings?.model);
+      const warned = new Set<string>();
+      const captured = captureStepContext(
+        turn,
+        clock.nowMs(),
+        this.state.previousTurnSettings?.model,
+      );
+      const step = yield* withServerTools(this.#scope(), turn, captured, warned, signal);
       const update = recordContextUpdates(this.history, turn, step, sink);
       for (const item of update.items) {
         yield { type: "item.completed", turn_id: turn.turnId, item, context: true };
@@ -289,7 +309,7 @@ export class ThreadSession {
       yield { type: "item.completed", turn_id: turn.turnId, item: recorded, context: false };
       this.state.previousTurnSettings = previousTurnSettingsOf(turn);
 
-      return yield* sampleTurn(this.#scope(), turn, step, startedAtMs, signal);
+      return yield* sampleTurn(this.#scope(), turn, step, startedAtMs, signal, warned);
     } finally {
       this.#running = undefined;
     }
@@ -302,7 +322,7 @@ export class ThreadSession {
   checkResume(
     turnId: string,
     pendingCalls: readonly FunctionCallItem[],
-    outputs: readonly ToolCallOutput[],
+    outputs: readonly PendingCallAnswer[],
   ): void {
     this.#assertIdle();
     checkToolOutputs(this.history, turnId, pendingCalls, outputs);
@@ -325,7 +345,7 @@ export class ThreadSession {
   async *resumeTurn(
     turnId: string,
     pendingCalls: readonly FunctionCallItem[],
-    outputs: readonly ToolCallOutput[],
+    outputs: readonly PendingCallAnswer[],
     signal?: AbortSignal,
     queuedInput?: readonly (readonly ContentItem[])[],
   ): AsyncGenerator<TurnEvent, TurnOutcome> {
@@ -337,16 +357,27 @@ export class ThreadSession {
     const turn = this.#newTurnContext(turnId);
     this.#running = { turnId, kind: "turn", queue: [...queue] };
     try {
-      const byCallId = new Map(outputs.map((o) => [o.call_id, o.output]));
+      const byCallId = new Map(outputs.map((o) => [o.call_id, o]));
+      const approved: ServerCall[] = [];
       for (const call of pendingCalls) {
-        const output = byCallId.get(call.call_id);
-        if (output === undefined) continue;
+        const answer = byCallId.get(call.call_id);
+        if (answer === undefined) continue;
+        if ("request" in answer && answer.approve) {
+          approved.push({
+            call,
+            tool: { label: answer.request.server_label, tool: answer.request.name },
+          });
+          continue;
+        }
+        const output =
+          "request" in answer ? deniedOutput(answer.request, answer.reason) : answer.output;
         const item = this.#record(
           { type: "function_call_output", call_id: call.call_id, output },
           turn,
         );
         yield { type: "item.completed", turn_id: turnId, item, context: false };
       }
+      yield* runServerCalls(this.#scope(), turn, approved, signal);
       return yield* sampleTurn(this.#scope(), turn, undefined, undefined, signal);
     } finally {
       this.#running = undefined;

@@ -16,14 +16,15 @@ import {
 import { resolveSessionConfiguration } from "./configuration.ts";
 import { smallestPrompt } from "./context-fit.ts";
 import { summarizationRequestMessage } from "./notices.ts";
-import type { EngineDeps, SessionState, ToolCallOutput } from "./task-scope.ts";
+import { deniedOutput } from "./server-calls.ts";
+import type { EngineDeps, PendingCallAnswer, SessionState } from "./task-scope.ts";
 
 /** Work about to reach the model: a task about to start, or input joining the running turn. */
 export type PlannedWork =
   | { kind: "turn"; content: readonly ContentItem[]; overrides?: ThreadConfig }
   | {
       kind: "resume";
-      outputs: readonly ToolCallOutput[];
+      outputs: readonly PendingCallAnswer[];
       queued?: readonly (readonly ContentItem[])[];
     }
   | { kind: "compaction" }
@@ -90,12 +91,17 @@ function configWith(
 
 /** The items a resume records before it samples: the outputs, then the queued input. */
 function resumeTokens(
-  outputs: readonly ToolCallOutput[],
+  outputs: readonly PendingCallAnswer[],
   queued: readonly (readonly ContentItem[])[],
 ): number {
   const items: ResponseItem[] = [
     ...outputs.map(
-      (o): ResponseItem => ({ type: "function_call_output", call_id: o.call_id, output: o.output }),
+      (o): ResponseItem => ({
+        type: "function_call_output",
+        call_id: o.call_id,
+        // An approval's output is the call's: known only once it ran (the truncation bounds it).
+        output: "output" in o ? o.output : o.approve ? "" : deniedOutput(o.request, o.reason),
+      }),
     ),
     ...queued.map(
       (content): ResponseItem => ({ type: "message", role: "user", content: [...content] }),

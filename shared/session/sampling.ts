@@ -11,6 +11,12 @@ import { compactWithinTurn, contextExceedsAutoCompactLimit } from "./compaction-
 import { recordWorldStateUpdate } from "./context-updates.ts";
 import { turnAbortedMessage } from "./notices.ts";
 import { buildPrompt } from "./prompt.ts";
+import {
+  recordApprovalRequests,
+  runServerCalls,
+  splitCalls,
+  withServerTools,
+} from "./server-calls.ts";
 import { isAssistantMessage, messageText } from "./streaming.ts";
 import { taskCompleteLine, turnAbortedLine, userMessageLine } from "./task-lines.ts";
 import type { TaskScope, TurnEvent, TurnOutcome } from "./task-scope.ts";
@@ -32,8 +38,10 @@ interface StepResult {
  * a new StepContext and record its world-state diff (the first step uses the capture the context
  * update was built from); record queued steered input; record the current-time reminder when it
  * is due (`timeReminderDue`); build the prompt; stream and record the
- * model's finished items; `token_count`. Function calls end the loop with `requires_action`; an
- * answer ends it with `task_complete`, unless steered input is queued, which buys one more step.
+ * model's finished items; `token_count`. Calls of server tools run here (`runServerCalls`) and
+ * the loop goes on; client calls, and server calls held for approval, end it with
+ * `requires_action`; an answer ends it with `task_complete`, unless steered input is queued,
+ * which buys one more step. Each capture joins the MCP servers' tools (`withServerTools`).
  */
 export async function* sampleTurn(
   scope: TaskScope,
@@ -41,6 +49,8 @@ export async function* sampleTurn(
   firstStep: StepContext | undefined,
   startedAtMs: number | undefined,
   signal: AbortSignal | undefined,
+  /** The warnings this turn reported already (`withServerTools`). */
+  warned: Set<string> = new Set(),
 ): AsyncGenerator<TurnEvent, TurnOutcome> {
   const { sink, clock } = scope.deps;
   const history = scope.state.history;
@@ -52,9 +62,11 @@ export async function* sampleTurn(
     if (step === undefined && contextExceedsAutoCompactLimit(scope.state, turn.model)) {
       step = yield* compactWithinTurn(scope, turn, signal);
       if (step === undefined) return yield* interruptTurn(scope, turn, startedAtMs);
+      step = yield* withServerTools(scope, turn, step, warned, signal);
     }
     if (step === undefined) {
       step = captureStepContext(turn, clock.nowMs(), scope.state.previousTurnSettings?.model);
+      step = yield* withServerTools(scope, turn, step, warned, signal);
       const update = recordWorldStateUpdate(history, turn, step, sink);
       for (const item of update.items) {
         yield { type: "item.completed", turn_id: turn.turnId, item, context: true };
@@ -75,6 +87,7 @@ export async function* sampleTurn(
     }
 
     const prompt = buildPrompt(history, turn, step);
+    const used = step;
     step = undefined;
     const result = yield* streamStep(scope, client, prompt, turn, signal);
     if (result.interrupted) return yield* interruptTurn(scope, turn, startedAtMs);
@@ -88,10 +101,20 @@ export async function* sampleTurn(
     yield { type: "token_count", turn_id: turn.turnId, info };
 
     if (result.calls.length > 0) {
+      const split = splitCalls(scope, result.calls, used);
+      yield* runServerCalls(scope, turn, split.run, signal);
+      if (signal?.aborted) return yield* interruptTurn(scope, turn, startedAtMs);
+      const ran = new Set(split.run.map((r) => r.call.call_id));
+      const waiting = result.calls.filter((c) => !ran.has(c.call_id));
+      // Every call ran here: the model sees the outputs in the next step.
+      if (waiting.length === 0) continue;
+      const approvals = split.approvals.map((a) => a.request);
+      recordApprovalRequests(scope, approvals);
       const outcome: TurnOutcome = {
         status: "requires_action",
         turn_id: turn.turnId,
-        pending_calls: result.calls,
+        pending_calls: waiting,
+        ...(approvals.length > 0 ? { pending_approvals: approvals } : {}),
       };
       if (queue.length > 0) {
         const input = queue.splice(0).map((c) => [...c]);

@@ -1,9 +1,11 @@
 import type { ContextManager } from "../context-manager/index.ts";
+import type { ServerTools, ServerToolWarning } from "../mcp/index.ts";
 import type { ModelCatalog, ModelInfo } from "../models/index.ts";
 import type { Clock, IdSource } from "../ports/index.ts";
 import type {
   ContentItem,
   FunctionCallItem,
+  McpApprovalRequest,
   PreviousTurnSettings,
   ResponseItem,
   SessionConfiguration,
@@ -23,6 +25,8 @@ export interface EngineDeps {
   readonly defaultModel: string;
   readonly modelClient: (model: ModelInfo, provider: string) => ModelClient;
   readonly sink: RolloutSink;
+  /** The thread's MCP servers; absent: a step offers client tools only. */
+  readonly serverTools?: ServerTools;
 }
 
 /** A thread's live state: what a checkpoint or a replay restores. */
@@ -48,6 +52,17 @@ export interface ToolCallOutput {
   readonly output: ToolOutput;
 }
 
+/** A person's answer to a server call held for approval (`mcp_approval_response`). */
+export interface ApprovalDecision {
+  readonly call_id: string;
+  readonly request: McpApprovalRequest;
+  readonly approve: boolean;
+  readonly reason?: string;
+}
+
+/** What resumes a paused turn: one answer per pending call. */
+export type PendingCallAnswer = ToolCallOutput | ApprovalDecision;
+
 /** A task is a user turn or a compaction; each has its own turn id and task_started/_complete. */
 export type TaskKind = "turn" | "compaction";
 
@@ -61,6 +76,8 @@ export type TurnEvent =
   | { type: "item.completed"; turn_id: string; item: ResponseItem; context: boolean }
   | { type: "item.delta"; turn_id: string; delta: string }
   | { type: "token_count"; turn_id: string; info: TokenUsageInfo | undefined }
+  /** Tools a step could not offer (an MCP server unreachable, a tool left out); once per turn each. */
+  | { type: "turn.warning"; turn_id: string; warning: ServerToolWarning }
   /** The task ended because the caller's signal aborted (after its `turn_aborted` line). */
   | { type: "turn.interrupted"; turn_id: string; kind: TaskKind }
   /** A compaction task finished: history is now `replacement_history`. */
@@ -78,7 +95,10 @@ export type TurnOutcome =
   | {
       status: "requires_action";
       turn_id: string;
+      /** The calls the turn waits on: the client's, and server calls held for approval. */
       pending_calls: FunctionCallItem[];
+      /** The approval requests of the held server calls (present only when non-empty). */
+      pending_approvals?: McpApprovalRequest[];
       /**
        * Steered input that arrived while the model was producing these calls and has not joined
        * the turn yet (present only when non-empty). It joins after the outputs when the turn

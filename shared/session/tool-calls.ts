@@ -6,7 +6,7 @@ import {
   NoPendingCallsError,
   UnknownCallIdError,
 } from "./errors.ts";
-import type { ToolCallOutput } from "./task-scope.ts";
+import type { PendingCallAnswer } from "./task-scope.ts";
 
 /**
  * Checks the outputs a client posts for a turn paused on client tool calls. Throws, in this
@@ -21,7 +21,7 @@ export function checkToolOutputs(
   history: ContextManager,
   turnId: string,
   pendingCalls: readonly FunctionCallItem[],
-  outputs: readonly ToolCallOutput[],
+  outputs: readonly Pick<PendingCallAnswer, "call_id">[],
 ): void {
   if (pendingCalls.length === 0) throw new NoPendingCallsError(turnId);
   const pending = new Set(pendingCalls.map((c) => c.call_id));

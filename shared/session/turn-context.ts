@@ -1,4 +1,5 @@
 import type { TruncationPolicy } from "../context-manager/index.ts";
+import type { ServerTool } from "../mcp/index.ts";
 import type { ModelInfo } from "../models/index.ts";
 import type {
   FunctionTool,
@@ -39,7 +40,10 @@ export interface TurnContext {
  */
 export interface StepContext {
   readonly worldState: WorldStateInput;
+  /** Every tool of the step's prompt: the client's, then the servers' (`serverTools`' specs). */
   readonly tools: readonly FunctionTool[];
+  /** The tools of `tools` that an MCP server runs (empty until `withServerTools` joins them). */
+  readonly serverTools: readonly ServerTool[];
 }
 
 export function truncationPolicyOf(config: SessionConfiguration): TruncationPolicy {
@@ -154,7 +158,7 @@ export function captureStepContext(
     const message = turn.model.personalities[c.personality] ?? c.personality;
     input.personality = { name: c.personality, message };
   }
-  return Object.freeze({ worldState: Object.freeze(input), tools: c.tools });
+  return Object.freeze({ worldState: Object.freeze(input), tools: c.tools, serverTools: [] });
 }
 
 /** The rollout `turn_context` payload of a turn (reference §1.5). Absent settings are omitted. */
