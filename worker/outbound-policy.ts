@@ -1,10 +1,14 @@
 import type { Env } from "../env.ts";
-import { type OutboundUrlPolicy, outboundUrlRefusal } from "../shared/outbound/index.ts";
+import {
+  type OutboundUrlPolicy,
+  outboundPolicyOf,
+  outboundUrlRefusal,
+} from "../shared/outbound/index.ts";
 import { ApiError } from "./errors.ts";
 
-/** The deployment's outbound URL policy: development also allows loopback (a local receiver). */
+/** The deployment's outbound URL policy (`outboundPolicyOf`). */
 export function outboundPolicy(env: Pick<Env, "SPINDLE_ENV">): OutboundUrlPolicy {
-  return { allowLoopback: env.SPINDLE_ENV === "development" };
+  return outboundPolicyOf(env.SPINDLE_ENV);
 }
 
 /**

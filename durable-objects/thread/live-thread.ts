@@ -5,6 +5,7 @@ import {
   freezeItemsInPlace,
   type TruncationPolicy,
 } from "../../shared/context-manager/index.ts";
+import type { ServerTools } from "../../shared/mcp/index.ts";
 import { DEFAULT_MODEL_SLUG, type ModelCatalog } from "../../shared/models/index.ts";
 import type { IdSource } from "../../shared/ports/index.ts";
 import type { RolloutLine, SessionConfiguration } from "../../shared/protocol/index.ts";
@@ -76,6 +77,8 @@ export interface StorageParts {
   /** The bucket of the tenant's jurisdiction, once the thread's placement is known. */
   bucket: R2Bucket;
   meta: MetaStore;
+  /** The instance's MCP servers (none: client tools only). */
+  serverTools?: ServerTools;
 }
 
 /**
@@ -179,6 +182,7 @@ export class LiveThread {
         ledger.requestModel = model.slug;
         return clients(model, provider);
       },
+      ...(parts.serverTools ? { serverTools: parts.serverTools } : {}),
       sink: {
         append: (item) => {
           log.append(item);

@@ -56,6 +56,8 @@ export async function turnResource(
     status: row.status,
     items: recorded,
     pending_calls: row.pending_calls,
+    ...(row.pending_approvals?.length ? { pending_approvals: row.pending_approvals } : {}),
+    ...(row.warnings?.length ? { warnings: row.warnings } : {}),
     usage: row.usage,
     error: row.error,
   };

@@ -40,6 +40,7 @@ import { deleteThreadState } from "./deletion.ts";
 import { HistoryEdits } from "./history-edits.ts";
 import { KeyedRequests } from "./keyed-requests.ts";
 import { LiveThread, type StorageParts, storagePartsOf } from "./live-thread.ts";
+import { threadServerTools } from "./mcp/server-tools.ts";
 import { QuotaGate } from "./quotas/quota-gate.ts";
 import { historyPage, queuedTurnResource, threadResource, turnResource } from "./resources.ts";
 import { exportedRollout, rolloutPrefix } from "./rollouts/export.ts";
@@ -101,7 +102,10 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       },
       subscriptions: (subscriptions, at) => this.#outbox.learn(subscriptions, at),
     });
-    this.#parts = storagePartsOf(ctx, env, requireBucketIn(env, this.#sync.policy.jurisdiction));
+    this.#parts = {
+      ...storagePartsOf(ctx, env, requireBucketIn(env, this.#sync.policy.jurisdiction)),
+      serverTools: threadServerTools(env, this.#sync),
+    };
     const { meta, sql, storage } = this.#parts;
     this.#quotas = new QuotaGate(this.#sync, sql, {
       clock: systemClock,

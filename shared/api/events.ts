@@ -1,7 +1,7 @@
 import { TokenUsageInfoSchema } from "../protocol/index.ts";
 import * as z from "../zod/index.ts";
 import { TurnIdSchema } from "./ids.ts";
-import { ResponseItemOutputSchema, TurnResourceSchema } from "./resources.ts";
+import { ResponseItemOutputSchema, TurnResourceSchema, TurnWarningSchema } from "./resources.ts";
 
 /** Every event type, in the order a turn emits them (design §7). */
 export const THREAD_EVENT_TYPES = [
@@ -9,6 +9,7 @@ export const THREAD_EVENT_TYPES = [
   "item.completed",
   "item.delta",
   "token_count",
+  "turn.warning",
   "turn.completed",
   "turn.requires_action",
   "turn.interrupted",
@@ -49,7 +50,8 @@ function threadEvent<
  * (the terminal ones as it ended); `item.completed` carries every recorded item, with `context`
  * true for context items (initial context, world-state diffs) and `turn_id` null for items
  * injected outside a turn; `item.delta` is streamed model text (replay may skip it);
- * `token_count` carries the thread's usage after a model response.
+ * `token_count` carries the thread's usage after a model response; `turn.warning` says a step
+ * went without some MCP tools (a server unreachable), once per turn and cause.
  */
 export const ThreadEventSchema = z.onFirstUse(() =>
   z.discriminatedUnion("type", [
@@ -61,6 +63,7 @@ export const ThreadEventSchema = z.onFirstUse(() =>
     ),
     threadEvent("item.delta", TurnIdSchema, z.object({ delta: z.string() })),
     threadEvent("token_count", TurnIdSchema, z.object({ info: z.nullable(TokenUsageInfoSchema) })),
+    threadEvent("turn.warning", TurnIdSchema, z.object({ warning: TurnWarningSchema })),
     threadEvent("turn.completed", TurnIdSchema, TurnResourceSchema),
     threadEvent("turn.requires_action", TurnIdSchema, TurnResourceSchema),
     threadEvent("turn.interrupted", TurnIdSchema, TurnResourceSchema),

@@ -156,23 +156,55 @@ export const FunctionCallOutputInputSchema = z.onFirstUse(() =>
   }),
 );
 
-/** `POST …/turns/{turn}/outputs`: outputs for some or all of the turn's pending calls. */
+/**
+ * A person's answer to an `mcp_approval_request` of the turn (Responses' item): approved, the
+ * server call runs once; denied, the model is told it was not run (with `reason`, when given).
+ */
+export const McpApprovalResponseInputSchema = z.onFirstUse(() =>
+  z.strictObject({
+    type: z.literal("mcp_approval_response"),
+    approval_request_id: z.string().check(z.minLength(1), z.maxLength(256)),
+    approve: z.boolean(),
+    reason: z.optional(z.string().check(z.maxLength(4096))),
+  }),
+);
+
+/** One answer to a pending call: a client tool's output, or an approval of a server call. */
+export const PendingCallAnswerInputSchema = z.onFirstUse(() =>
+  z.discriminatedUnion("type", [FunctionCallOutputInputSchema, McpApprovalResponseInputSchema]),
+);
+
+/** What an answer answers: a call id, or an approval request id (each once per request). */
+function answeredId(item: PendingCallAnswerInput): { path: string; id: string } {
+  return item.type === "function_call_output"
+    ? { path: "call_id", id: `call:${item.call_id}` }
+    : { path: "approval_request_id", id: `approval:${item.approval_request_id}` };
+}
+
+/**
+ * `POST …/turns/{turn}/outputs`: an answer for each of the turn's pending calls, outputs of
+ * client tools and approvals of server calls.
+ */
 export const SubmitOutputsBodySchema = z.onFirstUse(() =>
   z.strictObject({
-    items: z.array(FunctionCallOutputInputSchema).check(
+    items: z.array(PendingCallAnswerInputSchema).check(
       z.minLength(1),
       z.maxLength(128),
       z.superRefine((items, ctx) => {
         const seen = new Set<string>();
         items.forEach((item, index) => {
-          if (seen.has(item.call_id)) {
+          const { path, id } = answeredId(item);
+          if (seen.has(id)) {
             ctx.addIssue({
               code: "custom",
-              path: [index, "call_id"],
-              message: "This call_id already has an output in this request",
+              path: [index, path],
+              message:
+                path === "call_id"
+                  ? "This call_id already has an output in this request"
+                  : "This approval_request_id already has an answer in this request",
             });
           }
-          seen.add(item.call_id);
+          seen.add(id);
         });
       }),
     ),
@@ -351,6 +383,8 @@ export type BusyPolicy = z.output<typeof BusyPolicySchema>;
 export type StartTurnBody = z.output<typeof StartTurnBodySchema>;
 export type HistoryQuery = z.output<typeof HistoryQuerySchema>;
 export type FunctionCallOutputInput = z.output<typeof FunctionCallOutputInputSchema>;
+export type McpApprovalResponseInput = z.output<typeof McpApprovalResponseInputSchema>;
+export type PendingCallAnswerInput = z.output<typeof PendingCallAnswerInputSchema>;
 export type SubmitOutputsBody = z.output<typeof SubmitOutputsBodySchema>;
 export type SteerBody = z.output<typeof SteerBodySchema>;
 export type RollbackBody = z.output<typeof RollbackBodySchema>;

@@ -8,6 +8,7 @@ import {
   ImportWarningSchema,
   type KnownResponseItem,
   LocalShellCallItemSchema,
+  McpApprovalRequestSchema,
   MessageItemSchema,
   type Prompt,
   PromptSchema,
@@ -121,6 +122,15 @@ export const TurnErrorSchema = z.onFirstUse(() =>
   z.object({ code: z.enum(PROBLEM_CODES), message: z.string() }),
 );
 
+/** Why a turn's step went without some MCP tools; the turn went on. */
+export const TurnWarningSchema = z.onFirstUse(() =>
+  z.object({
+    code: z.enum(["mcp_server_unavailable", "mcp_tool_left_out"]),
+    server_label: z.string(),
+    message: z.string(),
+  }),
+);
+
 export const TurnResourceSchema = z.onFirstUse(() =>
   z.object({
     object: z.literal("turn"),
@@ -134,8 +144,18 @@ export const TurnResourceSchema = z.onFirstUse(() =>
     status: TurnStatusSchema,
     /** What the turn recorded, in order: context items, the user input, model output. */
     items: z.array(ResponseItemOutputSchema),
-    /** Client tool calls still waiting for a `function_call_output` (status `requires_action`). */
+    /**
+     * Calls the turn waits on (status `requires_action`): client tool calls, answered with a
+     * `function_call_output`, and MCP server calls held for approval (`pending_approvals`).
+     */
     pending_calls: z.array(FunctionCallItemSchema),
+    /**
+     * The approval requests of held MCP server calls, each answered with an
+     * `mcp_approval_response` naming its `id` (present when there are any).
+     */
+    pending_approvals: z.optional(z.array(McpApprovalRequestSchema)),
+    /** Tools the turn's steps could not offer: an MCP server unreachable, a tool left out (present when any). */
+    warnings: z.optional(z.array(TurnWarningSchema)),
     /** The turn's summed usage; null before the first model response. */
     usage: z.nullable(TokenUsageSchema),
     /** Set when status is `failed`. */

@@ -26,7 +26,7 @@ import type {
 } from "../protocol/index.ts";
 import type { TenantLimitName } from "./limits.ts";
 import type { FieldError, ProblemCode, QuotaName } from "./problems.ts";
-import type { BusyPolicy, FunctionCallOutputInput, InputMessage } from "./requests.ts";
+import type { BusyPolicy, InputMessage, PendingCallAnswerInput } from "./requests.ts";
 import type { ListResource, ThreadResource, TurnResource } from "./resources.ts";
 import type { PatchThreadBody } from "./tenancy.ts";
 import type { TenantPolicy, YieldedQuota } from "./tenant-rpc.ts";
@@ -119,8 +119,8 @@ export interface EventsRequest {
 
 /** `submitOutputs` / `streamOutputs`. */
 export interface SubmitOutputsRequest extends WithPolicy {
-  /** 1-128 outputs, `call_id`s distinct (checked by the worker). */
-  items: FunctionCallOutputInput[];
+  /** 1-128 answers, each call or approval request answered once (checked by the worker). */
+  items: PendingCallAnswerInput[];
   idempotency?: IdempotencyKey;
 }
 

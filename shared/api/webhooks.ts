@@ -1,4 +1,5 @@
 import {
+  McpApprovalRequestSchema,
   NewThreadMetadataSchema,
   ThreadConfigSchema,
   TokenUsageSchema,
@@ -349,6 +350,7 @@ export const WebhookEventSchema = z.onFirstUse(() =>
       status: z.optional(z.nullable(z.string())),
       usage: z.optional(z.nullable(TokenUsageSchema)),
       pending_calls: z.optional(z.array(z.object({ call_id: z.string(), name: z.string() }))),
+      pending_approvals: z.optional(z.array(McpApprovalRequestSchema)),
       pending_calls_truncated: z.optional(z.boolean()),
       error: z.optional(z.object({ code: z.string(), message: z.string() })),
       hook_id: z.optional(HookIdSchema),

@@ -27,6 +27,11 @@ export interface OutboundUrlPolicy {
   allowLoopback: boolean;
 }
 
+/** A deployment's policy (its `SPINDLE_ENV`): development also allows loopback (a local receiver). */
+export function outboundPolicyOf(spindleEnv: string | undefined): OutboundUrlPolicy {
+  return { allowLoopback: spindleEnv === "development" };
+}
+
 /**
  * Why a request to `url` is refused, or undefined: it is `https`, without credentials, to a
  * public name or a public unicast address (after unwrapping an IPv4 address an IPv6 one

@@ -1,5 +1,5 @@
 import { utf8ByteLength } from "../context-manager/index.ts";
-import type { TokenUsage } from "../protocol/index.ts";
+import type { McpApprovalRequest, TokenUsage } from "../protocol/index.ts";
 
 /**
  * Outbound lifecycle events (design §12): their types, their thin Standard Webhooks payloads, and
@@ -61,6 +61,8 @@ export interface WebhookEventData {
   status: string | null;
   usage: TokenUsage | null;
   pending_calls?: PendingCallRef[];
+  /** `turn.requires_action`: the server calls held for approval (`mcp_approval_request`s). */
+  pending_approvals?: McpApprovalRequest[];
   error?: { code: string; message: string };
   /** `hook.failed`: the hook and the delivery whose turn failed. */
   hook_id?: string;
@@ -71,8 +73,8 @@ export interface WebhookEventData {
 
 /**
  * The JSON body of an event: `{type, timestamp, data}`, at most `WEBHOOK_PAYLOAD_MAX_BYTES`. An
- * error message is cut to 1,000 characters; pending calls that would not fit are left out
- * (`pending_calls_truncated: true`): the turn has them all.
+ * error message is cut to 1,000 characters; pending calls and approval requests that would not
+ * fit are left out (`pending_calls_truncated: true`): the turn has them all.
  */
 export function eventPayload(type: string, timestamp: string, data: WebhookEventData): string {
   const error = data.error && {
@@ -82,13 +84,15 @@ export function eventPayload(type: string, timestamp: string, data: WebhookEvent
   const fitted = { ...data, ...(error ? { error } : {}) };
   let body = JSON.stringify({ type, timestamp, data: fitted });
   const calls = fitted.pending_calls;
+  const approvals = fitted.pending_approvals;
   if (calls === undefined || utf8ByteLength(body) <= WEBHOOK_PAYLOAD_MAX_BYTES) return body;
-  let kept = calls.length;
+  let kept = Math.max(calls.length, approvals?.length ?? 0);
   while (kept > 0) {
     kept = Math.floor(kept / 2);
     const trimmed = {
       ...fitted,
       pending_calls: calls.slice(0, kept),
+      ...(approvals ? { pending_approvals: approvals.slice(0, kept) } : {}),
       pending_calls_truncated: true,
     };
     body = JSON.stringify({ type, timestamp, data: trimmed });

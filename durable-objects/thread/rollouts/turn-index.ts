@@ -90,6 +90,8 @@ export function turnRowsFromRollout(
           ...(event.type === "turn_aborted" ? { pending_calls: [] } : {}),
         }),
       );
+      const ended = rows.at(-1);
+      if (ended && ended.status !== "requires_action") delete ended.pending_approvals;
       open = undefined;
     } else {
       // A request's usage is how far the running total moved, as the ledger reads it.
@@ -101,6 +103,15 @@ export function turnRowsFromRollout(
       if (open) {
         open.row.last_seq = seq;
         if (event.type === "user_message") open.userInput = true;
+        if (event.type === "mcp_approval_request") {
+          const { type, ...request } = event;
+          open.row.pending_approvals = [
+            ...(open.row.pending_approvals ?? []),
+            { ...request, type },
+          ];
+        }
+        const warning = event.type === "warning" ? turnWarningOf(event) : undefined;
+        if (warning) open.row.warnings = [...(open.row.warnings ?? []), warning];
       }
     }
   }
@@ -132,5 +143,19 @@ function trackCalls(row: TurnRow, item: ResponseItem): void {
   if (item.type === "function_call") row.pending_calls = [...row.pending_calls, item];
   if (item.type === "function_call_output") {
     row.pending_calls = row.pending_calls.filter((c) => c.call_id !== item.call_id);
+    const approvals = row.pending_approvals?.filter((a) => a.call_id !== item.call_id);
+    if (approvals?.length) row.pending_approvals = approvals;
+    else delete row.pending_approvals;
   }
+}
+
+/** A `warning` line's turn warning: one of Spindle's, with its code and server. */
+function turnWarningOf(event: {
+  message: string;
+  code?: string | null | undefined;
+  server_label?: string | null | undefined;
+}): NonNullable<TurnRow["warnings"]>[number] | undefined {
+  const { code, server_label, message } = event;
+  if (code !== "mcp_server_unavailable" && code !== "mcp_tool_left_out") return undefined;
+  return { code, server_label: server_label ?? "", message };
 }

@@ -18,6 +18,10 @@ export interface TurnRow {
   error: TurnResource["error"];
   /** Steered input waiting for a paused turn's tool outputs (joins when the turn resumes). */
   queued_input?: ContentItem[][];
+  /** The approval requests among `pending_calls` (absent when none). */
+  pending_approvals?: NonNullable<TurnResource["pending_approvals"]>;
+  /** What the turn's steps went without (absent when nothing). */
+  warnings?: NonNullable<TurnResource["warnings"]>;
 }
 
 /** A row's body as stored: the row without id and ordinal, empty defaults left out. */
@@ -46,7 +50,17 @@ const FINISHED: ReadonlySet<string> = new Set(["completed", "failed", "interrupt
  * columns, empty defaults are left out and usage is a five-number array.
  */
 function encodeTurnBody(row: TurnRow): TurnBody {
-  const { id: _id, ordinal: _ordinal, pending_calls, usage, error, queued_input, ...rest } = row;
+  const {
+    id: _id,
+    ordinal: _ordinal,
+    pending_calls,
+    usage,
+    error,
+    queued_input,
+    pending_approvals,
+    warnings,
+    ...rest
+  } = row;
   return {
     ...rest,
     ...(pending_calls.length > 0 ? { pending_calls } : {}),
@@ -63,6 +77,8 @@ function encodeTurnBody(row: TurnRow): TurnBody {
       : {}),
     ...(error ? { error } : {}),
     ...(queued_input && queued_input.length > 0 ? { queued_input } : {}),
+    ...(pending_approvals && pending_approvals.length > 0 ? { pending_approvals } : {}),
+    ...(warnings && warnings.length > 0 ? { warnings } : {}),
   };
 }
 

@@ -1,5 +1,5 @@
 import type {
-  FunctionCallOutputInput,
+  PendingCallAnswerInput,
   RpcResult,
   StartTurnRequest,
   TurnResource,
@@ -7,8 +7,8 @@ import type {
 import type { Logger } from "../../../shared/observability/index.ts";
 import type { ContentItem } from "../../../shared/protocol/index.ts";
 import {
+  type PendingCallAnswer,
   type PlannedWork,
-  type ToolCallOutput,
   UnknownCallIdError,
 } from "../../../shared/session/index.ts";
 import { uuidv7 } from "../../../shared/uuid/index.ts";
@@ -301,7 +301,7 @@ export class TaskControl {
   async resume(
     live: LiveThread,
     turnId: string,
-    items: readonly FunctionCallOutputInput[],
+    items: readonly PendingCallAnswerInput[],
     admitted: () => void,
     requestId?: string,
   ): Promise<RpcResult<RunningTask>> {
@@ -333,12 +333,12 @@ export class TaskControl {
     return ok(task);
   }
 
-  /** The paused turn and its outputs, when `items` may resume it now. */
+  /** The paused turn and its answers, when `items` may resume it now. */
   #resumable(
     live: LiveThread,
     turnId: string,
-    items: readonly FunctionCallOutputInput[],
-  ): RpcResult<{ row: TurnRow; outputs: ToolCallOutput[] }> {
+    items: readonly PendingCallAnswerInput[],
+  ): RpcResult<{ row: TurnRow; outputs: PendingCallAnswer[] }> {
     const row = this.#deps.meta.turn(turnId);
     if (!row) return fail("turn_not_found", `No turn "${turnId}" in this thread.`);
     if (row.status !== "requires_action") {
@@ -346,14 +346,16 @@ export class TaskControl {
     }
     const busy = this.busy();
     if (busy) return busy;
-    const outputs: ToolCallOutput[] = items.map((i) => ({ call_id: i.call_id, output: i.output }));
+    const answers = answersOf(row, items);
+    if (!answers.ok) return answers;
+    const outputs = answers.value;
     try {
       live.session.checkResume(turnId, row.pending_calls, outputs);
     } catch (err) {
       if (!(err instanceof UnknownCallIdError)) throw err;
       const pending = new Set(row.pending_calls.map((c) => c.call_id));
-      const errors = items.flatMap((item, i) =>
-        pending.has(item.call_id)
+      const errors = outputs.flatMap((answer, i) =>
+        pending.has(answer.call_id)
           ? []
           : [{ path: `/items/${i}/call_id`, message: "not a pending call" }],
       );
@@ -583,8 +585,9 @@ export class TaskControl {
    * the ledger counted for it, also the requests an instance lost before the row was updated.
    */
   markInterrupted(live: LiveThread, row: TurnRow): TurnRow {
+    const { pending_approvals: _dropped, ...rest } = row;
     const done: TurnRow = {
-      ...row,
+      ...rest,
       status: "interrupted",
       pending_calls: [],
       usage: live.ledger.turnUsage(row.id) ?? row.usage,
@@ -594,6 +597,48 @@ export class TaskControl {
     live.touch(this.#deps.meta);
     return done;
   }
+}
+
+/**
+ * The engine's answers for a paused turn's `items`: outputs as posted, approval responses
+ * matched to their requests. An approval response names a request of this turn, and a server
+ * call held for approval takes an approval, not an output (`unknown_call_id` otherwise).
+ */
+function answersOf(
+  row: TurnRow,
+  items: readonly PendingCallAnswerInput[],
+): RpcResult<PendingCallAnswer[]> {
+  const requests = new Map((row.pending_approvals ?? []).map((r) => [r.id, r]));
+  const held = new Set((row.pending_approvals ?? []).map((r) => r.call_id));
+  const answers: PendingCallAnswer[] = [];
+  for (const [i, item] of items.entries()) {
+    if (item.type === "function_call_output") {
+      if (held.has(item.call_id)) {
+        return fail(
+          "unknown_call_id",
+          `Call ${item.call_id} runs on an MCP server: answer its approval request instead.`,
+          [{ path: `/items/${i}/call_id`, message: "a server call held for approval" }],
+        );
+      }
+      answers.push({ call_id: item.call_id, output: item.output });
+      continue;
+    }
+    const request = requests.get(item.approval_request_id);
+    if (request === undefined) {
+      return fail(
+        "unknown_call_id",
+        `No approval request "${item.approval_request_id}" is pending in this turn.`,
+        [{ path: `/items/${i}/approval_request_id`, message: "not a pending approval request" }],
+      );
+    }
+    answers.push({
+      call_id: request.call_id,
+      request,
+      approve: item.approve,
+      ...(item.reason === undefined ? {} : { reason: item.reason }),
+    });
+  }
+  return ok(answers);
 }
 
 /** The log of a task of `live`'s thread, for the request it runs for. */

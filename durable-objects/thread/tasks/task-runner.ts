@@ -87,7 +87,8 @@ async function drive(
   const items = new Map<string, ResponseItem[]>();
   let row = resumed;
   if (row) {
-    row = { ...row, status: "in_progress", pending_calls: [], error: null };
+    const { pending_approvals: _answered, ...rest } = row;
+    row = { ...rest, status: "in_progress", pending_calls: [], error: null };
     meta.putTurn(row);
     items.set(row.id, []);
     markStarted();
@@ -117,9 +118,12 @@ async function drive(
         const status = outcome.status;
         const pending = outcome.status === "requires_action" ? outcome.pending_calls : [];
         const queued = outcome.status === "requires_action" ? outcome.queued_input : undefined;
+        const approvals =
+          outcome.status === "requires_action" ? outcome.pending_approvals : undefined;
         const { resource } = await finish(row, status, {
           pending_calls: pending,
           ...(queued ? { queued_input: queued } : {}),
+          ...(approvals ? { pending_approvals: approvals } : {}),
         });
         deps.live.touch(deps.meta);
         return resource;
@@ -153,6 +157,9 @@ async function drive(
       } else if (event.type === "item.completed") {
         items.get(event.turn_id)?.push(event.item);
         events.emit("item.completed", event.turn_id, { item: event.item, context: event.context });
+      } else if (event.type === "turn.warning") {
+        if (row) row.warnings = [...(row.warnings ?? []), event.warning];
+        events.emit("turn.warning", event.turn_id, { warning: event.warning });
       } else if (event.type === "item.delta") {
         events.emit("item.delta", event.turn_id, { delta: event.delta });
       } else if (event.type === "token_count") {

@@ -17,6 +17,7 @@ import {
 } from "../../../shared/api/index.ts";
 import { describeError } from "../../../shared/observability/index.ts";
 import type { Clock } from "../../../shared/ports/index.ts";
+import type { McpServerRef, McpServerResolution } from "../../../shared/protocol/index.ts";
 import type { AlarmSchedule } from "../../common/alarms.ts";
 import { objectLog } from "../../common/log.ts";
 import { tenantStubIn, threadNameOf } from "../../common/placement.ts";
@@ -343,6 +344,19 @@ export class TenantSync {
         });
       }),
     );
+  }
+
+  /**
+   * The thread's MCP server references against the tenant's registry. Rejects when there is no
+   * tenant to ask or it refuses: the step then goes without those servers, with a warning.
+   */
+  async resolveMcpServers(refs: readonly McpServerRef[]): Promise<McpServerResolution> {
+    const tenant = this.tenant();
+    const name = this.#deps.name;
+    if (!tenant || !name) throw new Error("this thread has no tenant registry");
+    const answer = await tenant.resolveMcpServers({ incarnation: name.incarnation }, [...refs]);
+    if (!answer.ok) throw new Error(`${answer.error.code}: ${answer.error.detail}`);
+    return answer.value;
   }
 
   /** Room for this thread under `max_threads`, asked before it is created. */

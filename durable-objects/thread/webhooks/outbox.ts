@@ -146,6 +146,9 @@ export class WebhookOutbox {
       ...(row.status === "requires_action"
         ? { pending_calls: row.pending_calls.map(({ call_id, name }) => ({ call_id, name })) }
         : {}),
+      ...(row.status === "requires_action" && row.pending_approvals?.length
+        ? { pending_approvals: row.pending_approvals }
+        : {}),
       ...(row.error ? { error: row.error } : {}),
     };
     this.record(type, data, requestId);

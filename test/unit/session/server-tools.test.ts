@@ -53,13 +53,13 @@ function mcpSession(reg = registry(), options: { model?: ModelClient; tools?: bo
 /** A model that makes `calls` on its first request and answers in text after outputs. */
 class CallingClient implements ModelClient {
   readonly prompts: ModelPrompt[] = [];
-  constructor(readonly calls: readonly Omit<FunctionCallItem, "type">[]) {}
+  constructor(readonly calls: readonly FunctionCallItem[]) {}
   async *stream(prompt: ModelPrompt): AsyncIterable<ModelEvent> {
     this.prompts.push(prompt);
     const input = prompt.input.toArray();
     if (!input.some((i) => i.type === "function_call_output")) {
       for (const call of this.calls) {
-        yield { type: "output_item_done", item: { type: "function_call", ...call } };
+        yield { type: "output_item_done", item: call };
       }
     } else {
       yield {
@@ -169,9 +169,19 @@ describe("server-side MCP tools in a turn", () => {
 
   it("parallel calls run concurrently, and a client call in the same step pauses the turn", async () => {
     const model = new CallingClient([
-      { name: "mcp__docs__slow", arguments: '{"ms":300}', call_id: "call_a" },
-      { name: "mcp__docs__slow", arguments: '{"ms":300}', call_id: "call_b" },
-      { name: "lookup", arguments: "{}", call_id: "call_c" },
+      {
+        type: "function_call",
+        name: "mcp__docs__slow",
+        arguments: '{"ms":300}',
+        call_id: "call_a",
+      },
+      {
+        type: "function_call",
+        name: "mcp__docs__slow",
+        arguments: '{"ms":300}',
+        call_id: "call_b",
+      },
+      { type: "function_call", name: "lookup", arguments: "{}", call_id: "call_c" },
     ]);
     const h = mcpSession(registry(), { model, tools: true });
     const started = Date.now();

@@ -360,6 +360,7 @@ describe("the OpenAPI document", () => {
       "item.completed",
       "item.delta",
       "token_count",
+      "turn.warning",
       "turn.completed",
       "turn.requires_action",
       "turn.interrupted",

@@ -63,6 +63,11 @@ describe("POST …/turns/{turn}/outputs", () => {
 
   it("rejects an empty list, other item types, a repeated call_id and unknown fields", async () => {
     const { json, fake } = withThread();
+    const approval = {
+      type: "mcp_approval_response",
+      approval_request_id: "mcpr_1",
+      approve: true,
+    };
     const cases: [unknown, { path: string; message: unknown }[]][] = [
       [{ items: [] }, [{ path: "/items", message: anyMessage }]],
       [{}, [{ path: "/items", message: anyMessage }]],
@@ -83,6 +88,19 @@ describe("POST …/turns/{turn}/outputs", () => {
       [
         { items: [{ ...output, extra: 1 }] },
         [{ path: "/items/0/extra", message: "Unknown field" }],
+      ],
+      [
+        { items: [approval, { ...approval, approve: false }] },
+        [
+          {
+            path: "/items/1/approval_request_id",
+            message: "This approval_request_id already has an answer in this request",
+          },
+        ],
+      ],
+      [
+        { items: [{ type: "mcp_approval_response", approval_request_id: "mcpr_1" }] },
+        [{ path: "/items/0/approve", message: anyMessage }],
       ],
     ];
     for (const [body, errors] of cases) {
