@@ -126,19 +126,17 @@ export function recordContextUpdates(
       }
     : diffAgainstBaseline(history, turn, worldState, snapshot);
 
-  const turnContextItem = toTurnContextItem(turn);
-  const recorded = recordContextItems(history, items, turn, sink);
-  // The line names the MCP tools the turn's first step offered (the reference item stays as
-  // Codex's: it only decides full context or diff).
+  // The line names the MCP tools the turn's first step offered; the reference item is the line
+  // as written, so a reload from it is what memory held.
   const mcpTools = step.serverTools.map((t) => ({
     name: t.spec.name,
     server: t.label,
     tool: t.tool,
   }));
-  sink.append({
-    type: "turn_context",
-    payload: mcpTools.length > 0 ? { ...turnContextItem, mcp_tools: mcpTools } : turnContextItem,
-  });
+  const settings = toTurnContextItem(turn);
+  const turnContextItem = mcpTools.length > 0 ? { ...settings, mcp_tools: mcpTools } : settings;
+  const recorded = recordContextItems(history, items, turn, sink);
+  sink.append({ type: "turn_context", payload: turnContextItem });
   if (worldStateItem !== undefined) sink.append({ type: "world_state", payload: worldStateItem });
   history.referenceContextItem = turnContextItem;
   history.worldStateBaseline = snapshot;

@@ -21,7 +21,13 @@ import { turnAbortedMessage } from "./notices.ts";
 import { buildPrompt, modelVisiblePrompt } from "./prompt.ts";
 import { type PlannedWork, reservation } from "./reservation.ts";
 import { recordUserInput, sampleTurn } from "./sampling.ts";
-import { deniedOutput, runServerCalls, type ServerCall, withServerTools } from "./server-calls.ts";
+import {
+  deniedOutput,
+  runServerCalls,
+  type ServerCall,
+  usesServerTools,
+  withServerTools,
+} from "./server-calls.ts";
 import { taskStartedLine, turnAbortedLine } from "./task-lines.ts";
 import type {
   CompactionOutcome,
@@ -299,7 +305,9 @@ export class ThreadSession {
         clock.nowMs(),
         this.state.previousTurnSettings?.model,
       );
-      const step = yield* withServerTools(this.#scope(), turn, captured, warned, signal);
+      const step = usesServerTools(this.#scope(), turn)
+        ? yield* withServerTools(this.#scope(), turn, captured, warned, signal)
+        : captured;
       const update = recordContextUpdates(this.history, turn, step, sink);
       for (const item of update.items) {
         yield { type: "item.completed", turn_id: turn.turnId, item, context: true };
@@ -377,7 +385,7 @@ export class ThreadSession {
         );
         yield { type: "item.completed", turn_id: turnId, item, context: false };
       }
-      yield* runServerCalls(this.#scope(), turn, approved, signal);
+      if (approved.length > 0) yield* runServerCalls(this.#scope(), turn, approved, signal);
       return yield* sampleTurn(this.#scope(), turn, undefined, undefined, signal);
     } finally {
       this.#running = undefined;

@@ -15,6 +15,7 @@ import {
   recordApprovalRequests,
   runServerCalls,
   splitCalls,
+  usesServerTools,
   withServerTools,
 } from "./server-calls.ts";
 import { isAssistantMessage, messageText } from "./streaming.ts";
@@ -62,11 +63,15 @@ export async function* sampleTurn(
     if (step === undefined && contextExceedsAutoCompactLimit(scope.state, turn.model)) {
       step = yield* compactWithinTurn(scope, turn, signal);
       if (step === undefined) return yield* interruptTurn(scope, turn, startedAtMs);
-      step = yield* withServerTools(scope, turn, step, warned, signal);
+      if (usesServerTools(scope, turn)) {
+        step = yield* withServerTools(scope, turn, step, warned, signal);
+      }
     }
     if (step === undefined) {
       step = captureStepContext(turn, clock.nowMs(), scope.state.previousTurnSettings?.model);
-      step = yield* withServerTools(scope, turn, step, warned, signal);
+      if (usesServerTools(scope, turn)) {
+        step = yield* withServerTools(scope, turn, step, warned, signal);
+      }
       const update = recordWorldStateUpdate(history, turn, step, sink);
       for (const item of update.items) {
         yield { type: "item.completed", turn_id: turn.turnId, item, context: true };
@@ -102,7 +107,7 @@ export async function* sampleTurn(
 
     if (result.calls.length > 0) {
       const split = splitCalls(scope, result.calls, used);
-      yield* runServerCalls(scope, turn, split.run, signal);
+      if (split.run.length > 0) yield* runServerCalls(scope, turn, split.run, signal);
       if (signal?.aborted) return yield* interruptTurn(scope, turn, startedAtMs);
       const ran = new Set(split.run.map((r) => r.call.call_id));
       const waiting = result.calls.filter((c) => !ran.has(c.call_id));

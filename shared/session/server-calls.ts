@@ -27,6 +27,11 @@ export interface SplitCalls {
   readonly client: FunctionCallItem[];
 }
 
+/** Whether the turn's steps reach MCP servers (without, a step is captured as it always was). */
+export function usesServerTools(scope: TaskScope, turn: TurnContext): boolean {
+  return (turn.config.mcp_servers?.length ?? 0) > 0 && scope.deps.serverTools !== undefined;
+}
+
 /**
  * Adds the MCP tools of `refs` to a step's capture (client tools first, their names win), and
  * reports each new warning once per turn (`warned` holds the ones already reported): a line in
@@ -43,6 +48,8 @@ export async function* withServerTools(
   const port = scope.deps.serverTools;
   if (refs.length === 0 || port === undefined) return step;
   const capture = await port.capture(refs, step.tools, signal);
+  // An interrupt during the listing: the loop ends the turn; its failures are not the servers'.
+  if (signal?.aborted) return step;
   for (const warning of capture.warnings) {
     const key = JSON.stringify([warning.code, warning.server_label, warning.message]);
     if (warned.has(key)) continue;

@@ -24,7 +24,8 @@ export interface TestMcpServer {
   restart(): void;
 }
 
-export function testMcpServer(url = "http://127.0.0.1:9/mcp"): TestMcpServer {
+/** `token`: the bearer token every request must carry (default `MCP_TOKEN`). */
+export function testMcpServer(url = "http://127.0.0.1:9/mcp", token = MCP_TOKEN): TestMcpServer {
   const calls = new Map<string, number>();
   const requests: TestMcpServer["requests"] = [];
   let sessions = new Map<string, WebStandardStreamableHTTPServerTransport>();
@@ -90,7 +91,7 @@ export function testMcpServer(url = "http://127.0.0.1:9/mcp"): TestMcpServer {
       headers: new Headers(request.headers),
       body: request.method === "POST" ? await request.clone().text() : "",
     });
-    if (request.headers.get("authorization") !== `Bearer ${MCP_TOKEN}`) {
+    if (request.headers.get("authorization") !== `Bearer ${token}`) {
       return new Response("unauthorized", { status: 401 });
     }
     const sessionId = request.headers.get("mcp-session-id");

@@ -8,6 +8,7 @@ import {
   DEFAULT_CONFIG,
   jsonl,
 } from "../../fixtures/codex-rollouts.ts";
+import { MCP_TOKEN, testMcpServer } from "../../helpers/mcp-server.ts";
 import {
   api,
   DEV_KEY,
@@ -24,7 +25,8 @@ import type { TestThread } from "../worker.ts";
 
 /*
  * Model-based durability test: random sequences of the operations a client and the platform can
- * mix (turns with overrides, long inputs, tool calls and their outputs, rollbacks, compactions,
+ * mix (turns with overrides, long inputs, tool calls and their outputs, MCP server tool calls
+ * run in the turn or approved, rollbacks, compactions,
  * injects, forks, export + import, imports of Codex rollouts of every shape (also as the thread
  * the sequence starts from), evictions, instances lost mid-turn, turns that interrupt, steer
  * or queue behind a running one, interrupted paused turns, delete and re-create, history read in
@@ -135,6 +137,25 @@ async function expectEndedTurn(m: Model, r: Real, res: Promise<Response>, status
 /** Longer than a SQLite row part: stored in parts, read back whole. */
 const LONG_INPUT_CHARS = 600_000;
 
+/**
+ * The MCP server of the sequences (the SDK's, `test/helpers/mcp-server.ts`), registered for the
+ * local tenant as `MCP_LABEL`: `echo` runs without asking, `chart` waits for an approval.
+ */
+const MCP_URL = "http://127.0.0.1:9/random-mcp";
+const MCP_LABEL = "random-docs";
+const mcpServer = testMcpServer(MCP_URL);
+
+async function registerMcpServer(): Promise<void> {
+  const res = await api("POST", "/v1/mcp-servers", {
+    label: MCP_LABEL,
+    url: MCP_URL,
+    headers: { authorization: `Bearer ${MCP_TOKEN}` },
+    require_approval: { never: { tool_names: ["echo"] } },
+  });
+  // Registered by an earlier run of the property in this file's storage: the same server.
+  if (res.status !== 409) await json(res, 201);
+}
+
 /** The openai provider's test model, answered by `remoteModel` below. */
 const REMOTE_MODEL = "gpt-test";
 
@@ -161,6 +182,7 @@ function remoteModel(): MockInstance {
   let served = 0;
   return vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
     const url = String(input instanceof Request ? input.url : input);
+    if (url.startsWith(MCP_URL)) return mcpServer.fetch(new Request(input, init));
     if (!url.startsWith("https://openai.test/")) throw new Error(`unexpected fetch ${url}`);
     const request = await requestJson<{ input: unknown[] }>(init);
     served += 1;
@@ -255,6 +277,48 @@ class CallCommand implements fc.AsyncCommand<Model, Real> {
     await checkInvariants(r);
   }
   toString = () => `call(${this.n})`;
+}
+
+/**
+ * A turn that calls a tool of the MCP server (the thread names it from then on): `echo` runs
+ * in the turn, `chart` pauses for an approval that is given. Either way the server runs the call
+ * exactly once and the turn completes with no client output.
+ */
+class McpCallCommand implements fc.AsyncCommand<Model, Real> {
+  constructor(
+    readonly tool: "echo" | "chart",
+    readonly n: number,
+  ) {}
+  check = () => true;
+  async run(m: Model, r: Real) {
+    const before = mcpServer.calls.get(this.tool) ?? 0;
+    const args = this.tool === "echo" ? `{"text":"n${this.n}"}` : "{}";
+    const turn = await json<{
+      id: string;
+      status: string;
+      pending_approvals?: { id: string }[];
+    }>(
+      await api("POST", `/v1/threads/${r.id}/turns`, {
+        input: `/call mcp__${MCP_LABEL}__${this.tool} ${args}`,
+        overrides: { ...(await localModel(r)), mcp_servers: [MCP_LABEL] },
+      }),
+    );
+    m.pending = undefined;
+    if (this.tool === "chart") {
+      expect(turn.status).toBe("requires_action");
+      expect(mcpServer.calls.get(this.tool) ?? 0).toBe(before);
+      const approval = turn.pending_approvals?.[0]?.id;
+      const outputs = api("POST", `/v1/threads/${r.id}/turns/${turn.id}/outputs`, {
+        items: [{ type: "mcp_approval_response", approval_request_id: approval, approve: true }],
+      });
+      await expectEndedTurn(m, r, outputs, "completed");
+    } else {
+      expect(turn.status).toBe("completed");
+      await checkInvariants(r);
+    }
+    expect(mcpServer.calls.get(this.tool)).toBe(before + 1);
+  }
+  toString = () => `mcp call(${this.tool}, ${this.n})`;
 }
 
 /** The client answers the paused turn's call; the turn completes. */
@@ -623,6 +687,9 @@ const commands = [
     )
     .map(([text, overrides]) => new TurnCommand(text, overrides)),
   fc.nat({ max: 99 }).map((n) => new CallCommand(n)),
+  fc
+    .tuple(fc.constantFrom<"echo" | "chart">("echo", "chart"), fc.nat({ max: 99 }))
+    .map(([tool, n]) => new McpCallCommand(tool, n)),
   fc.boolean().map((long) => new OutputCommand(long)),
   fc.integer({ min: 1, max: 3 }).map((n) => new RollbackCommand(n)),
   fc.constant(new CompactCommand()),
@@ -648,6 +715,7 @@ const commands = [
 
 describe("random operation sequences", () => {
   it("keep the rollout whole, the prompt paired, reloads exact and unflushed lines scheduled", async () => {
+    await registerMcpServer();
     await fc.assert(
       fc.asyncProperty(
         fc.option(fc.constantFrom(...STARTING_FIXTURES), { nil: undefined }),
