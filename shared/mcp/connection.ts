@@ -20,34 +20,18 @@ export interface McpConnectionOptions {
   readonly onToolsChanged?: () => void;
 }
 
-type Sdk = {
-  Client: typeof import("@modelcontextprotocol/sdk/client/index.js").Client;
-  StreamableHTTPClientTransport: typeof import("@modelcontextprotocol/sdk/client/streamableHttp.js").StreamableHTTPClientTransport;
-  StreamableHTTPError: typeof import("@modelcontextprotocol/sdk/client/streamableHttp.js").StreamableHTTPError;
-  CfWorkerJsonSchemaValidator: typeof import("@modelcontextprotocol/sdk/validation/cfworker").CfWorkerJsonSchemaValidator;
-  ToolListChangedNotificationSchema: typeof import("@modelcontextprotocol/sdk/types.js").ToolListChangedNotificationSchema;
-};
+type Sdk = typeof import("./sdk/entry.ts");
 type Client = InstanceType<Sdk["Client"]>;
 
 let sdk: Promise<Sdk> | undefined;
 
 /**
  * The official SDK (`@modelcontextprotocol/sdk` 1.x), loaded the first time a thread talks to a
- * server: an isolate whose threads use none never evaluates it.
+ * server: an isolate whose threads use none never evaluates it. It is bundled on its own
+ * (`sdk/entry.ts`, with its own zod), so it shares no module with the rest of the worker.
  */
 function loadSdk(): Promise<Sdk> {
-  sdk ??= Promise.all([
-    import("@modelcontextprotocol/sdk/client/index.js"),
-    import("@modelcontextprotocol/sdk/client/streamableHttp.js"),
-    import("@modelcontextprotocol/sdk/validation/cfworker"),
-    import("@modelcontextprotocol/sdk/types.js"),
-  ]).then(([client, http, validation, types]) => ({
-    Client: client.Client,
-    StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
-    StreamableHTTPError: http.StreamableHTTPError,
-    CfWorkerJsonSchemaValidator: validation.CfWorkerJsonSchemaValidator,
-    ToolListChangedNotificationSchema: types.ToolListChangedNotificationSchema,
-  }));
+  sdk ??= import("./sdk/bundle.js");
   return sdk;
 }
 

@@ -1,0 +1,2 @@
+// The types of `bundle.js` (built on install from `entry.ts`) are the entry's.
+export * from "./entry.ts";
