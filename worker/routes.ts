@@ -367,10 +367,12 @@ export const API_ROUTES = {
     method: "post",
     path: "/v1/threads/{id}/turns/{turn}/outputs",
     access: "threads",
-    summary: "Send outputs for a turn's pending tool calls",
+    summary: "Send outputs for a turn's pending tool calls, and answers to its MCP approvals",
     description:
-      "When no call is left pending the turn resumes, and the answer comes when it ends or " +
-      "pauses again; otherwise at once, still `requires_action`. All or nothing.",
+      "Every pending call is answered: a client tool's with a `function_call_output`, an MCP " +
+      "server call held for approval with an `mcp_approval_response` naming its request (approved, " +
+      "the call runs once; denied, the model is told). The turn then resumes, and the answer " +
+      "comes when it ends or pauses again. All or nothing.",
     params: TurnParamsSchema,
     headers: IdempotencyHeadersSchema,
     body: jsonBody(SubmitOutputsBodySchema, turnBodyMaxBytes),
