@@ -28,10 +28,28 @@ const TURNS = positiveInt(process.env.BENCH_MCP_TURNS, 100);
 const WARMUP = 20;
 const HEADERS = { authorization: "Bearer sk-local-dev", "content-type": "application/json" };
 
+interface TimedServer {
+  readonly url: string;
+  /** The time of each `tools/call` the server answered, from its arrival to its answer's end. */
+  readonly callMs: number[];
+  close(): Promise<void>;
+}
+
+/** Calls as a client saw them, the server's time for each, and the difference. */
+interface Sample {
+  readonly call: number[];
+  readonly server: number[];
+  readonly added: number[];
+}
+
+function sampleOf(call: number[], server: readonly number[]): Sample {
+  return { call, server: [...server], added: call.map((d, i) => d - (server[i] ?? Number.NaN)) };
+}
+
 /** A loopback MCP server that times each `tools/call` it answers. */
-async function timedServer() {
+async function timedServer(jsonAnswers = false): Promise<TimedServer> {
   const callMs: number[] = [];
-  let server = testMcpServer("http://127.0.0.1:1/mcp");
+  let server = testMcpServer("http://127.0.0.1:1/mcp", MCP_TOKEN, jsonAnswers);
   const listening = await listenOnLoopback(async (request) => {
     const body = request.method === "POST" ? await request.clone().text() : "";
     const start = performance.now();
@@ -41,13 +59,14 @@ async function timedServer() {
     callMs.push(performance.now() - start);
     return new Response(text, { status: response.status, headers: response.headers });
   });
-  server = testMcpServer(`${listening.origin}/mcp`);
+  server = testMcpServer(`${listening.origin}/mcp`, MCP_TOKEN, jsonAnswers);
   return { url: `${listening.origin}/mcp`, callMs, close: () => listening.close() };
 }
 
 const persist = mkdtempSync(join(tmpdir(), "spindle-bench-mcp-"));
 const worker = await startLocalWorker(persist);
-const [a, b] = [await timedServer(), await timedServer()];
+// `a` answers as SSE streams (the SDK server's default), `b` with JSON bodies.
+const [a, b] = [await timedServer(), await timedServer(true)];
 const api = (method: string, path: string, body?: unknown, status = 200) =>
   timedFetch(
     new URL(path, worker.url),
@@ -74,57 +93,66 @@ try {
   }
   await api("POST", "/v1/threads", { id: "plain" }, 201);
   await api("POST", "/v1/threads", { id: "servers", mcp_servers: ["bench-a", "bench-b"] }, 201);
-  await api("POST", "/v1/threads", { id: "calls", mcp_servers: ["bench-a"] }, 201);
+
+  /** CALLS calls of `echo` by turns of a thread naming `label`: the thread's duration of each. */
+  async function threadCalls(label: string, server: TimedServer): Promise<Sample> {
+    const thread = `calls-${label}`;
+    await api("POST", "/v1/threads", { id: thread, mcp_servers: [label] }, 201);
+    const turn = (i: string) =>
+      api("POST", `/v1/threads/${thread}/turns`, {
+        input: `/call mcp__${label}__echo {"text":"${i}"}`,
+      });
+    for (let i = 0; i < WARMUP; i++) await turn(`w${i}`);
+    server.callMs.splice(0);
+    for (let i = 0; i < CALLS; i++) {
+      const { status } = JSON.parse((await turn(`t${i}`)).body) as { status: string };
+      if (status !== "completed") throw new Error(`a call turn ended ${status}`);
+    }
+    const ends: number[] = [];
+    for (const line of (await api("GET", `/v1/threads/${thread}/rollout`)).body
+      .trim()
+      .split("\n")) {
+      const { type, payload } = JSON.parse(line) as {
+        type: string;
+        payload: { type?: string; duration_ms?: number };
+      };
+      if (type === "event_msg" && payload.type === "mcp_tool_call_end") {
+        ends.push(payload.duration_ms ?? Number.NaN);
+      }
+    }
+    return sampleOf(ends.slice(-CALLS), server.callMs);
+  }
+
+  /**
+   * The same calls from Node with the same client (`McpConnection`): the SDK and a loopback
+   * exchange outside the runtime, without its fetch or the begin line.
+   */
+  async function nodeCalls(server: TimedServer): Promise<Sample> {
+    const direct = new McpConnection({
+      url: server.url,
+      headers: { authorization: `Bearer ${MCP_TOKEN}` },
+      fetch: (input, init) => fetch(input, init),
+      timeoutMs: 10_000,
+    });
+    for (let i = 0; i < WARMUP; i++) await direct.callTool("echo", { text: `w${i}` });
+    server.callMs.splice(0);
+    const took: number[] = [];
+    for (let i = 0; i < CALLS; i++) {
+      const start = performance.now();
+      await direct.callTool("echo", { text: `n${i}` });
+      took.push(performance.now() - start);
+    }
+    await direct.close();
+    return sampleOf(took, server.callMs);
+  }
 
   // 1. The time a call adds.
-  for (let i = 0; i < WARMUP; i++) {
-    await api("POST", "/v1/threads/calls/turns", {
-      input: `/call mcp__bench-a__echo {"text":"w${i}"}`,
-    });
-  }
-  a.callMs.splice(0);
-  const ends: number[] = [];
-  for (let i = 0; i < CALLS; i++) {
-    const turn = JSON.parse(
-      (
-        await api("POST", "/v1/threads/calls/turns", {
-          input: `/call mcp__bench-a__echo {"text":"t${i}"}`,
-        })
-      ).body,
-    ) as { status: string };
-    if (turn.status !== "completed") throw new Error(`a call turn ended ${turn.status}`);
-  }
-  const rollout = (await api("GET", "/v1/threads/calls/rollout")).body.trim().split("\n");
-  for (const line of rollout) {
-    const parsed = JSON.parse(line) as {
-      type: string;
-      payload: { type?: string; duration_ms?: number };
-    };
-    if (parsed.type === "event_msg" && parsed.payload.type === "mcp_tool_call_end") {
-      ends.push(parsed.payload.duration_ms ?? Number.NaN);
-    }
-  }
-  const timed = ends.slice(-CALLS);
-  const added = timed.map((d, i) => d - (a.callMs[i] ?? Number.NaN));
-
-  // The same calls from Node, with the same client (McpConnection), for the floor of the SDK
-  // and a loopback HTTP exchange outside the runtime.
-  const direct = new McpConnection({
-    url: b.url,
-    headers: { authorization: `Bearer ${MCP_TOKEN}` },
-    fetch: (input, init) => fetch(input, init),
-    timeoutMs: 10_000,
-  });
-  for (let i = 0; i < WARMUP; i++) await direct.callTool("echo", { text: `w${i}` });
-  b.callMs.splice(0);
-  const nodeCalls: number[] = [];
-  for (let i = 0; i < CALLS; i++) {
-    const start = performance.now();
-    await direct.callTool("echo", { text: `n${i}` });
-    nodeCalls.push(performance.now() - start);
-  }
-  const nodeAdded = nodeCalls.map((d, i) => d - (b.callMs[i] ?? Number.NaN));
-  await direct.close();
+  const rows: [string, Sample][] = [
+    ["a thread, SSE answers", await threadCalls("bench-a", a)],
+    ["a thread, JSON answers", await threadCalls("bench-b", b)],
+    ["Node, SSE answers", await nodeCalls(a)],
+    ["Node, JSON answers", await nodeCalls(b)],
+  ];
 
   // 2. A warm turn with two servers against one without.
   for (let i = 0; i < WARMUP; i++) {
@@ -146,28 +174,21 @@ try {
     "## The time an MCP call adds over the server's own time",
     "",
     table(
-      ["calls", "call p50", "server's time p50", "added p50", "added p90"],
-      [
-        [
-          `${timed.length} by a thread`,
-          ms(median(timed)),
-          ms(median(a.callMs)),
-          ms(median(added)),
-          ms(percentile(added, 90)),
-        ],
-        [
-          `${nodeCalls.length} from Node`,
-          ms(median(nodeCalls)),
-          ms(median(b.callMs)),
-          ms(median(nodeAdded)),
-          ms(percentile(nodeAdded, 90)),
-        ],
-      ],
+      ["calls (each kind)", "call p50", "server's time p50", "added p50", "added p90"],
+      rows.map(([what, x]) => [
+        `${x.call.length} by ${what}`,
+        ms(median(x.call)),
+        ms(median(x.server)),
+        ms(median(x.added)),
+        ms(percentile(x.added, 90)),
+      ]),
     ),
     "",
     "A thread's figure is whole milliseconds (the runtime's clock), so its `added` is ±1 ms. The",
-    "Node row is the same client (`McpConnection`) calling the other server from outside the",
-    "runtime: the SDK and a loopback exchange, without the runtime's fetch or the begin line.",
+    "Node rows are the same client (`McpConnection`) calling the same servers from outside the",
+    "runtime: the SDK and a loopback exchange, without the runtime's fetch or the begin line. The",
+    "SSE server answers each request as a stream (the SDK server's default), the JSON one with one",
+    "body (`enableJsonResponse`); both are Streamable HTTP.",
     "",
     "## A warm turn with two MCP servers (listing cache fresh) against one without",
     "",

@@ -24,8 +24,15 @@ export interface TestMcpServer {
   restart(): void;
 }
 
-/** `token`: the bearer token every request must carry (default `MCP_TOKEN`). */
-export function testMcpServer(url = "http://127.0.0.1:9/mcp", token = MCP_TOKEN): TestMcpServer {
+/**
+ * `token`: the bearer token every request must carry (default `MCP_TOKEN`); `jsonAnswers`: answer
+ * each request with one JSON body instead of an SSE stream (both are Streamable HTTP).
+ */
+export function testMcpServer(
+  url = "http://127.0.0.1:9/mcp",
+  token = MCP_TOKEN,
+  jsonAnswers = false,
+): TestMcpServer {
   const calls = new Map<string, number>();
   const requests: TestMcpServer["requests"] = [];
   let sessions = new Map<string, WebStandardStreamableHTTPServerTransport>();
@@ -102,6 +109,7 @@ export function testMcpServer(url = "http://127.0.0.1:9/mcp", token = MCP_TOKEN)
     }
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
+      enableJsonResponse: jsonAnswers,
       onsessioninitialized: (id) => {
         sessions.set(id, transport);
       },

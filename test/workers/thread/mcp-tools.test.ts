@@ -272,12 +272,14 @@ describe("a webhook-started turn", () => {
   it("calls an MCP tool with nobody watching, and its turn.completed event arrives", async () => {
     const net = mcpNetwork(URL);
     const { key } = await tenantWithKey();
-    await registerMcpServer(key, "docs", URL, { require_approval: "never" });
+    await registerMcpServer(key, "docs", URL, {
+      require_approval: { never: { tool_names: ["echo"] } },
+    });
     await json(
       await api(
         "POST",
         "/v1/webhook-endpoints",
-        { url: RECEIVER_URL, events: ["turn.completed"] },
+        { url: RECEIVER_URL, events: ["turn.completed", "turn.requires_action"] },
         key,
       ),
       201,
@@ -310,6 +312,28 @@ describe("a webhook-started turn", () => {
       ),
     );
     expect(JSON.stringify(outputs(turn.items))).toContain("echo: from a hook");
+
+    // A call that needs approval: the turn.requires_action event carries the request.
+    const paused = await json<McpTurn>(
+      await api(
+        "POST",
+        `/v1/threads/${accepted.thread_id}/turns`,
+        { input: "/call mcp__docs__chart {}" },
+        key,
+      ),
+    );
+    expect(paused.status).toBe("requires_action");
+    await vi.waitUntil(() => net.webhooks.some((b) => b.includes(paused.id)), {
+      timeout: 10_000,
+      interval: 50,
+    });
+    const requires = JSON.parse(net.webhooks.find((b) => b.includes(paused.id)) ?? "{}");
+    expect(requires).toMatchObject({
+      type: "turn.requires_action",
+      data: { pending_approvals: paused.pending_approvals },
+    });
+    expect(paused.pending_approvals?.[0]).toMatchObject({ server_label: "docs", name: "chart" });
+    for (const body of net.webhooks) expect(body).not.toContain(MCP_TOKEN);
   });
 });
 
