@@ -34,9 +34,16 @@ function registry(server = testMcpServer(), overrides: Partial<McpServerDefiniti
 }
 
 /** A session whose thread names `docs`, reached through the router over the test server. */
-function mcpSession(reg = registry(), options: { model?: ModelClient; tools?: boolean } = {}) {
+function mcpSession(
+  reg = registry(),
+  options: { model?: ModelClient; tools?: boolean; truncation?: { tokens: number } } = {},
+) {
   const h = newSession(
-    { mcp_servers: ["docs"], ...(options.tools ? { tools: [LOOKUP_TOOL] } : {}) },
+    {
+      mcp_servers: ["docs"],
+      ...(options.tools ? { tools: [LOOKUP_TOOL] } : {}),
+      ...(options.truncation ? { truncation: options.truncation } : {}),
+    },
     1000,
     options.model ? { model: options.model } : {},
   );
@@ -157,6 +164,18 @@ describe("server-side MCP tools in a turn", () => {
     const { outcome } = await drain(h.session.runTurn(text('/call mcp__docs__slow {"ms":5000}')));
     expect(outcome.status).toBe("completed");
     expect(String(outputsOf(h.sink.items)[0]?.output)).toMatch(/failed the call: .*timed out/i);
+  });
+
+  it("a large result is truncated in history by the thread's policy, kept whole in the rollout", async () => {
+    const h = mcpSession(registry(), { truncation: { tokens: 50 } });
+    const big = "x".repeat(20_000);
+    const { outcome } = await drain(h.session.runTurn(text(`/call ${ECHO} {"text":"${big}"}`)));
+    expect(outcome.status).toBe("completed");
+    expect(String(outputsOf(h.sink.items)[0]?.output)).toContain(big);
+    const stored = h.session.history.items.find((i) => i.type === "function_call_output");
+    const kept = stored?.type === "function_call_output" ? String(stored.output) : "";
+    expect(kept).toContain("tokens truncated");
+    expect(kept.length).toBeLessThan(2_000);
   });
 
   it("arguments that are not a JSON object are not sent; the model is told", async () => {
