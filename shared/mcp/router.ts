@@ -74,6 +74,10 @@ export class McpToolRouter implements ServerTools {
     );
     const listed = await Promise.all(
       resolution.servers.map(async (server): Promise<McpServerListing | ServerToolWarning> => {
+        const refused = this.#deps.refusal(server.url);
+        if (refused !== undefined) {
+          return unavailable(server.label, `its URL is refused (${refused})`);
+        }
         try {
           return {
             label: server.label,
@@ -120,7 +124,9 @@ export class McpToolRouter implements ServerTools {
     }
     if (server === undefined) return failed(`MCP server "${target.label}" is not available.`);
     const connection = this.#connection(server);
-    if (typeof connection === "string") return failed(connection);
+    if (typeof connection === "string") {
+      return failed(`MCP server "${server.label}" was not called: ${connection}`);
+    }
     try {
       return toolOutputOf(await connection.callTool(target.tool, args, signal));
     } catch (err) {
@@ -154,7 +160,7 @@ export class McpToolRouter implements ServerTools {
   /** The server's session, a new one when its registration changed; or why none may be opened. */
   #connection(server: McpServerDefinition): McpConnection | string {
     const refused = this.#deps.refusal(server.url);
-    if (refused !== undefined) return `its URL is refused: ${refused}`;
+    if (refused !== undefined) return `its URL is refused (${refused})`;
     const key = JSON.stringify([server.url, server.headers, server.timeout_ms]);
     const current = this.#connections.get(server.label);
     if (current?.key === key) return current.connection;

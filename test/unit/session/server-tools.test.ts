@@ -36,7 +36,12 @@ function registry(server = testMcpServer(), overrides: Partial<McpServerDefiniti
 /** A session whose thread names `docs`, reached through the router over the test server. */
 function mcpSession(
   reg = registry(),
-  options: { model?: ModelClient; tools?: boolean; truncation?: { tokens: number } } = {},
+  options: {
+    model?: ModelClient;
+    tools?: boolean;
+    truncation?: { tokens: number };
+    refusal?: (url: string) => string | undefined;
+  } = {},
 ) {
   const h = newSession(
     {
@@ -51,7 +56,7 @@ function mcpSession(
     clock: h.deps.clock,
     resolve: reg.resolve,
     fetch: reg.server.fetch,
-    refusal: () => undefined,
+    refusal: options.refusal ?? (() => undefined),
   });
   (h.deps as { serverTools?: EngineDeps["serverTools"] }).serverTools = router;
   return { ...h, reg };
@@ -297,6 +302,17 @@ describe("server-side MCP tools in a turn", () => {
     });
     expect(h.client.prompts[0]?.tools).toEqual([]);
     expect(eventsOf(h.sink.items, "warning")).toHaveLength(1);
+  });
+
+  it("a URL the outbound policy refuses is never sent to: its tools are left out with a warning", async () => {
+    const h = mcpSession(registry(), { refusal: () => "a loopback address" });
+    const { outcome, events } = await drain(h.session.runTurn(text(`/call ${ECHO} {}`)));
+    expect(outcome.status).toBe("completed");
+    const warning = events.find((e) => e.type === "turn.warning");
+    expect(warning?.type === "turn.warning" && warning.warning.message).toContain(
+      "its URL is refused (a loopback address)",
+    );
+    expect(h.reg.server.requests).toEqual([]);
   });
 
   it("an interrupt cancels a running call: no output is recorded, the prompt pairs it with aborted", async () => {
