@@ -79,6 +79,11 @@ export interface StorageParts {
   meta: MetaStore;
   /** The instance's MCP servers (none: client tools only). */
   serverTools?: ServerTools;
+  /**
+   * Admits one more model request of the running task, reserving what `reserve` says (the
+   * tenant's quotas); undefined: admitted at once. A turn's rounds after server calls ask it.
+   */
+  admitMore?: (reserve: () => number) => Promise<boolean> | undefined;
 }
 
 /**
@@ -183,6 +188,7 @@ export class LiveThread {
         return clients(model, provider);
       },
       ...(parts.serverTools ? { serverTools: parts.serverTools } : {}),
+      admitRound: () => parts.admitMore?.(() => this.session.reservation({ kind: "round" })),
       sink: {
         append: (item) => {
           log.append(item);

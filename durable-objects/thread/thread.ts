@@ -105,6 +105,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     this.#parts = {
       ...storagePartsOf(ctx, env, requireBucketIn(env, this.#sync.policy.jurisdiction)),
       serverTools: threadServerTools(env, this.#sync),
+      admitMore: (reserve) => this.#quotas.steerStart(reserve)?.then((answer) => answer.ok),
     };
     const { meta, sql, storage } = this.#parts;
     this.#quotas = new QuotaGate(this.#sync, sql, {

@@ -23,6 +23,18 @@ export class UnknownModelError extends SessionError {
   }
 }
 
+/**
+ * The tenant's quotas refused the model request a turn's next round would make, after its server
+ * tool calls ran (`quota_exceeded`): the turn fails, its calls' outputs kept.
+ */
+export class RoundNotAdmittedError extends SessionError {
+  readonly code = "quota_exceeded";
+  constructor() {
+    super("The tenant's tokens_per_day quota does not admit the turn's next model request.");
+    this.name = "RoundNotAdmittedError";
+  }
+}
+
 /** A configuration value the engine cannot use (400 `invalid_request`). */
 export class InvalidConfigurationError extends SessionError {
   readonly code = "invalid_request";

@@ -28,6 +28,8 @@ export type PlannedWork =
       queued?: readonly (readonly ContentItem[])[];
     }
   | { kind: "compaction" }
+  /** The next round of a running turn, after its server tool calls (their outputs recorded). */
+  | { kind: "round" }
   /** Steered input: one more sampling step of the running turn. */
   | { kind: "steer"; content: readonly ContentItem[] };
 

@@ -9,6 +9,7 @@ import type {
 import type { ModelClient, ModelPrompt } from "../providers/index.ts";
 import { compactWithinTurn, contextExceedsAutoCompactLimit } from "./compaction-task.ts";
 import { recordWorldStateUpdate } from "./context-updates.ts";
+import { RoundNotAdmittedError } from "./errors.ts";
 import { turnAbortedMessage } from "./notices.ts";
 import { buildPrompt } from "./prompt.ts";
 import {
@@ -111,8 +112,12 @@ export async function* sampleTurn(
       if (signal?.aborted) return yield* interruptTurn(scope, turn, startedAtMs);
       const ran = new Set(split.run.map((r) => r.call.call_id));
       const waiting = result.calls.filter((c) => !ran.has(c.call_id));
-      // Every call ran here: the model sees the outputs in the next step.
-      if (waiting.length === 0) continue;
+      // Every call ran here: the model sees the outputs in the next step, if the quotas admit it.
+      if (waiting.length === 0) {
+        const admitting = scope.deps.admitRound?.();
+        if (admitting !== undefined && !(await admitting)) throw new RoundNotAdmittedError();
+        continue;
+      }
       const approvals = split.approvals.map((a) => a.request);
       recordApprovalRequests(scope, approvals);
       const outcome: TurnOutcome = {

@@ -27,6 +27,11 @@ export interface EngineDeps {
   readonly sink: RolloutSink;
   /** The thread's MCP servers; absent: a step offers client tools only. */
   readonly serverTools?: ServerTools;
+  /**
+   * Whether the tenant's quotas admit the model request of a turn's next round, after its server
+   * calls ran (the turn's admission reserved its first request only). Undefined: admitted at once.
+   */
+  readonly admitRound?: () => Promise<boolean> | undefined;
 }
 
 /** A thread's live state: what a checkpoint or a replay restores. */

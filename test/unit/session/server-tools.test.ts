@@ -8,7 +8,11 @@ import type {
 } from "../../../shared/protocol/index.ts";
 import type { ModelClient, ModelEvent, ModelPrompt } from "../../../shared/providers/index.ts";
 import { encodeRolloutJsonl } from "../../../shared/rollout/index.ts";
-import type { EngineDeps, TurnEvent } from "../../../shared/session/index.ts";
+import {
+  type EngineDeps,
+  RoundNotAdmittedError,
+  type TurnEvent,
+} from "../../../shared/session/index.ts";
 import { MCP_TOKEN, testMcpServer } from "../../helpers/mcp-server.ts";
 import { drain, LOOKUP_TOOL, newSession, replayed, shapeOf, text } from "../helpers/engine.ts";
 
@@ -313,6 +317,23 @@ describe("server-side MCP tools in a turn", () => {
       "its URL is refused (a loopback address)",
     );
     expect(h.reg.server.requests).toEqual([]);
+  });
+
+  it("the round after server calls asks the quotas first: refused, the turn fails quota_exceeded with the outputs kept", async () => {
+    const h = mcpSession();
+    const asked: number[] = [];
+    (h.deps as { admitRound?: EngineDeps["admitRound"] }).admitRound = () => {
+      asked.push(h.client.prompts.length);
+      return Promise.resolve(false);
+    };
+    await expect(drain(h.session.runTurn(text(`/call ${ECHO} {"text":"q"}`)))).rejects.toThrow(
+      RoundNotAdmittedError,
+    );
+    // Asked once, after the first request; the second was never made.
+    expect(asked).toEqual([1]);
+    expect(h.client.prompts).toHaveLength(1);
+    expect(h.reg.server.calls.get("echo")).toBe(1);
+    expect(outputsOf(h.sink.items)).toHaveLength(1);
   });
 
   it("an interrupt cancels a running call: no output is recorded, the prompt pairs it with aborted", async () => {

@@ -268,6 +268,37 @@ describe("a thread with an MCP server", () => {
   });
 });
 
+describe("quotas", () => {
+  it("the round after a server call reserves its request: refused while other turns hold the rest, the turn fails quota_exceeded", async () => {
+    const net = mcpNetwork(URL);
+    // Room for two turns of the local model (about 4,400 tokens reserved each), not a third request.
+    const { key } = await tenantWithKey({ quotas: { tokens_per_day: 10_000 } });
+    await registerMcpServer(key, "docs", URL, { require_approval: "never" });
+    const [a, b] = [newThreadId(), newThreadId()];
+    await json(await api("POST", "/v1/threads", { id: a, mcp_servers: ["docs"] }, key), 201);
+    await json(await api("POST", "/v1/threads", { id: b }, key), 201);
+    const calling = api(
+      "POST",
+      `/v1/threads/${a}/turns`,
+      { input: '/call mcp__docs__slow {"ms":400}' },
+      key,
+    );
+    await vi.waitUntil(() => net.server.calls.get("slow") === 1, { timeout: 5_000, interval: 10 });
+    const holding = api(
+      "POST",
+      `/v1/threads/${b}/turns`,
+      { input: "/slow 300 hold the rest" },
+      key,
+    );
+    const failed = await json<McpTurn & { error: { code: string } | null }>(await calling);
+    expect(failed.status).toBe("failed");
+    expect(failed.error?.code).toBe("quota_exceeded");
+    expect(outputs(failed.items)).toHaveLength(1);
+    expect(net.server.calls.get("slow")).toBe(1);
+    expect((await json<McpTurn>(await holding)).status).toBe("completed");
+  });
+});
+
 describe("a webhook-started turn", () => {
   it("calls an MCP tool with nobody watching, and its turn.completed event arrives", async () => {
     const net = mcpNetwork(URL);
