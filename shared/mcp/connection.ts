@@ -170,12 +170,39 @@ export function guardedFetch(fetch: FetchLike): FetchLike {
       );
     }
     if (answer.body === null) return answer;
-    return new Response(answer.body.pipeThrough(byteCap(MAX_MCP_RESPONSE_BYTES)), {
-      status: answer.status,
-      statusText: answer.statusText,
-      headers: answer.headers,
-    });
+    const head = { status: answer.status, statusText: answer.statusText, headers: answer.headers };
+    // A JSON answer ends: read whole, it reaches the SDK as a native body (cheaper in workerd than
+    // a body through a JS stream). An SSE answer is counted as it streams: the result must reach
+    // the SDK as it comes, whether or not the server closes the stream after it.
+    if (answer.headers.get("content-type")?.startsWith("application/json")) {
+      return new Response(await readCapped(answer.body, MAX_MCP_RESPONSE_BYTES), head);
+    }
+    return new Response(answer.body.pipeThrough(byteCap(MAX_MCP_RESPONSE_BYTES)), head);
   };
+}
+
+/** The whole body, or an error once it passes `maxBytes`. */
+async function readCapped(body: ReadableStream<Uint8Array>, maxBytes: number): Promise<Uint8Array> {
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let seen = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    seen += value.byteLength;
+    if (seen > maxBytes) {
+      await reader.cancel();
+      throw new Error(`the MCP server's answer passed ${maxBytes} bytes`);
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(seen);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return bytes;
 }
 
 function byteCap(maxBytes: number): TransformStream<Uint8Array, Uint8Array> {
