@@ -1,3 +1,4 @@
+import { SERVER_TOOL_WARNING_CODES } from "../mcp/server-tools.ts";
 import {
   CompactionItemSchema,
   CustomToolCallItemSchema,
@@ -125,7 +126,7 @@ export const TurnErrorSchema = z.onFirstUse(() =>
 /** Why a turn's step went without some MCP tools; the turn went on. */
 export const TurnWarningSchema = z.onFirstUse(() =>
   z.object({
-    code: z.enum(["mcp_server_unavailable", "mcp_tool_left_out"]),
+    code: z.enum(SERVER_TOOL_WARNING_CODES),
     server_label: z.string(),
     message: z.string(),
   }),

@@ -40,7 +40,13 @@ export interface ServerToolTarget {
   readonly tool: string;
 }
 
-export type ServerToolWarningCode = "mcp_server_unavailable" | "mcp_tool_left_out";
+/** Why a step went without some of a server's tools: the server, or one tool. */
+export const SERVER_TOOL_WARNING_CODES = ["mcp_server_unavailable", "mcp_tool_left_out"] as const;
+export type ServerToolWarningCode = (typeof SERVER_TOOL_WARNING_CODES)[number];
+
+export function isServerToolWarningCode(code: unknown): code is ServerToolWarningCode {
+  return (SERVER_TOOL_WARNING_CODES as readonly unknown[]).includes(code);
+}
 
 /** Why some tools are missing from a step; the turn goes on without them. */
 export interface ServerToolWarning {

@@ -1,5 +1,6 @@
 import { isProblemCode } from "../../../shared/api/index.ts";
 import { isUserTurnBoundary } from "../../../shared/context/index.ts";
+import { isServerToolWarningCode } from "../../../shared/mcp/index.ts";
 import {
   type ResponseItem,
   type RolloutLine,
@@ -156,6 +157,6 @@ function turnWarningOf(event: {
   server_label?: string | null | undefined;
 }): NonNullable<TurnRow["warnings"]>[number] | undefined {
   const { code, server_label, message } = event;
-  if (code !== "mcp_server_unavailable" && code !== "mcp_tool_left_out") return undefined;
+  if (!isServerToolWarningCode(code)) return undefined;
   return { code, server_label: server_label ?? "", message };
 }

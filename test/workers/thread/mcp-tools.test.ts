@@ -169,6 +169,39 @@ describe("a thread with an MCP server", () => {
     expect(net.server.calls.get("echo")).toBe(1);
   });
 
+  it("a turn paused on an approval is rebuilt by a restore from its lines, and the approval still runs the call once", async () => {
+    const net = mcpNetwork(URL, ["http://127.0.0.1:9/down"]);
+    const t = await threadWithDocs({ require_approval: "always" });
+    await registerMcpServer(t.key, "gone", "http://127.0.0.1:9/down");
+    await json(
+      await api(
+        "POST",
+        `/v1/threads/${t.id}/turns`,
+        { input: "hello", overrides: { mcp_servers: ["docs", "gone"] } },
+        t.key,
+      ),
+    );
+    const paused = await t.turn('/call mcp__docs__echo {"text":"after a restore"}');
+    expect(paused.status).toBe("requires_action");
+    expect(paused.warnings?.map((w) => w.server_label)).toEqual(["gone"]);
+    await json(await api("POST", `/v1/threads/${t.id}/restore`, undefined, t.key));
+    const restored = await t.get<McpTurn>(`/turns/${paused.id}`);
+    expect(restored.status).toBe("requires_action");
+    expect(restored.pending_calls).toEqual(paused.pending_calls);
+    expect(restored.pending_approvals).toEqual(paused.pending_approvals);
+    expect(restored.warnings).toEqual(paused.warnings);
+    const done = await t.answer(paused.id, [
+      {
+        type: "mcp_approval_response",
+        approval_request_id: paused.pending_approvals?.[0]?.id,
+        approve: true,
+      },
+    ]);
+    expect(done.status).toBe("completed");
+    expect(net.server.calls.get("echo")).toBe(1);
+    expect((await t.get<McpTurn>(`/turns/${paused.id}`)).pending_approvals).toBeUndefined();
+  });
+
   it("an unreachable or unregistered server leaves its tools out with a warning; the turn completes", async () => {
     mcpNetwork(URL, ["http://127.0.0.1:9/down"]);
     const t = await threadWithDocs();
