@@ -1,4 +1,4 @@
-import { SERVER_TOOL_WARNING_CODES } from "../mcp/server-tools.ts";
+import { SERVER_TOOL_WARNING_CODES } from "../mcp/index.ts";
 import {
   CompactionItemSchema,
   CustomToolCallItemSchema,
