@@ -8,5 +8,6 @@ export { bucketIn, directoryStub, tenantStubIn, threadStubIn } from "./common/pl
 export { TenantDirectory } from "./tenant/directory.ts";
 export { type IdTags, idTagsOf } from "./tenant/id-tags.ts";
 export { Tenant } from "./tenant/tenant.ts";
+export { catalogOf } from "./thread/providers.ts";
 export { Thread } from "./thread/thread.ts";
 export { newWebhookId } from "./thread/webhooks/outbox.ts";

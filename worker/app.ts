@@ -27,6 +27,7 @@ import { idempotencyOf, threadIdForKey } from "./idempotency.ts";
 import type { KeyCache } from "./key-cache.ts";
 import { mcpServerHandlers } from "./mcp-servers.ts";
 import { requestContext, traceOf } from "./observability.ts";
+import { openAIHandlers, renderOpenAIError } from "./openai.ts";
 import { buildOpenApiDocument, type OpenApiDocument } from "./openapi.ts";
 import { queryOf } from "./query.ts";
 import {
@@ -345,6 +346,10 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
     ...tenancyHandlers(keyCache, hookCache),
     ...hookHandlers(hookCache, threadStub),
     ...mcpServerHandlers(),
+    ...openAIHandlers({
+      threadStub,
+      ...(options.keepAliveMs === undefined ? {} : { keepAliveMs: options.keepAliveMs }),
+    }),
   };
 
   app.onError((err, c) => renderError(c, err));
@@ -457,10 +462,21 @@ function logError(c: Context<AppEnv>, error: ApiError, event = "request.failed")
   });
 }
 
+/**
+ * Paths OpenAI's SDKs call: the surface's routes, and the ones it lacks, whose 404 must also be
+ * OpenAI's shape for the SDK's typed errors.
+ */
+const OPENAI_PATHS = /^\/v1\/(responses|conversations|models|chat|completions|embeddings)(\/|$)/;
+
+function isOpenAIPath(path: string): boolean {
+  return OPENAI_PATHS.test(path);
+}
+
 /** RFC 9457: every error answers `application/problem+json`; unexpected ones are logged. */
 function renderError(c: Context<AppEnv>, thrown: unknown): Response {
   const error = toApiError(thrown);
   if (error.code === "internal") logError(c, error);
+  if (isOpenAIPath(c.req.path)) return renderOpenAIError(c, error);
   return c.body(JSON.stringify(error.toProblem()), error.status, {
     ...error.headers,
     "Content-Type": PROBLEM_CONTENT_TYPE,

@@ -37,6 +37,15 @@ export interface ServerSentEventsOptions {
   keepAliveMs?: number;
   /** Told about a failure after the response started; the client gets it as an `error` event. */
   onError?: (error: ApiError) => void;
+  /**
+   * The frames of one NDJSON line, and whether it ended the turn; defaults to `frameEvent`. The
+   * OpenAI surface translates thread events into Responses events here.
+   */
+  frame?: (line: string) => { frame: string; terminal: boolean };
+  /** The `error` event's frame; defaults to a problem document. */
+  errorFrame?: (error: ApiError) => string;
+  /** Called once when the stream is done: ended, failed or left by the client. */
+  onFinish?: () => void;
 }
 
 /**
@@ -71,7 +80,12 @@ export function serverSentEvents(
     }, keepAliveMs);
   }
   // Done reading: stop the timer and let go of the upstream (a no-op once it has ended).
+  const frameLine = options.frame ?? frameEvent;
+  const errorFrame =
+    options.errorFrame ??
+    ((error: ApiError) => `event: error\ndata: ${JSON.stringify(error.toProblem())}\n\n`);
   const stop = (reason?: unknown) => {
+    if (!finished) options.onFinish?.();
     finished = true;
     clearTimeout(timer);
     return reader.cancel(reason).catch(() => {});
@@ -83,7 +97,7 @@ export function serverSentEvents(
   const fail = (thrown: unknown) => {
     const error = toApiError(thrown);
     options.onError?.(error);
-    write(`event: error\ndata: ${JSON.stringify(error.toProblem())}\n\n`);
+    write(errorFrame(error));
     finish();
   };
 
@@ -92,31 +106,37 @@ export function serverSentEvents(
       controller = c;
       armKeepAlive();
     },
+    // Reads until a line makes a frame: a pull that enqueues nothing is not called again.
     async pull() {
-      let next: IteratorResult<string>;
-      try {
-        next = await lines.next();
-      } catch (cause) {
-        if (!finished) fail(new ApiError("internal", BROKEN_STREAM_DETAIL, { cause }));
-        return;
+      for (;;) {
+        let next: IteratorResult<string>;
+        try {
+          next = await lines.next();
+        } catch (cause) {
+          if (!finished) fail(new ApiError("internal", BROKEN_STREAM_DETAIL, { cause }));
+          return;
+        }
+        // The client left while the read was pending.
+        if (finished) return;
+        if (next.done) {
+          if (options.endAfterTerminal && !lastWasTerminal) {
+            fail(new ApiError("internal", BROKEN_STREAM_DETAIL));
+          } else finish();
+          return;
+        }
+        let event: { frame: string; terminal: boolean };
+        try {
+          event = frameLine(next.value);
+        } catch (thrown) {
+          fail(thrown);
+          return;
+        }
+        lastWasTerminal = event.terminal;
+        if (event.frame !== "") {
+          write(event.frame);
+          return;
+        }
       }
-      // The client left while the read was pending.
-      if (finished) return;
-      if (next.done) {
-        if (options.endAfterTerminal && !lastWasTerminal) {
-          fail(new ApiError("internal", BROKEN_STREAM_DETAIL));
-        } else finish();
-        return;
-      }
-      let event: { frame: string; terminal: boolean };
-      try {
-        event = frameEvent(next.value);
-      } catch (thrown) {
-        fail(thrown);
-        return;
-      }
-      write(event.frame);
-      lastWasTerminal = event.terminal;
     },
     cancel(reason) {
       return stop(reason);
@@ -155,7 +175,7 @@ const UNREADABLE_EVENT_DETAIL = "The thread sent an event this server cannot rea
  * a chunk (a multi-megabyte event) is kept as chunks and joined once it ends, so reading it stays
  * linear in its length.
  */
-async function* ndjsonLines(reader: ReadableStreamDefaultReader<Uint8Array>) {
+export async function* ndjsonLines(reader: ReadableStreamDefaultReader<Uint8Array>) {
   const decoder = new TextDecoder();
   /** The start of the current line: text received since its last `\n`. */
   let partial: string[] = [];

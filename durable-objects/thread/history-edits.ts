@@ -6,7 +6,6 @@ import {
   type RpcResult,
   type ThreadResource,
 } from "../../shared/api/index.ts";
-import type { MessageItem } from "../../shared/protocol/index.ts";
 import { fail, ok, THREAD_NOT_FOUND } from "../common/results.ts";
 import type { KeyedRequests } from "./keyed-requests.ts";
 import { LiveThread, type StorageParts } from "./live-thread.ts";
@@ -68,15 +67,16 @@ export class HistoryEdits {
         return keyed.keyed(req.idempotency, null, async () => {
           if (running) {
             // While a turn runs, injected input joins it as pending input (reference §5.5).
-            for (const item of req.items) live.session.steer([...item.content]);
+            const messages = req.items.flatMap((m) =>
+              m.type === "message" && m.role === "user" ? [m] : [],
+            );
+            if (messages.length < req.items.length) {
+              return fail("thread_busy", `Turn ${running.turnId} is running.`);
+            }
+            for (const item of messages) live.session.steer([...item.content]);
             return ok(resource(live));
           }
-          const messages: MessageItem[] = req.items.map((m) => ({
-            type: "message",
-            role: "user",
-            content: [...m.content],
-          }));
-          for (const item of live.session.inject(messages)) {
+          for (const item of live.session.inject(req.items)) {
             events.emit("item.completed", null, { item, context: false });
           }
           return this.#reload(live);

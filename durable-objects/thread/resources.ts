@@ -15,9 +15,10 @@ import { decodeTolerantly } from "./storage/rollout-log.ts";
 /** The Thread resource; `running` when a task runs now (a paused turn is `requires_action`). */
 export function threadResource(live: LiveThread, running: boolean): ThreadResource {
   const meta = live.meta;
+  const last = live.parts.meta.lastTurn();
   const status: ThreadStatus = running
     ? "running"
-    : live.parts.meta.lastTurn()?.status === "requires_action"
+    : last?.status === "requires_action"
       ? "requires_action"
       : "idle";
   return {
@@ -26,6 +27,7 @@ export function threadResource(live: LiveThread, running: boolean): ThreadResour
     status,
     config: live.session.state.config,
     turn_count: meta.turn_count,
+    ...(last === undefined ? {} : { last_turn_id: last.id }),
     token_usage: live.session.history.tokenInfo ?? null,
     usage: live.ledger.totals(),
     metadata: meta.metadata ?? {},

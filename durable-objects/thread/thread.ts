@@ -495,9 +495,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   }
 
   forkSource(req: ForkSourceRequest): Promise<RpcResult<ForkSource>> {
-    return this.#withThread((live) =>
-      rolloutPrefix(live, req.beforeTurn, this.#tasks.running?.currentId),
-    );
+    return this.#withThread((live) => rolloutPrefix(live, req, this.#tasks.running?.currentId));
   }
 
   createFromRollout(

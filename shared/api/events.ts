@@ -61,7 +61,15 @@ export const ThreadEventSchema = z.onFirstUse(() =>
       z.nullable(TurnIdSchema),
       z.object({ item: ResponseItemOutputSchema, context: z.boolean() }),
     ),
-    threadEvent("item.delta", TurnIdSchema, z.object({ delta: z.string() })),
+    threadEvent(
+      "item.delta",
+      TurnIdSchema,
+      z.object({
+        /** The message the text belongs to: the id its `item.completed` carries. */
+        item_id: z.string(),
+        delta: z.string(),
+      }),
+    ),
     threadEvent("token_count", TurnIdSchema, z.object({ info: z.nullable(TokenUsageInfoSchema) })),
     threadEvent("turn.warning", TurnIdSchema, z.object({ warning: TurnWarningSchema })),
     threadEvent("turn.completed", TurnIdSchema, TurnResourceSchema),

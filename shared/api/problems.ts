@@ -38,6 +38,7 @@ export const PROBLEM_CODES = [
   "quota_exceeded",
   "limit_exceeded",
   "method_not_allowed",
+  "unsupported_parameter",
   "internal",
 ] as const;
 
@@ -100,6 +101,7 @@ const PROBLEM_TYPES: Record<ProblemCode, { status: ProblemStatus; title: string 
   // 409, not 429: waiting changes nothing; the tenant deletes one to make room (RFC 9110 §15.5.10).
   limit_exceeded: { status: 409, title: "The tenant holds as many of these as it may" },
   method_not_allowed: { status: 405, title: "The method is not allowed on this resource" },
+  unsupported_parameter: { status: 400, title: "The parameter is not supported here" },
   internal: { status: 500, title: "Internal error" },
 };
 

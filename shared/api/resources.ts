@@ -93,6 +93,8 @@ export const ThreadResourceSchema = z.onFirstUse(() =>
     status: ThreadStatusSchema,
     config: ResolvedThreadConfigSchema,
     turn_count: z.number().check(z.int(), z.nonnegative()),
+    /** The newest turn's id (a compaction's too); absent before the first. */
+    last_turn_id: z.optional(TurnIdSchema),
     /**
      * The context's token accounting as Codex keeps it (a fork's totals include its source's);
      * null until the first model response reports usage.

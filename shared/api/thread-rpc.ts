@@ -26,7 +26,7 @@ import type {
 } from "../protocol/index.ts";
 import type { TenantLimitName } from "./limits.ts";
 import type { FieldError, ProblemCode, QuotaName } from "./problems.ts";
-import type { BusyPolicy, InputMessage, PendingCallAnswerInput } from "./requests.ts";
+import type { BusyPolicy, PendingCallAnswerInput } from "./requests.ts";
 import type { ListResource, ThreadResource, TurnResource } from "./resources.ts";
 import type { PatchThreadBody } from "./tenancy.ts";
 import type { TenantPolicy, YieldedQuota } from "./tenant-rpc.ts";
@@ -89,8 +89,16 @@ export interface Trace {
 }
 
 export interface StartTurnRequest extends WithPolicy {
-  /** The content of the turn's user message (`turnContent`: a string body is one text part). */
+  /**
+   * The content of the turn's user message (`turnContent`: a string body is one text part);
+   * empty only with `replayed` (the turn then records no user message).
+   */
   content: ContentItem[];
+  /**
+   * Items a client sends again before the input (the OpenAI surface's replayed transcript),
+   * recorded after the context; a turn with them never queues or steers (`thread_busy`).
+   */
+  replayed?: ResponseItem[];
   /** Absent when the request had none; what it sets becomes the thread's new default. */
   overrides?: ThreadConfig;
   /** The turn's `additional_context`, absent when the request had none. */
@@ -145,8 +153,11 @@ export interface CompactRequest extends WithPolicy {
 
 /** `inject`. */
 export interface InjectRequest extends WithPolicy {
-  /** 1-256 user messages (a `{text}` body arrives as one `input_text` message). */
-  items: InputMessage[];
+  /**
+   * 1-256 items: user messages (a `{text}` body arrives as one `input_text` message), or, from the
+   * OpenAI surface, any client item (`clientItems`); while a turn runs, only user messages.
+   */
+  items: ResponseItem[];
   idempotency?: IdempotencyKey;
 }
 
@@ -168,6 +179,8 @@ export interface RolloutExport {
 export interface ForkSourceRequest {
   /** A turn id of this thread: the fork ends just before that turn's first line. */
   beforeTurn?: string;
+  /** A turn id of this thread: the fork ends with that turn's last line (not with `beforeTurn`). */
+  afterTurn?: string;
 }
 
 /** `forkSource`'s answer: the prefix to copy, read by the worker and piped to the target. */

@@ -4,6 +4,7 @@ import type {
   ContentItem,
   FunctionTool,
   MessageItem,
+  ResponseItem,
   SessionConfiguration,
 } from "../protocol/index.ts";
 import { buildWorldState } from "../world-state/index.ts";
@@ -32,6 +33,7 @@ export function smallestPrompt(
   nowMs: number,
   previousModel: string | undefined,
   input: readonly ContentItem[] = [],
+  replayed: readonly ResponseItem[] = [],
 ): SmallestPrompt {
   const turn = buildTurnContext("fit-check", config, model, nowMs);
   const step = captureStepContext(turn, nowMs, previousModel);
@@ -40,7 +42,7 @@ export function smallestPrompt(
     input.length === 0 ? [] : [{ type: "message", role: "user", content: [...input] }];
   return {
     instructions: estimateTextTokenCount(effectiveBaseInstructions(config, model)),
-    items: estimateItemsTokenCount([...initial, ...userItem]),
+    items: estimateItemsTokenCount([...initial, ...replayed, ...userItem]),
     tools: step.tools,
   };
 }
@@ -57,8 +59,9 @@ export function assertContextFits(
   nowMs: number,
   previousModel: string | undefined,
   input: readonly ContentItem[] = [],
+  replayed: readonly ResponseItem[] = [],
 ): void {
-  const smallest = smallestPrompt(config, model, nowMs, previousModel, input);
+  const smallest = smallestPrompt(config, model, nowMs, previousModel, input, replayed);
   const needed = smallest.instructions + smallest.items;
   if (needed > model.contextWindowTokens) {
     throw new ContextWindowExceededError(needed, model.contextWindowTokens);

@@ -5,12 +5,12 @@ import type {
   ContentItem,
   FunctionCallItem,
   KnownResponseItem,
-  MessageItem,
   Prompt,
   ResponseItem,
   SessionConfiguration,
   ThreadConfig,
 } from "../protocol/index.ts";
+import { checkUserContent, clientItems } from "./client-items.ts";
 import type { CompactionTrigger } from "./compaction.ts";
 import { autoCompactionModel, runCompaction } from "./compaction-task.ts";
 import { resolveSessionConfiguration } from "./configuration.ts";
@@ -170,7 +170,9 @@ export class ThreadSession {
   #checkInputFits(config: SessionConfiguration, input: UserInput): void {
     const model = this.#model(config.model);
     const previousModel = this.state.previousTurnSettings?.model;
-    assertContextFits(config, model, this.#deps.clock.nowMs(), previousModel, input.content);
+    assertContextFits(config, model, this.#deps.clock.nowMs(), previousModel, input.content, [
+      ...(input.replayed ?? []),
+    ]);
   }
 
   /** `additionalContext`: a new turn's (`{}` when its request has none); undefined when resuming. */
@@ -280,6 +282,10 @@ export class ThreadSession {
     options: { turnId?: string } = {},
   ): AsyncGenerator<TurnEvent, TurnOutcome> {
     this.#assertIdle();
+    input = { ...input, replayed: clientItems(input.replayed ?? [], "replayed") };
+    if (input.content.length === 0 && input.replayed?.length === 0) {
+      throw new InvalidInputError("a turn needs input: a user message or replayed items");
+    }
     this.#applyOverrides(overrides, input);
     this.#carried = undefined;
     const current = this.#model(this.state.config.model);
@@ -313,8 +319,14 @@ export class ThreadSession {
         yield { type: "item.completed", turn_id: turn.turnId, item, context: true };
       }
 
-      const recorded = recordUserInput(this.#scope(), input.content, turn);
-      yield { type: "item.completed", turn_id: turn.turnId, item: recorded, context: false };
+      for (const item of input.replayed ?? []) {
+        const replayed = this.#record(item, turn);
+        yield { type: "item.completed", turn_id: turn.turnId, item: replayed, context: false };
+      }
+      if (input.content.length > 0) {
+        const recorded = recordUserInput(this.#scope(), input.content, turn);
+        yield { type: "item.completed", turn_id: turn.turnId, item: recorded, context: false };
+      }
       this.state.previousTurnSettings = previousTurnSettingsOf(turn);
 
       return yield* sampleTurn(this.#scope(), turn, step, startedAtMs, signal, warned);
@@ -410,24 +422,18 @@ export class ThreadSession {
   }
 
   /**
-   * Records user-role messages without a turn (reference §5.5): each as a `response_item` line,
-   * with an id but no turn id; no `task_started`, `turn_context` or `user_message`, and the
-   * reference context item and world-state baseline stay as they are. Non-contextual ones are
-   * user-turn boundaries, so rollback counts them. Only `role: "user"` with `input_text` /
-   * `input_image` parts is accepted, and the list must not be empty (`InvalidInputError`). Items
-   * are rebuilt from their role and parts: ids and metadata the caller sent are not kept.
-   * Returns the recorded items.
+   * Records client items without a turn (reference §5.5): each as a `response_item` line, with
+   * an id but no turn id; no `task_started`, `turn_context` or `user_message`, and the reference
+   * context item and world-state baseline stay as they are. Non-contextual user messages are
+   * user-turn boundaries, so rollback counts them. The items are what `clientItems` accepts
+   * (messages of any role, function calls and outputs, reasoning), rebuilt from their fields:
+   * ids and metadata the caller sent are not kept. The list must not be empty
+   * (`InvalidInputError`). Returns the recorded items.
    */
-  inject(items: readonly MessageItem[]): ResponseItem[] {
+  inject(items: readonly ResponseItem[]): ResponseItem[] {
     this.#assertIdle();
     if (items.length === 0) throw new InvalidInputError("inject needs at least one item");
-    const messages = items.map((item, i): MessageItem => {
-      if (item.type !== "message" || item.role !== "user") {
-        throw new InvalidInputError(`inject item ${i}: only user messages can be injected`);
-      }
-      return { type: "message", role: "user", content: checkUserContent(item.content, "inject") };
-    });
-    return messages.map((message) => this.#record(message, undefined));
+    return clientItems(items, "inject").map((item) => this.#record(item, undefined));
   }
 
   /**
@@ -518,18 +524,4 @@ export class ThreadSession {
     this.#assertIdle();
     this.#deps.sink.append(turnAbortedLine(turnId, reason, this.#deps.clock.nowMs()));
   }
-}
-
-/** A user message's content as the API accepts it: non-empty, `input_text`/`input_image` only. */
-function checkUserContent(content: readonly ContentItem[], what: string): ContentItem[] {
-  if (content.length === 0) throw new InvalidInputError(`${what}: content must not be empty`);
-  return content.map((part) => {
-    if (part.type === "input_text") return { type: "input_text", text: part.text };
-    if (part.type === "input_image") {
-      return part.detail === undefined
-        ? { type: "input_image", image_url: part.image_url }
-        : { type: "input_image", image_url: part.image_url, detail: part.detail };
-    }
-    throw new InvalidInputError(`${what}: user content takes input_text and input_image parts`);
-  });
 }

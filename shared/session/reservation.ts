@@ -21,7 +21,12 @@ import type { EngineDeps, PendingCallAnswer, SessionState } from "./task-scope.t
 
 /** Work about to reach the model: a task about to start, or input joining the running turn. */
 export type PlannedWork =
-  | { kind: "turn"; content: readonly ContentItem[]; overrides?: ThreadConfig }
+  | {
+      kind: "turn";
+      content: readonly ContentItem[];
+      replayed?: readonly ResponseItem[];
+      overrides?: ThreadConfig;
+    }
   | {
       kind: "resume";
       outputs: readonly PendingCallAnswer[];
@@ -59,7 +64,8 @@ export function reservation(state: SessionState, deps: EngineDeps, work: Planned
   if (work.kind === "compaction") return summarize(model);
   const input = work.kind === "turn" || work.kind === "steer" ? work.content : [];
   const previous = state.previousTurnSettings?.model;
-  const smallest = smallestPrompt(config, model, deps.clock.nowMs(), previous, input);
+  const replayed = work.kind === "turn" ? (work.replayed ?? []) : [];
+  const smallest = smallestPrompt(config, model, deps.clock.nowMs(), previous, input, replayed);
   const added =
     smallest.items +
     (work.kind === "resume" ? resumeTokens(work.outputs, work.queued ?? []) : 0) +

@@ -166,13 +166,31 @@ async function* streamStep(
   const calls: FunctionCallItem[] = [];
   let lastMessage: string | undefined;
   let usage: TokenUsage | undefined;
+  // The id of the message whose text is streaming: named in each delta and given to the message
+  // when it is done, so a client can tie the deltas to the item they became.
+  let streamingId: string | undefined;
   try {
     for await (const event of client.stream(prompt, signal)) {
       if (signal?.aborted) break;
       if (event.type === "output_text_delta") {
-        yield { type: "item.delta", turn_id: turn.turnId, delta: event.delta };
+        streamingId ??= scope.withId<MessageItem>({
+          type: "message",
+          role: "assistant",
+          content: [],
+        }).id as string;
+        yield {
+          type: "item.delta",
+          turn_id: turn.turnId,
+          item_id: streamingId,
+          delta: event.delta,
+        };
       } else if (event.type === "output_item_done") {
-        const item = scope.record(event.item, turn);
+        const done =
+          streamingId !== undefined && event.item.type === "message"
+            ? { ...event.item, id: streamingId }
+            : event.item;
+        if (event.item.type === "message") streamingId = undefined;
+        const item = scope.record(done, turn);
         if (item.type === "function_call") calls.push(item);
         if (isAssistantMessage(item)) lastMessage = messageText(item);
         yield { type: "item.completed", turn_id: turn.turnId, item, context: false };

@@ -43,7 +43,13 @@ export interface SessionState {
 }
 
 export interface UserInput {
+  /** The user message's parts; empty only when `replayed` is not (the turn then records none). */
   readonly content: readonly ContentItem[];
+  /**
+   * Items a client sends again before the new input (a transcript replayed whole, or items it
+   * adds), recorded in order after the context and before the user message (`clientItems`).
+   */
+  readonly replayed?: readonly ResponseItem[];
   /**
    * The turn's additional context (Codex's `additional_context`): key → value, each sent as
    * `<external_{key}>` before the input while it is new, changed or no longer in history.
@@ -79,7 +85,8 @@ export type TurnEvent =
   | { type: "turn.started"; turn_id: string; kind: TaskKind }
   /** Every item recorded into history; `context` flags context items (initial context, diffs, `<turn_aborted>`). */
   | { type: "item.completed"; turn_id: string; item: ResponseItem; context: boolean }
-  | { type: "item.delta"; turn_id: string; delta: string }
+  /** Streamed model text of the message `item_id` (the id its `item.completed` will carry). */
+  | { type: "item.delta"; turn_id: string; item_id: string; delta: string }
   | { type: "token_count"; turn_id: string; info: TokenUsageInfo | undefined }
   /** Tools a step could not offer (an MCP server unreachable, a tool left out); once per turn each. */
   | { type: "turn.warning"; turn_id: string; warning: ServerToolWarning }

@@ -1,4 +1,9 @@
-import type { ForkSource, RolloutExport, RpcResult } from "../../../shared/api/index.ts";
+import type {
+  ForkSource,
+  ForkSourceRequest,
+  RolloutExport,
+  RpcResult,
+} from "../../../shared/api/index.ts";
 import { fail, ok } from "../../common/results.ts";
 import { type LiveThread, readWholeRollout } from "../live-thread.ts";
 import { jsonlStream } from "./import.ts";
@@ -27,19 +32,21 @@ export async function exportedRollout(
 }
 
 /**
- * The prefix a fork copies, with what reading it skipped: the lines before `beforeTurn`, else
- * every line but those of the task running now (`runningTurnId`), i.e. its last consistent point.
+ * The prefix a fork copies, with what reading it skipped: the lines before `beforeTurn`, or
+ * through the end of `afterTurn`, else every line but those of the task running now
+ * (`runningTurnId`), i.e. its last consistent point.
  */
 export async function rolloutPrefix(
   live: LiveThread,
-  beforeTurn: string | undefined,
+  { beforeTurn, afterTurn }: ForkSourceRequest,
   runningTurnId: string | undefined,
 ): Promise<RpcResult<ForkSource>> {
   let cut = live.log.lastSeq + 1;
-  if (beforeTurn !== undefined) {
-    const row = live.parts.meta.turn(beforeTurn);
-    if (!row) return fail("turn_not_found", `No turn "${beforeTurn}" in this thread.`);
-    cut = row.first_seq;
+  const named = beforeTurn ?? afterTurn;
+  if (named !== undefined) {
+    const row = live.parts.meta.turn(named);
+    if (!row) return fail("turn_not_found", `No turn "${named}" in this thread.`);
+    cut = beforeTurn === undefined ? row.last_seq + 1 : row.first_seq;
   } else if (runningTurnId !== undefined) {
     const row = live.parts.meta.turn(runningTurnId);
     if (row) cut = row.first_seq;

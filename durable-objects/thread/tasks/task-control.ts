@@ -216,8 +216,13 @@ export class TaskControl {
   ): Promise<RpcResult<Accepted>> {
     await this.drainQueue();
     const running = this.#running;
-    const { content } = req;
+    const { content, replayed } = req;
     if (running) {
+      // Replayed items belong before a turn's input: they can neither wait in the queue nor
+      // join a running turn.
+      if (replayed !== undefined && req.onBusy !== "interrupt") {
+        return fail("thread_busy", `Turn ${running.currentId} is running.`);
+      }
       switch (req.onBusy) {
         case "reject":
           return fail("thread_busy", `Turn ${running.currentId} is running.`);
@@ -248,7 +253,12 @@ export class TaskControl {
           break;
       }
     }
-    const reservation = reservationOf(live, { kind: "turn", content, overrides: req.overrides });
+    const reservation = reservationOf(live, {
+      kind: "turn",
+      content,
+      ...(replayed === undefined ? {} : { replayed }),
+      overrides: req.overrides,
+    });
     const admitting = this.admitted(reservation);
     if (admitting) {
       const refused = await admitting;
@@ -260,7 +270,11 @@ export class TaskControl {
       turnId,
       (signal) =>
         live.session.runTurn(
-          { content, additional_context: req.additionalContext },
+          {
+            content,
+            additional_context: req.additionalContext,
+            ...(replayed === undefined ? {} : { replayed }),
+          },
           req.overrides,
           signal,
           { turnId },

@@ -161,7 +161,7 @@ async function drive(
         if (row) row.warnings = [...(row.warnings ?? []), event.warning];
         events.emit("turn.warning", event.turn_id, { warning: event.warning });
       } else if (event.type === "item.delta") {
-        events.emit("item.delta", event.turn_id, { delta: event.delta });
+        events.emit("item.delta", event.turn_id, { item_id: event.item_id, delta: event.delta });
       } else if (event.type === "token_count") {
         // The turn's usage is the sum of its requests', as the ledger counted them.
         if (row) row.usage = live.ledger.turnUsage(row.id) ?? row.usage;

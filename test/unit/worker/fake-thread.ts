@@ -302,7 +302,7 @@ export function turnEvents(turnId: string, threadId: string): ThreadEvent[] {
       turn_id: turnId,
       data: { item: userMessage("hi"), context: false },
     },
-    { seq: 3, type: "item.delta", turn_id: turnId, data: { delta: "hel" } },
+    { seq: 3, type: "item.delta", turn_id: turnId, data: { item_id: "msg_1", delta: "hel" } },
     { seq: 4, type: "turn.completed", turn_id: turnId, data: turn(turnId, threadId, "completed") },
   ];
 }

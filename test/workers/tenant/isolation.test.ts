@@ -158,7 +158,43 @@ const PROBES: Record<Exclude<OperationId, "health" | "openApiDocument" | "delive
     expect: "denied",
   },
   deleteMcpServer: { path: (v) => `/v1/mcp-servers/${v.mcpServer}`, expect: "denied" },
+  createResponse: {
+    path: () => "/v1/responses",
+    body: (v) => ({ input: "hi", previous_response_id: responseOf(v) }),
+    expect: "denied",
+  },
+  getResponse: { path: (v) => `/v1/responses/${responseOf(v)}`, expect: "denied" },
+  deleteResponse: { path: (v) => `/v1/responses/${responseOf(v)}`, expect: "denied" },
+  cancelResponse: { path: (v) => `/v1/responses/${responseOf(v)}/cancel`, expect: "denied" },
+  listInputItems: { path: (v) => `/v1/responses/${responseOf(v)}/input_items`, expect: "denied" },
+  createConversation: { path: () => "/v1/conversations", body: () => ({}), expect: "own" },
+  getConversation: { path: (v) => `/v1/conversations/${v.thread}`, expect: "denied" },
+  updateConversation: {
+    path: (v) => `/v1/conversations/${v.thread}`,
+    body: () => ({ metadata: { owner: "mallory" } }),
+    expect: "denied",
+  },
+  deleteConversation: { path: (v) => `/v1/conversations/${v.thread}`, expect: "denied" },
+  listConversationItems: { path: (v) => `/v1/conversations/${v.thread}/items`, expect: "denied" },
+  addConversationItems: {
+    path: (v) => `/v1/conversations/${v.thread}/items`,
+    body: () => ({ items: [{ role: "user", content: "injected" }] }),
+    expect: "denied",
+  },
+  getConversationItem: {
+    path: (v) => `/v1/conversations/${v.thread}/items/item_0`,
+    expect: "denied",
+  },
+  deleteConversationItem: {
+    path: (v) => `/v1/conversations/${v.thread}/items/item_0`,
+    expect: "denied",
+  },
+  listModels: { path: () => "/v1/models", expect: "own" },
+  getModel: { path: () => "/v1/models/spindle-local", expect: "own" },
 };
+
+/** The victim's first turn, as the OpenAI surface names it. */
+const responseOf = (v: Victim) => `resp_${v.thread}.${v.turn}.0.1`;
 
 /** What the first tenant can see of itself, to compare before and after. */
 async function snapshotOf(v: Victim) {

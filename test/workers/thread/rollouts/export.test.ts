@@ -154,7 +154,7 @@ describe("rolloutPrefix: what a fork copies", () => {
       const all = storedLines(live);
       return {
         all,
-        prefix: await readPrefix(await rolloutPrefix(live, "turn_2", undefined)),
+        prefix: await readPrefix(await rolloutPrefix(live, { beforeTurn: "turn_2" }, undefined)),
         threadId: live.meta.id,
       };
     });
@@ -165,10 +165,28 @@ describe("rolloutPrefix: what a fork copies", () => {
     });
   });
 
+  it("ends with the last line of the turn named afterTurn", async () => {
+    const result = await withThread(async (live, parts) => {
+      turn(live, parts, "turn_1", "completed");
+      turn(live, parts, "turn_2", "completed");
+      turn(live, parts, "turn_3", "completed");
+      const all = storedLines(live);
+      return {
+        all,
+        prefix: await readPrefix(await rolloutPrefix(live, { afterTurn: "turn_2" }, undefined)),
+        threadId: live.meta.id,
+      };
+    });
+    expect(result.prefix).toEqual({
+      ok: true,
+      value: { lines: jsonl(result.all.slice(0, 4)), forkedFrom: result.threadId, warnings: [] },
+    });
+  });
+
   it("answers turn_not_found for a turn the thread does not have", async () => {
     const result = await withThread(async (live, parts) => {
       turn(live, parts, "turn_1", "completed");
-      return rolloutPrefix(live, "turn_nope", undefined);
+      return rolloutPrefix(live, { beforeTurn: "turn_nope" }, undefined);
     });
     expect(result).toEqual({
       ok: false,
@@ -183,7 +201,7 @@ describe("rolloutPrefix: what a fork copies", () => {
       const all = storedLines(live);
       return {
         all,
-        running: await readPrefix(await rolloutPrefix(live, undefined, "turn_2")),
+        running: await readPrefix(await rolloutPrefix(live, {}, "turn_2")),
         threadId: live.meta.id,
       };
     });
@@ -199,8 +217,8 @@ describe("rolloutPrefix: what a fork copies", () => {
       const all = storedLines(live);
       return {
         all,
-        idle: await readPrefix(await rolloutPrefix(live, undefined, undefined)),
-        notBegun: await readPrefix(await rolloutPrefix(live, undefined, "turn_without_row")),
+        idle: await readPrefix(await rolloutPrefix(live, {}, undefined)),
+        notBegun: await readPrefix(await rolloutPrefix(live, {}, "turn_without_row")),
         threadId: live.meta.id,
       };
     });
@@ -222,7 +240,7 @@ describe("rolloutPrefix: what a fork copies", () => {
       turn(live, parts, "turn_2", "completed");
       turn(live, parts, "turn_3", "in_progress");
       const all = storedLines(live);
-      return { all, prefix: await readPrefix(await rolloutPrefix(live, "turn_2", "turn_3")) };
+      return { all, prefix: await readPrefix(await rolloutPrefix(live, { beforeTurn: "turn_2" }, "turn_3")) };
     });
     expect(result.prefix.ok && result.prefix.value.lines).toEqual(jsonl(result.all.slice(0, 3)));
   });
