@@ -380,11 +380,14 @@ export function openAIHandlers(options: OpenAIHandlerOptions): Pick<Handlers, Op
       const last = thread.last_turn_id ? await stub.getTurn(thread.last_turn_id) : undefined;
       base = { threadId: conversation, turn: last?.ok ? last.value : undefined, newest: true };
     }
-    const resumable =
+    // The paused turn the input answers, if it answers one.
+    const paused =
       base?.turn !== undefined &&
       base.newest &&
       base.turn.status === "requires_action" &&
-      answersPending(base.turn, input);
+      answersPending(base.turn, input)
+        ? base.turn
+        : undefined;
     if (base !== undefined && (!store || !base.newest)) {
       // A branch, or a continuation that must leave its thread as it is: a fork at the response.
       const threadId = store ? `thr_${crypto.randomUUID()}` : temporaryId();
@@ -405,20 +408,19 @@ export function openAIHandlers(options: OpenAIHandlerOptions): Pick<Handlers, Op
           traceOf(c),
         ),
       );
-      const turn = resumable
-        ? unwrap(await stubFor(c, threadId).getTurn(base.turn?.id))
-        : undefined;
+      // The fork rebuilds the paused turn from its lines; the answers resume it there.
+      const turn = paused ? unwrap(await stubFor(c, threadId).getTurn(paused.id)) : undefined;
       return {
         threadId,
         created: false,
-        ...(turn && resumable ? { resume: { turn, answers: input.answers } } : {}),
+        ...(turn ? { resume: { turn, answers: input.answers } } : {}),
       };
     }
     if (base !== undefined) {
       return {
         threadId: base.threadId,
         created: false,
-        ...(resumable ? { resume: { turn: base.turn!, answers: input.answers } } : {}),
+        ...(paused ? { resume: { turn: paused, answers: input.answers } } : {}),
       };
     }
     if (input.recordedCount === 0) throw invalid("A response needs input.", "input");

@@ -59,6 +59,20 @@ import {
 } from "../shared/api/index.ts";
 import { REQUEST_ID_HEADER, REQUEST_ID_PATTERN } from "../shared/observability/index.ts";
 import {
+  AddConversationItemsBodySchema,
+  ConversationSchema,
+  CreateConversationBodySchema,
+  CreateResponseBodySchema,
+  DeletedSchema,
+  OpenAIErrorSchema,
+  OpenAIItemSchema,
+  OpenAIModelListSchema,
+  OpenAIModelSchema,
+  OpenAIResponseSchema,
+  OpenAIStreamEventSchema,
+  UpdateConversationBodySchema,
+} from "../shared/openai/index.ts";
+import {
   ThreadConfigSchema,
   ThreadMetadataSchema,
   TokenUsageInfoSchema,
@@ -66,6 +80,7 @@ import {
 } from "../shared/protocol/index.ts";
 import { WEBHOOK_EVENT_TYPES } from "../shared/webhooks/index.ts";
 import * as z from "../shared/zod/index.ts";
+import { OPENAI_LIST_SCHEMAS } from "./openai-routes.ts";
 import {
   API_ROUTES,
   type ContentSpec,
@@ -121,6 +136,11 @@ const REQUEST_COMPONENTS: ReadonlyMap<z.ZodMiniType, string> = new Map<z.ZodMini
   [PatchEndpointBodySchema, "PatchWebhookEndpointBody"],
   [CreateMcpServerBodySchema, "CreateMcpServerBody"],
   [PatchMcpServerBodySchema, "PatchMcpServerBody"],
+  // The OpenAI-compatible surface (design §17).
+  [CreateResponseBodySchema, "CreateResponseBody"],
+  [CreateConversationBodySchema, "CreateConversationBody"],
+  [UpdateConversationBodySchema, "UpdateConversationBody"],
+  [AddConversationItemsBodySchema, "AddConversationItemsBody"],
 ]);
 
 /**
@@ -161,6 +181,16 @@ const RESPONSE_COMPONENTS: ReadonlyMap<z.ZodMiniType, string> = new Map<z.ZodMin
   [WebhookEventSchema, "WebhookEvent"],
   [McpServerResourceSchema, "McpServer"],
   ...Object.entries(LIST_SCHEMAS).map(([name, schema]) => [schema, name] as const),
+  // The OpenAI-compatible surface (design §17).
+  [OpenAIResponseSchema, "OpenAIResponse"],
+  [OpenAIStreamEventSchema, "OpenAIStreamEvent"],
+  [OpenAIItemSchema, "OpenAIItem"],
+  [ConversationSchema, "OpenAIConversation"],
+  [DeletedSchema, "OpenAIDeleted"],
+  [OpenAIModelSchema, "OpenAIModel"],
+  [OpenAIModelListSchema, "OpenAIModelList"],
+  [OpenAIErrorSchema, "OpenAIError"],
+  ...Object.entries(OPENAI_LIST_SCHEMAS).map(([name, schema]) => [schema, name] as const),
 ]);
 
 const MEDIA_TYPES: Record<ContentSpec["format"], string> = {
@@ -352,7 +382,7 @@ function operation(operationId: string, route: RouteSpec): Record<string, unknow
     responses[status] = successResponse(response);
   }
   for (const [status, codes] of errorCodesByStatus(route, isPublic)) {
-    responses[String(status)] = problemResponse(codes);
+    responses[String(status)] = problemResponse(codes, route.dialect);
   }
   op.responses = responses;
   return op;
@@ -407,20 +437,40 @@ const PROBLEM_HEADERS: Partial<Record<ProblemCode, [string, string]>> = {
   ],
 };
 
-/** A problem response whose `code` is one of `codes` (all of the same status). */
-function problemResponse(codes: ProblemCode[]): Record<string, unknown> {
+/**
+ * A problem response whose `code` is one of `codes` (all of the same status). On the OpenAI
+ * surface the same codes arrive as `error.code` of OpenAI's error body, as `application/json`.
+ */
+function problemResponse(codes: ProblemCode[], dialect?: "openai"): Record<string, unknown> {
+  const enumOf = { enum: codes };
+  const content =
+    dialect === "openai"
+      ? {
+          "application/json": {
+            schema: {
+              allOf: [
+                componentRef(responseName(OpenAIErrorSchema)),
+                {
+                  type: "object",
+                  properties: { error: { type: "object", properties: { code: enumOf } } },
+                },
+              ],
+            },
+          },
+        }
+      : {
+          [PROBLEM_CONTENT_TYPE]: {
+            schema: {
+              allOf: [
+                componentRef(responseName(ProblemSchema)),
+                { type: "object", properties: { code: enumOf } },
+              ],
+            },
+          },
+        };
   const out: Record<string, unknown> = {
-    description: `Problem: ${codes.map((code) => `\`${code}\``).join(", ")}.`,
-    content: {
-      [PROBLEM_CONTENT_TYPE]: {
-        schema: {
-          allOf: [
-            componentRef(responseName(ProblemSchema)),
-            { type: "object", properties: { code: { enum: codes } } },
-          ],
-        },
-      },
-    },
+    description: `${dialect === "openai" ? "Error" : "Problem"}: ${codes.map((code) => `\`${code}\``).join(", ")}.`,
+    content,
   };
   const headers = codes.flatMap((code) => {
     const header = PROBLEM_HEADERS[code];
@@ -442,14 +492,7 @@ function parametersOf(
 ): Record<string, unknown>[] {
   if (schema === undefined) return [];
   return Object.entries(schema.shape).map(([name, field]) => {
-    const {
-      $schema: _,
-      description,
-      ...fieldSchema
-    } = z.toJSONSchema(field as z.ZodMiniType, {
-      io: "input",
-      target: "draft-2020-12",
-    });
+    const { description, ...fieldSchema } = parameterSchema(field as z.ZodMiniType);
     const parameter: Record<string, unknown> = {
       name,
       in: where,
@@ -465,6 +508,35 @@ function parametersOf(
     if (typeof description === "string") parameter.description = description;
     return parameter;
   });
+}
+
+/** A pattern of decimal digits only (`^[0-9]{1,4}$`, `^[0-9]+$`): a number sent as text. */
+const DECIMAL_PATTERN = /^\^\[0-9\](\{1,\d+\}|\+)\$$/;
+
+/**
+ * A parameter's schema, by its input side (what a client sends). A number in the query or a
+ * header is validated as a string of decimal digits and piped to `Number`; documented so, it
+ * would make a generator type it `string`. It is documented as the `integer` it means, with the
+ * digits pattern kept (what the service checks) and the bounds of the validated number.
+ */
+function parameterSchema(field: z.ZodMiniType): JsonSchema {
+  const { $schema: _, ...input } = z.toJSONSchema(field, { io: "input", target: "draft-2020-12" });
+  if (input.type !== "string" || typeof input.pattern !== "string") return input;
+  if (!DECIMAL_PATTERN.test(input.pattern)) return input;
+  // The output side is the number (or, without a check after the transform, nothing).
+  const output = z.toJSONSchema(field, {
+    io: "output",
+    target: "draft-2020-12",
+    unrepresentable: "any",
+  });
+  const { minimum, maximum } = output;
+  return {
+    ...input,
+    type: "integer",
+    ...(typeof minimum === "number" ? { minimum } : {}),
+    ...(typeof maximum === "number" ? { maximum } : {}),
+    ...(typeof input.default === "string" ? { default: Number(input.default) } : {}),
+  };
 }
 
 function requestName(schema: z.ZodMiniType): string {
