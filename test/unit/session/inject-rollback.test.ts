@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { isUserTurnBoundary } from "../../../shared/context/index.ts";
-import type { MessageItem } from "../../../shared/protocol/index.ts";
+import type { MessageItem, ResponseItem } from "../../../shared/protocol/index.ts";
 import { InvalidInputError, SessionBusyError } from "../../../shared/session/index.ts";
 import { newSession, runTurn, shapeOf, text } from "../helpers/engine.ts";
 
@@ -50,12 +50,12 @@ describe("ThreadSession.inject (reference §5.5)", () => {
     expect(roles).toEqual(["user", "developer", "user", "user", "assistant"]);
   });
 
-  it("rejects an empty list, non-user roles and parts a user cannot send, recording nothing", () => {
+  it("rejects an empty list, items a client cannot add and parts a role cannot hold, recording nothing", () => {
     const h = newSession();
-    const assistant: MessageItem = {
+    const assistantImage: MessageItem = {
       type: "message",
       role: "assistant",
-      content: [{ type: "output_text", text: "x" }],
+      content: [{ type: "input_image", image_url: "https://example.com/x.png" }],
     };
     const outputPart: MessageItem = {
       type: "message",
@@ -63,11 +63,31 @@ describe("ThreadSession.inject (reference §5.5)", () => {
       content: [{ type: "output_text", text: "x" }],
     };
     const empty: MessageItem = { type: "message", role: "user", content: [] };
-    for (const items of [[], [assistant], [user("ok"), outputPart], [empty]]) {
+    const compaction: ResponseItem = { type: "compaction", encrypted_content: "x" };
+    for (const items of [[], [assistantImage], [user("ok"), outputPart], [empty], [compaction]]) {
       expect(() => h.session.inject(items)).toThrow(InvalidInputError);
     }
     expect(h.sink.items).toEqual([]);
     expect(h.session.history.items).toEqual([]);
+  });
+
+  it("records what a client may add: messages of any role, a tool call with its output", () => {
+    const h = newSession();
+    const recorded = h.session.inject([
+      { type: "message", role: "developer", content: [{ type: "input_text", text: "be brief" }] },
+      user("what is a spindle?"),
+      { type: "message", role: "assistant", content: [{ type: "output_text", text: "a rod" }] },
+      { type: "function_call", name: "lookup", arguments: "{}", call_id: "call_1" },
+      { type: "function_call_output", call_id: "call_1", output: "found" },
+    ]);
+    expect(recorded.map((item) => item.type)).toEqual([
+      "message",
+      "message",
+      "message",
+      "function_call",
+      "function_call_output",
+    ]);
+    expect(h.session.history.items).toHaveLength(5);
   });
 
   it("drops ids and metadata the caller sent", () => {

@@ -35,6 +35,7 @@ describe("problem codes", () => {
       quota_exceeded: 429,
       limit_exceeded: 409,
       method_not_allowed: 405,
+      unsupported_parameter: 400,
       internal: 500,
     });
   });
