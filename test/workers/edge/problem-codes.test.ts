@@ -295,6 +295,21 @@ describe("every problem code is produced by the service", () => {
     expect(res.headers.get("allow")).toBe("GET, PATCH, DELETE");
   });
 
+  it("unsupported_parameter: a Responses setting the service cannot honour (OpenAI's error shape)", async () => {
+    const res = await post("/v1/responses", {
+      model: "spindle-local",
+      input: "x",
+      text: { format: { type: "json_schema", name: "x", schema: {} } },
+    });
+    const body = (await res.json()) as { error?: { code?: string; param?: string } };
+    expect({ status: res.status, code: body.error?.code, param: body.error?.param }).toEqual({
+      status: problemStatus("unsupported_parameter"),
+      code: "unsupported_parameter",
+      param: "text.format",
+    });
+    covered.add("unsupported_parameter");
+  });
+
   it("internal: a failure the service did not expect, without its details", async () => {
     const id = await newThread();
     vi.spyOn(env.ROLLOUT, "list").mockRejectedValue(new Error("secret detail"));
