@@ -163,7 +163,7 @@ export function openAIHandlers(options: OpenAIHandlerOptions): Pick<Handlers, Op
         : async () => {
             await stub.deleteThread(traceOf(c)).catch(() => undefined);
           };
-      const thread = unwrap(await stub.getThread());
+      const thread = target.thread;
 
       if (target.resume) {
         const { turn, answers } = target.resume;
@@ -206,9 +206,8 @@ export function openAIHandlers(options: OpenAIHandlerOptions): Pick<Handlers, Op
       } finally {
         await discard?.();
       }
-      const after = store ? unwrap(await stub.getThread()) : thread;
       return c.json(
-        responseResource(turn, { ...pending, turnId: turn.id }, settings(after), now()),
+        responseResource(turn, { ...pending, turnId: turn.id }, settings(thread), now()),
       );
     },
 
@@ -347,7 +346,8 @@ export function openAIHandlers(options: OpenAIHandlerOptions): Pick<Handlers, Op
   /**
    * Where a response runs: the thread it continues (`conversation`, `previous_response_id`), a
    * fork when it branches or must not change what it continues (`store: false`), or a new
-   * thread; and whether it resumes a paused turn instead of starting one.
+   * thread; and whether it resumes a paused turn instead of starting one. Reads no more than it
+   * must: a continuation is one `getThread`, the paused turn only when the input answers one.
    */
   async function targetOf(
     c: Context<AppEnv>,
@@ -359,42 +359,49 @@ export function openAIHandlers(options: OpenAIHandlerOptions): Pick<Handlers, Op
     keyed: Awaited<ReturnType<typeof idempotencyOf>>,
   ): Promise<{
     threadId: string;
+    thread: ThreadResource;
     created: boolean;
     resume?: { turn: TurnResource; answers: PendingCallAnswerInput[] };
   }> {
-    let base: { threadId: string; turn: TurnResource | undefined; newest: boolean } | undefined;
+    let base: { thread: ThreadResource; turnId: string | undefined; newest: boolean } | undefined;
     if (body.previous_response_id) {
-      const { ref, stub, turn } = await resolve(c, body.previous_response_id).catch(() => {
-        throw new ApiError("not_found", `No response "${body.previous_response_id}".`, {
+      const missing = () =>
+        new ApiError("not_found", `No response "${body.previous_response_id}".`, {
           errors: [{ path: "previous_response_id", message: "not found" }],
         });
-      });
-      if (turn.status === "in_progress") {
+      const ref = parseResponseId(body.previous_response_id);
+      if (!ref) throw missing();
+      const thread = await stubFor(c, ref.threadId).getThread();
+      if (!thread.ok) throw missing();
+      const newest = thread.value.last_turn_id === ref.turnId;
+      if (newest && thread.value.status === "running") {
         throw invalid("The previous response is still in progress.", "previous_response_id");
       }
-      const thread = unwrap(await stub.getThread());
-      base = { threadId: ref.threadId, turn, newest: thread.last_turn_id === ref.turnId };
+      base = { thread: thread.value, turnId: ref.turnId, newest };
     } else if (conversation !== undefined) {
-      const stub = stubFor(c, conversation);
-      const thread = unwrap(await stub.getThread());
-      const last = thread.last_turn_id ? await stub.getTurn(thread.last_turn_id) : undefined;
-      base = { threadId: conversation, turn: last?.ok ? last.value : undefined, newest: true };
+      const thread = unwrap(await stubFor(c, conversation).getThread());
+      base = { thread, turnId: thread.last_turn_id, newest: true };
     }
     // The paused turn the input answers, if it answers one.
-    const paused =
-      base?.turn !== undefined &&
+    let paused: TurnResource | undefined;
+    if (
+      base?.turnId !== undefined &&
       base.newest &&
-      base.turn.status === "requires_action" &&
-      answersPending(base.turn, input)
-        ? base.turn
-        : undefined;
+      base.thread.status === "requires_action" &&
+      input.answers.length > 0
+    ) {
+      const turn = unwrap(await stubFor(c, base.thread.id).getTurn(base.turnId));
+      if (answersPending(turn, input)) paused = turn;
+    }
     if (base !== undefined && (!store || !base.newest)) {
       // A branch, or a continuation that must leave its thread as it is: a fork at the response.
       const threadId = store ? `thr_${crypto.randomUUID()}` : temporaryId();
       const source = unwrap(
-        await stubFor(c, base.threadId).forkSource(base.turn ? { afterTurn: base.turn.id } : {}),
+        await stubFor(c, base.thread.id).forkSource(
+          base.turnId === undefined ? {} : { afterTurn: base.turnId },
+        ),
       );
-      unwrap(
+      const thread = unwrap(
         await stubFor(c, threadId).createFromRollout(
           {
             tenant: c.var.tenant,
@@ -412,13 +419,15 @@ export function openAIHandlers(options: OpenAIHandlerOptions): Pick<Handlers, Op
       const turn = paused ? unwrap(await stubFor(c, threadId).getTurn(paused.id)) : undefined;
       return {
         threadId,
+        thread,
         created: false,
         ...(turn ? { resume: { turn, answers: input.answers } } : {}),
       };
     }
     if (base !== undefined) {
       return {
-        threadId: base.threadId,
+        threadId: base.thread.id,
+        thread: base.thread,
         created: false,
         ...(paused ? { resume: { turn: paused, answers: input.answers } } : {}),
       };
@@ -429,7 +438,8 @@ export function openAIHandlers(options: OpenAIHandlerOptions): Pick<Handlers, Op
       : store
         ? `thr_${crypto.randomUUID()}`
         : temporaryId();
-    const created = await stubFor(c, threadId).createThread(
+    const stub = stubFor(c, threadId);
+    const created = await stub.createThread(
       {
         tenant: c.var.tenant,
         threadId,
@@ -440,9 +450,10 @@ export function openAIHandlers(options: OpenAIHandlerOptions): Pick<Handlers, Op
       },
       traceOf(c),
     );
+    if (created.ok) return { threadId, thread: created.value, created: true };
     // A retry with the same key finds the thread its first attempt made.
-    if (!created.ok && created.error.code !== "thread_exists") unwrap(created);
-    return { threadId, created: created.ok };
+    if (created.error.code !== "thread_exists") unwrap(created);
+    return { threadId, thread: unwrap(await stub.getThread()), created: false };
   }
 }
 
@@ -650,7 +661,8 @@ function settingsOf(
       : { ...tool },
   );
   return {
-    model: thread.config.model,
+    // The model the request names runs the response (an unknown one is refused before).
+    model: body.model ?? thread.config.model,
     instructions: body.instructions ?? (body.model === undefined ? (section?.text ?? null) : null),
     tools: tools as ResponseSettings["tools"],
     tool_choice: body.tool_choice ?? "auto",
