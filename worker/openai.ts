@@ -373,7 +373,12 @@ export function openAIHandlers(options: OpenAIHandlerOptions): Pick<Handlers, Op
       if (!ref) throw missing();
       const thread = await stubFor(c, ref.threadId).getThread();
       if (!thread.ok) throw missing();
-      const newest = thread.value.last_turn_id === ref.turnId;
+      // A retry of a continuation finds the turn its first attempt added: still a continuation.
+      const retried =
+        keyed.idempotency !== undefined &&
+        thread.value.last_turn_id !== ref.turnId &&
+        unwrap(await stubFor(c, ref.threadId).keyedTurn(keyed.idempotency)) !== null;
+      const newest = retried || thread.value.last_turn_id === ref.turnId;
       if (newest && thread.value.status === "running") {
         throw invalid("The previous response is still in progress.", "previous_response_id");
       }
@@ -394,8 +399,13 @@ export function openAIHandlers(options: OpenAIHandlerOptions): Pick<Handlers, Op
       if (answersPending(turn, input)) paused = turn;
     }
     if (base !== undefined && (!store || !base.newest)) {
-      // A branch, or a continuation that must leave its thread as it is: a fork at the response.
-      const threadId = store ? `thr_${crypto.randomUUID()}` : temporaryId();
+      // A branch, or a continuation that must leave its thread as it is: a fork at the response
+      // (under a key, the fork a retry finds again).
+      const threadId = keyed.idempotency
+        ? await threadIdForKey("createResponse", keyed.idempotency.key)
+        : store
+          ? `thr_${crypto.randomUUID()}`
+          : temporaryId();
       const source = unwrap(
         await stubFor(c, base.thread.id).forkSource(
           base.turnId === undefined ? {} : { afterTurn: base.turnId },
@@ -411,6 +421,7 @@ export function openAIHandlers(options: OpenAIHandlerOptions): Pick<Handlers, Op
             warnings: source.warnings,
             source: "fork",
             ...policyOf(c),
+            ...keyed,
           },
           traceOf(c),
         ),

@@ -386,6 +386,13 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     return this.#withThread((live) => this.#turn(live, turnId));
   }
 
+  keyedTurn(key: IdempotencyKey): Promise<RpcResult<string | null>> {
+    return this.#withThread(() => {
+      const earlier = this.#keyed.earlier(key);
+      return earlier.ok ? ok(earlier.value?.turnId ?? null) : earlier;
+    });
+  }
+
   async #turn(live: LiveThread, turnId: string): Promise<RpcResult<TurnResource>> {
     const row = this.#parts.meta.turn(turnId);
     if (row) return ok(await turnResource(live, row));

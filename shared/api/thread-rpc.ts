@@ -294,6 +294,12 @@ export interface ThreadRpc {
   streamTurn(req: StartTurnRequest, trace?: Trace): Promise<RpcResult<EventStream>>;
   getTurn(turnId: string): Promise<RpcResult<TurnResource>>;
   /**
+   * The turn an earlier request with this key started here, when it was this same request (null:
+   * none); the same key with another request is `idempotency_key_reused`. The OpenAI surface
+   * tells a retried continuation from a branch with it.
+   */
+  keyedTurn(key: IdempotencyKey): Promise<RpcResult<string | null>>;
+  /**
    * The thread's `EventStream`: the retained events with `seq > after`, in order, then live
    * events as they happen, across turns, until the reader cancels (or the object goes away, when
    * the stream simply ends). The retained window is bounded (by count, bytes and age, the DO's

@@ -7,6 +7,7 @@ import type {
   EventsRequest,
   ExportRequest,
   ForkSourceRequest,
+  IdempotencyKey,
   InjectRequest,
   ListHistoryRequest,
   ListResource,
@@ -116,6 +117,11 @@ export class FakeThreads {
           const found = existing();
           if (!found.ok) return found;
           return { ok: true, value: turn(turnId, found.value.id, "completed") };
+        }),
+      keyedTurn: (key: IdempotencyKey) =>
+        call("keyedTurn", [key], (): RpcResult<string | null> => {
+          const found = existing();
+          return found.ok ? { ok: true, value: null } : found;
         }),
       listHistory: (req: ListHistoryRequest) =>
         call("listHistory", [req], (): RpcResult<ListResource<ResponseItem>> => {

@@ -428,6 +428,33 @@ describe.each(SDKS)("%s", (_name, { clientFor, errors }) => {
     expect(unknownModel.code).toBe("unknown_model");
   });
 
+  it("answers a retry with the same Idempotency-Key with the first response, run once", async () => {
+    const key = crypto.randomUUID();
+    const first = await client.responses.create(
+      { model: MODEL, input: "once only" },
+      { headers: { "Idempotency-Key": key } },
+    );
+    const retry = await client.responses.create(
+      { model: MODEL, input: "once only" },
+      { headers: { "Idempotency-Key": key } },
+    );
+    expect(retry.id).toBe(first.id);
+    expect(retry.output).toEqual(first.output);
+    const thread = await json<{ turn_count: number }>(
+      await api("GET", `/v1/threads/${threadOf(first.id)}`),
+    );
+    expect(thread.turn_count).toBe(1);
+
+    const next = { model: MODEL, previous_response_id: first.id, input: "and once more" };
+    const a = await client.responses.create(next, { headers: { "Idempotency-Key": `${key}-2` } });
+    const b = await client.responses.create(next, { headers: { "Idempotency-Key": `${key}-2` } });
+    expect(b.id).toBe(a.id);
+    const after = await json<{ turn_count: number }>(
+      await api("GET", `/v1/threads/${threadOf(first.id)}`),
+    );
+    expect(after.turn_count).toBe(2);
+  });
+
   it("lists and gets the catalog's models", async () => {
     const models = [];
     for await (const model of client.models.list()) models.push(model.id);
