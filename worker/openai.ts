@@ -787,8 +787,13 @@ export function renderOpenAIError(c: Context<AppEnv>, error: ApiError): Response
       code: error.code,
     },
   };
+  // The SDK retries 409 and 429 by itself: a busy thread, or a used-up quota with no time to
+  // wait for, would answer the same.
   const retry =
-    error.status === 409 && error.code !== "idempotency_key_in_use" ? "false" : undefined;
+    (error.status === 409 && error.code !== "idempotency_key_in_use") ||
+    (error.status === 429 && error.headers["Retry-After"] === undefined)
+      ? "false"
+      : undefined;
   return c.json(body, error.status, {
     ...error.headers,
     ...(retry ? { "x-should-retry": retry } : {}),
