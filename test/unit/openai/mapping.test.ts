@@ -54,6 +54,8 @@ const context: ResponseItem[] = [
   },
 ];
 
+const idOf = (item: ResponseItem) => ("id" in item ? item.id : undefined);
+
 describe("response ids", () => {
   it("name a thread, a turn and a stretch, and nothing else parses", () => {
     const ref = { threadId: "thr_a-b", turnId: "turn_1", start: 12, inputs: 3 };
@@ -171,13 +173,13 @@ describe("what a client sees", () => {
       assistant("done"),
     ];
     const first = responseStretch(items, 0, 1);
-    expect(first.input.map((i) => i.id)).toEqual(["msg_q"]);
-    expect(first.output.map((i) => i.id)).toEqual(["fc_s1", "fco_s1", "fc_c1"]);
+    expect(first.input.map(idOf)).toEqual(["msg_q"]);
+    expect(first.output.map(idOf)).toEqual(["fc_s1", "fco_s1", "fc_c1"]);
     expect(first.resumed).toBe(true);
     // The resume recorded its outputs from index 6 on.
     const second = responseStretch(items, 6, 1);
-    expect(second.input.map((i) => i.id)).toEqual(["fco_c1"]);
-    expect(second.output.map((i) => i.id)).toEqual(["msg_a_done"]);
+    expect(second.input.map(idOf)).toEqual(["fco_c1"]);
+    expect(second.output.map(idOf)).toEqual(["msg_a_done"]);
     expect(second.resumed).toBe(false);
   });
 
@@ -307,7 +309,7 @@ describe("ResponseStream", () => {
     };
     expect(completed.response.id).toBe("resp_thr.t1.0.1");
     expect(completed.response.status).toBe("completed");
-    expect(completed.response.output.map((i) => i.id)).toEqual(["msg_1", "fc_c1"]);
+    expect(completed.response.output.map(idOf)).toEqual(["msg_1", "fc_c1"]);
     expect(stream.ended).toBe(true);
   });
 });
