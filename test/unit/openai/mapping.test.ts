@@ -304,12 +304,12 @@ describe("ResponseStream", () => {
       output_index: 1,
       item: { type: "function_call", arguments: "" },
     });
-    const completed = out.at(-1) as {
+    const completed = out.at(-1) as unknown as {
       response: { id: string; status: string; output: { id: string }[] };
     };
     expect(completed.response.id).toBe("resp_thr.t1.0.1");
     expect(completed.response.status).toBe("completed");
-    expect(completed.response.output.map(idOf)).toEqual(["msg_1", "fc_c1"]);
+    expect(completed.response.output.map((item) => item.id)).toEqual(["msg_1", "fc_c1"]);
     expect(stream.ended).toBe(true);
   });
 });
