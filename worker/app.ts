@@ -28,6 +28,7 @@ import type { KeyCache } from "./key-cache.ts";
 import { mcpServerHandlers } from "./mcp-servers.ts";
 import { requestContext, traceOf } from "./observability.ts";
 import { openAIHandlers, renderOpenAIError } from "./openai.ts";
+import { isOpenAIPath } from "./openai-routes.ts";
 import { buildOpenApiDocument, type OpenApiDocument } from "./openapi.ts";
 import { queryOf } from "./query.ts";
 import {
@@ -460,16 +461,6 @@ function logError(c: Context<AppEnv>, error: ApiError, event = "request.failed")
     error_code: error.code,
     error: describeError(error.cause ?? error),
   });
-}
-
-/**
- * Paths OpenAI's SDKs call: the surface's routes, and the ones it lacks, whose 404 must also be
- * OpenAI's shape for the SDK's typed errors.
- */
-const OPENAI_PATHS = /^\/v1\/(responses|conversations|models|chat|completions|embeddings)(\/|$)/;
-
-function isOpenAIPath(path: string): boolean {
-  return OPENAI_PATHS.test(path);
 }
 
 /** RFC 9457: every error answers `application/problem+json`; unexpected ones are logged. */

@@ -241,3 +241,13 @@ export const OPENAI_ROUTES = {
     errors: ["not_found"],
   },
 } as const satisfies Record<string, RouteSpec>;
+
+/**
+ * Paths OpenAI's SDKs call: the surface's routes, and the ones it lacks, whose 404 must also be
+ * OpenAI's shape for the SDK's typed errors.
+ */
+const OPENAI_PATHS = /^\/v1\/(responses|conversations|models|chat|completions|embeddings)(\/|$)/;
+
+export function isOpenAIPath(path: string): boolean {
+  return OPENAI_PATHS.test(path);
+}

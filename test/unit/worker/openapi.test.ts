@@ -9,6 +9,14 @@ import { setup } from "./fake-thread.ts";
 
 const doc = buildOpenApiDocument();
 const routes = Object.entries(API_ROUTES as Record<string, RouteSpec>);
+/** The OpenAI-compatible surface (design §17): its errors are OpenAI's shape, not problems. */
+const openAIOperations = new Set(
+  routes
+    .filter(([, route]) => route.dialect === "openai")
+    .map(([, route]) => `${route.method.toUpperCase()} ${route.path}`),
+);
+const isOpenAI = (method: string, path: string) =>
+  openAIOperations.has(`${method.toUpperCase()} ${path}`);
 
 type Operation = Record<string, unknown> & {
   operationId: string;
@@ -56,8 +64,9 @@ describe("the OpenAPI document", () => {
       operations(doc).map(([path, method]) => `${method.toUpperCase()} ${path}`),
     );
     expect(documented).toEqual(served);
-    // The design §7 table, plus restore (an operator route from the DO work).
-    expect([...documented].sort()).toEqual(
+    // The design §7 table, plus restore (an operator route from the DO work); the OpenAI
+    // surface's routes are its own tests' business.
+    expect([...documented].filter((op) => !openAIOperations.has(op)).sort()).toEqual(
       [
         "GET /healthz",
         "GET /openapi.json",
@@ -147,6 +156,20 @@ describe("the OpenAPI document", () => {
         `${method} ${path}`,
       ).toBe(true);
       expect(statuses).toContain("500");
+      if (isOpenAI(method, path)) {
+        for (const status of statuses.filter((s) => Number(s) >= 400)) {
+          const body = op.responses[status]?.content?.["application/json"]?.schema;
+          const [ref, codes] = (body?.allOf ?? []) as [
+            { $ref: string },
+            { properties: { error: { properties: { code: { enum: string[] } } } } },
+          ];
+          expect(ref.$ref).toBe("#/components/schemas/OpenAIError");
+          expect(PROBLEM_CODES).toEqual(
+            expect.arrayContaining(codes.properties.error.properties.code.enum),
+          );
+        }
+        continue;
+      }
       for (const status of statuses.filter((s) => Number(s) >= 400)) {
         const problem = op.responses[status]?.content?.["application/problem+json"]?.schema;
         const [ref, codes] = (problem?.allOf ?? []) as [
@@ -197,7 +220,9 @@ describe("the OpenAPI document", () => {
       "GET /v1/keys",
       "DELETE /v1/keys/{key_id}",
     ]);
-    const threads = byKey.get(JSON.stringify([{ apiKey: ["threads"] }])) ?? [];
+    const threads = (byKey.get(JSON.stringify([{ apiKey: ["threads"] }])) ?? []).filter(
+      (op) => !openAIOperations.has(op),
+    );
     expect(threads).toHaveLength(20);
     expect(threads.every((op) => op.includes(" /v1/threads"))).toBe(true);
     const hooks = byKey.get(JSON.stringify([{ apiKey: ["hooks"] }])) ?? [];
@@ -303,8 +328,60 @@ describe("the OpenAPI document", () => {
     expect(history.parameters?.find((p) => p.name === "limit")).toMatchObject({
       required: false,
       description: "Items per page: 1-1000, in decimal digits; default 100.",
-      schema: { type: "string", pattern: "^[0-9]{1,4}$", default: "100" },
+      schema: { type: "integer", pattern: "^[0-9]{1,4}$", default: 100, minimum: 1, maximum: 1000 },
     });
+  });
+
+  it("a number in the query or a header is an integer, with the digits pattern it is checked by", () => {
+    const events = doc.paths["/v1/threads/{id}/events"]?.get as Operation;
+    const schemas = Object.fromEntries(
+      (events.parameters ?? []).map((p) => [p.name, (p as { schema?: unknown }).schema]),
+    );
+    expect(schemas.after).toEqual({ type: "integer", pattern: "^[0-9]{1,15}$" });
+    expect(schemas["last-event-id"]).toEqual({ type: "integer", pattern: "^[0-9]{1,15}$" });
+    // No parameter anywhere is left a string of digits.
+    for (const [path, method, op] of operations(doc)) {
+      for (const parameter of op.parameters ?? []) {
+        const schema = (parameter as { schema?: { type?: string; pattern?: string } }).schema;
+        if (schema?.pattern?.startsWith("^[0-9]")) {
+          expect(schema.type, `${method} ${path} ${parameter.name}`).toBe("integer");
+        }
+      }
+    }
+  });
+
+  it("no request schema requires a field that has a default", () => {
+    const offenders: string[] = [];
+    // The request bodies' components and every component they refer to.
+    const queue = routes.flatMap(([, route]) => {
+      if (route.body?.kind !== "json") return [];
+      const op = doc.paths[route.path]?.[route.method] as Operation;
+      return [op.requestBody?.content["application/json"]?.schema.$ref ?? ""];
+    });
+    const seen = new Set<string>();
+    const visit = (value: unknown, where: string) => {
+      if (typeof value !== "object" || value === null) return;
+      const { properties, required, $ref } = value as {
+        properties?: Record<string, { default?: unknown }>;
+        required?: string[];
+        $ref?: string;
+      };
+      if (typeof $ref === "string") queue.push($ref);
+      for (const name of required ?? []) {
+        if (properties?.[name]?.default !== undefined) offenders.push(`${where}.${name}`);
+      }
+      for (const [key, inner] of Object.entries(value)) visit(inner, `${where}/${key}`);
+    };
+    for (let ref = queue.pop(); ref !== undefined; ref = queue.pop()) {
+      if (seen.has(ref)) continue;
+      seen.add(ref);
+      const name = ref.replace("#/components/schemas/", "");
+      visit(component(name), name);
+    }
+    expect(seen).toContain("#/components/schemas/ThreadConfig");
+    expect(offenders).toEqual([]);
+    const onBusy = (component("StartTurnBody").properties as Record<string, unknown>).on_busy;
+    expect(onBusy).toMatchObject({ default: "reject" });
   });
 
   it("every operation takes and every answer carries x-request-id, as the edge does", async () => {

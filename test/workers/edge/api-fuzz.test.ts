@@ -21,6 +21,7 @@ import {
   problemTitle,
   problemType,
 } from "../../../shared/api/index.ts";
+import { isOpenAIPath } from "../../../worker/openai-routes.ts";
 import { arbitraryOf, type JsonSchema } from "../../helpers/json-schema-arbitrary.ts";
 import { ACME_KEY, BASE, GLOBEX_KEY, newThreadId } from "../helpers/api.ts";
 import { answerEvents, responsesStream } from "../helpers/openai.ts";
@@ -507,6 +508,21 @@ async function check(req: FuzzRequest, res: Response): Promise<void> {
     return;
   }
   const text = new TextDecoder().decode(await res.arrayBuffer());
+  if (res.status >= 400 && isOpenAIPath(new URL(req.url).pathname)) {
+    // The OpenAI-compatible routes answer OpenAI's error body, `code` the problem code.
+    expect(type, where).toMatch(/^application\/json/);
+    const { error } = JSON.parse(text) as { error: Record<string, unknown> };
+    expect(error, where).toEqual({
+      message: expect.any(String),
+      type: expect.any(String),
+      param: error.param === null ? null : expect.any(String),
+      code: expect.any(String),
+    });
+    expect(isProblemCode(error.code) && problemStatus(error.code), `${where}: ${text}`).toBe(
+      res.status,
+    );
+    return;
+  }
   if (res.status >= 400) {
     expect(type, where).toBe(PROBLEM_CONTENT_TYPE);
     const problem = JSON.parse(text) as Record<string, unknown>;
@@ -540,6 +556,13 @@ function learn(req: FuzzRequest, res: Response, text: string): void {
     known.deleted[req.tenant].delete(id);
   }
   const path = new URL(req.url).pathname;
+  // A conversation is a thread: deleting one deletes the thread (200, OpenAI's answer).
+  const conversation = /^\/v1\/conversations\/[^/]+$/.test(path);
+  if (req.method === "DELETE" && res.status === 200 && conversation) {
+    const id = path.split("/").at(-1) ?? "";
+    threads.delete(id);
+    known.deleted[req.tenant].add(id);
+  }
   if (req.method === "DELETE" && res.status === 204 && path.startsWith("/v1/threads/")) {
     const id = path.split("/").at(-1) ?? "";
     threads.delete(id);
