@@ -240,7 +240,10 @@ describe("rolloutPrefix: what a fork copies", () => {
       turn(live, parts, "turn_2", "completed");
       turn(live, parts, "turn_3", "in_progress");
       const all = storedLines(live);
-      return { all, prefix: await readPrefix(await rolloutPrefix(live, { beforeTurn: "turn_2" }, "turn_3")) };
+      return {
+        all,
+        prefix: await readPrefix(await rolloutPrefix(live, { beforeTurn: "turn_2" }, "turn_3")),
+      };
     });
     expect(result.prefix.ok && result.prefix.value.lines).toEqual(jsonl(result.all.slice(0, 3)));
   });
