@@ -176,7 +176,12 @@ export function openAIHandlers(options: OpenAIHandlerOptions): Pick<Handlers, Op
         const req = { items: answers, ...policyOf(c), ...keyed };
         if (body.stream || background) {
           const upstream = unwrap(await stub.streamOutputs(turn.id, req, traceOf(c)));
-          const stream = new ResponseStream({ settings: settings(thread), ref, nowMs: now });
+          const stream = new ResponseStream({
+            settings: settings(thread),
+            ref,
+            earlier: turn.items,
+            nowMs: now,
+          });
           if (background) return c.json(await inBackground(upstream, stream));
           return respondStreaming(c, upstream, stream, discard);
         }

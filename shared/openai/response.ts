@@ -103,36 +103,63 @@ export function openAIItem(
   }
 }
 
-/** Output text of a server call's output, as `mcp_call.output` carries it. */
+/**
+ * A server call's output as `mcp_call.output` carries it: the text of its content. The engine
+ * records an MCP result's content as JSON (Codex's form); text parts are joined, anything else
+ * stays as recorded.
+ */
 function outputText(item: ResponseItem & { type: "function_call_output" }): string {
-  if (typeof item.output === "string") return item.output;
-  return item.output.map((part) => (part.type === "input_text" ? part.text : "")).join("");
+  if (typeof item.output !== "string") {
+    return item.output.map((part) => (part.type === "input_text" ? part.text : "")).join("");
+  }
+  try {
+    const parts: unknown = JSON.parse(item.output);
+    if (Array.isArray(parts) && parts.every(isTextPart)) return parts.map((p) => p.text).join("");
+  } catch {
+    // Not JSON: a plain text output.
+  }
+  return item.output;
+}
+
+function isTextPart(part: unknown): part is { type: "text"; text: string } {
+  return (
+    typeof part === "object" &&
+    part !== null &&
+    (part as { type?: unknown }).type === "text" &&
+    typeof (part as { text?: unknown }).text === "string"
+  );
 }
 
 /**
- * A response's output items: server calls shown as `mcp_call` with their output folded in (the
- * `function_call_output` of a server call is not an item of its own), then the approvals the
- * turn waits on.
+ * A response's output items. A server call shows as one `mcp_call` with its output folded in,
+ * where its output was recorded: a call still waiting for it (held for approval) is not shown
+ * yet, and a call of an `earlier` stretch answered in this one shows here. Then the approvals
+ * the turn waits on.
  */
 export function outputItems(
   output: readonly ResponseItem[],
   idPrefix: string,
   approvals: TurnResource["pending_approvals"] = [],
+  earlier: readonly ResponseItem[] = [],
 ): OpenAIItem[] {
-  const serverCalls = new Set(
-    output.flatMap((item) =>
-      item.type === "function_call" && serverToolOf(item.name) ? [item.call_id] : [],
-    ),
-  );
+  const calls = new Map<string, ResponseItem>();
+  for (const item of [...earlier, ...output]) {
+    if (item.type === "function_call" && serverToolOf(item.name)) calls.set(item.call_id, item);
+  }
   const results = new Map<string, string>();
   for (const item of output) {
-    if (item.type === "function_call_output" && serverCalls.has(item.call_id)) {
+    if (item.type === "function_call_output" && calls.has(item.call_id)) {
       results.set(item.call_id, outputText(item));
     }
   }
   const items = output.flatMap((item, index) => {
-    if (item.type === "function_call_output" && serverCalls.has(item.call_id)) return [];
-    const mapped = openAIItem(item, `${idPrefix}_${index}`, results);
+    let shown: ResponseItem | undefined = item;
+    if (item.type === "function_call" && calls.has(item.call_id)) {
+      shown = undefined;
+    } else if (item.type === "function_call_output" && calls.has(item.call_id)) {
+      shown = calls.get(item.call_id);
+    }
+    const mapped = shown && openAIItem(shown, `${idPrefix}_${index}`, results);
     return mapped ? [mapped] : [];
   });
   for (const approval of approvals ?? []) {
@@ -215,7 +242,12 @@ export function responseResource(
     max_output_tokens: settings.max_output_tokens,
     max_tool_calls: settings.max_tool_calls,
     model: settings.model,
-    output: outputItems(output, `item_${turn.id}`, last ? turn.pending_approvals : []),
+    output: outputItems(
+      output,
+      `item_${turn.id}`,
+      last ? turn.pending_approvals : [],
+      turn.items.slice(0, ref.start),
+    ),
     parallel_tool_calls: settings.parallel_tool_calls,
     previous_response_id: settings.previous_response_id,
     prompt_cache_key: settings.prompt_cache_key,

@@ -1,7 +1,7 @@
 import type { ThreadEvent, TurnResource } from "../api/index.ts";
 import type { ResponseItem } from "../protocol/index.ts";
 import type { ResponseRef } from "./ids.ts";
-import { isClientVisible } from "./items.ts";
+import { isClientVisible, serverToolOf } from "./items.ts";
 import type { OpenAIItem, OpenAIResponse } from "./resources.ts";
 import { openAIItem, outputItems, type ResponseSettings, responseResource } from "./response.ts";
 
@@ -13,6 +13,8 @@ export interface ResponseStreamOptions {
   settings: ResponseSettings;
   /** Known up front for a resume; a new turn's comes with its `turn.started`. */
   ref?: ResponseRef;
+  /** A resume's: the turn's items before it (server calls answered in this stretch). */
+  earlier?: readonly ResponseItem[];
   /** The stretch of a new turn: its thread, where it starts and how many client items it sent. */
   pending?: Omit<ResponseRef, "turnId">;
   nowMs: () => number;
@@ -38,13 +40,18 @@ export class ResponseStream {
   #seenInputs = 0;
   #nextOutput = 0;
   #message: OpenMessage | undefined;
-  /** Server calls shown as `mcp_call`, open until their output comes. */
-  readonly #serverCalls = new Map<string, { outputIndex: number; call: ResponseItem }>();
+  /** Server calls, shown as one `mcp_call` once their output comes. */
+  readonly #serverCalls = new Map<string, ResponseItem>();
   #ended = false;
 
   constructor(options: ResponseStreamOptions) {
     this.#options = options;
     this.#ref = options.ref;
+    for (const item of options.earlier ?? []) {
+      if (item.type === "function_call" && serverToolOf(item.name)) {
+        this.#serverCalls.set(item.call_id, item);
+      }
+    }
   }
 
   /** The response this stream is about, once known. */
@@ -216,14 +223,11 @@ export class ResponseStream {
       );
       return [...events, ...this.#closeMessage(mapped)];
     }
-    const outputIndex = this.#nextOutput++;
     if (mapped.type === "mcp_call" && item.type === "function_call") {
-      this.#serverCalls.set(item.call_id, { outputIndex, call: item });
-      events.push(
-        this.#event("response.output_item.added", { output_index: outputIndex, item: mapped }),
-      );
+      this.#serverCalls.set(item.call_id, item);
       return events;
     }
+    const outputIndex = this.#nextOutput++;
     if (mapped.type === "function_call") {
       const at = { item_id: mapped.id, output_index: outputIndex };
       events.push(
@@ -248,14 +252,21 @@ export class ResponseStream {
     return events;
   }
 
-  /** A server call's output completes its `mcp_call` item. */
+  /** A server call's output: the call shows, as one finished `mcp_call` item. */
   #serverResult(item: ResponseItem & { type: "function_call_output" }): OpenAIStreamEvent[] {
-    const open = this.#serverCalls.get(item.call_id);
-    if (!open) return [];
+    const call = this.#serverCalls.get(item.call_id);
+    if (!call) return [];
     this.#serverCalls.delete(item.call_id);
-    const [done] = outputItems([open.call, item], `item_${item.call_id}`);
+    const [done] = outputItems([item], `item_${item.call_id}`, [], [call]);
+    if (!done) return [];
+    const outputIndex = this.#nextOutput++;
     return [
-      this.#event("response.output_item.done", { output_index: open.outputIndex, item: done }),
+      ...this.#closeMessage(),
+      this.#event("response.output_item.added", {
+        output_index: outputIndex,
+        item: { ...done, status: "in_progress", output: null },
+      }),
+      this.#event("response.output_item.done", { output_index: outputIndex, item: done }),
     ];
   }
 
