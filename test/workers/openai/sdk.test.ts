@@ -210,6 +210,33 @@ describe.each(SDKS)("%s", (_name, { clientFor, errors }) => {
     expect(inputs.data.map((i) => i.type)).toEqual(["function_call_output"]);
   });
 
+  it("resumes a paused turn with a streamed response of what follows", async () => {
+    const called = await client.responses.create({
+      model: MODEL,
+      tools: [LOOKUP],
+      input: '/call lookup {"q":"stream"}',
+    });
+    const call = called.output.find((item) => item.type === "function_call");
+    if (call?.type !== "function_call") throw new Error("no call");
+    const stream = await client.responses.create({
+      model: MODEL,
+      tools: [LOOKUP],
+      previous_response_id: called.id,
+      input: [{ type: "function_call_output", call_id: call.call_id, output: "streamed wool" }],
+      stream: true,
+    });
+    const types: string[] = [];
+    let final: OpenAI.Responses.Response | undefined;
+    for await (const event of stream) {
+      types.push(event.type);
+      if (event.type === "response.completed") final = event.response;
+    }
+    expect(types[0]).toBe("response.created");
+    expect(final?.output.map((i) => i.type)).toEqual(["message"]);
+    expect(outputText(final as OpenAI.Responses.Response)).toContain("streamed wool");
+    expect(parseResponseId(final?.id ?? "")?.turnId).toBe(parseResponseId(called.id)?.turnId);
+  });
+
   it("streams a tool call's argument events", async () => {
     const stream = await client.responses.create({
       model: MODEL,
