@@ -416,7 +416,12 @@ class AlarmCommand implements fc.AsyncCommand<Model, Real> {
   async run(m: Model, r: Real) {
     const before = await inspect(r);
     const ran = await runDurableObjectAlarm(stub(r));
-    if (before.flushedThrough < before.lastSeq) expect(ran).toBe(true);
+    if (before.flushedThrough < before.lastSeq && !ran) {
+      // The alarm fired on its own between the two reads (a flush delay elapsed): by now it has
+      // flushed, or it scheduled its retry.
+      const now = await inspect(r);
+      if (now.flushedThrough < now.lastSeq) expect(await runDurableObjectAlarm(stub(r))).toBe(true);
+    }
     const after = await inspect(r);
     if (!m.r2Down) expect(after.flushedThrough).toBe(after.lastSeq);
     else expect(after.flushedThrough).toBe(before.flushedThrough);
