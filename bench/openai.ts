@@ -10,8 +10,9 @@
  * 2. Streamed (`stream: true`): the time to the first SSE event and to the stream's end.
  * 3. Where the difference goes, interleaved on fresh threads (BENCH_OPENAI_SPLIT_ROUNDS, 3 × the
  *    turns): Spindle's route with and without the overrides a continuation through
- *    `/v1/responses` passes to its turn, the continuation itself, and `GET /v1/threads/{id}` (one `getThread`, the read a continuation adds) against
- *    `GET /v1/models` (the same authenticated request without a Durable Object call).
+ *    `/v1/responses` passes to its turn, the continuation itself, and `GET /v1/threads/{id}`
+ *    against `GET /v1/models` (the same authenticated request without a Durable Object call):
+ *    what one more thread RPC would cost a continuation.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -129,6 +130,7 @@ const RESPONSES_OVERRIDES = {
   model: MODEL,
   tools: [],
   context_sections: { instructions: null },
+  reasoning: null,
 };
 
 /** Step 3's samples, each kind on its own thread (the GET reads the continuation's). */
@@ -248,7 +250,7 @@ try {
     "",
     "## Where the difference goes (JSON)",
     "",
-    `${SPLIT_ROUNDS} of each, interleaved in rotating order on fresh threads (after ${WARMUP} of warm-up). The continuation reads the thread once (\`getThread\` in \`targetOf\`: is the named response the newest?) before the same \`startTurn\` RPC Spindle's route makes, passes \`overrides\` (\`model\`, \`tools: []\`, \`context_sections.instructions: null\`) to that turn, and maps the Turn to a Response in the worker.`,
+    `${SPLIT_ROUNDS} of each, interleaved in rotating order on fresh threads (after ${WARMUP} of warm-up). A continuation makes the same one \`startTurn\` RPC as Spindle's route, with \`overrides\` (\`model\`, \`tools: []\`, \`context_sections.instructions: null\`, \`reasoning: null\`) and \`afterTurn\` (the turn checks that the named response is still the thread's newest), and maps the Turn to a Response in the worker. \`GET /v1/threads/{id}\` over \`GET /v1/models\` is what one more thread RPC costs (a continuation that names no \`model\` makes it, to echo the thread's).`,
     "",
     table(
       ["request", "p50", "p90", "over the row it names, p50"],
@@ -261,7 +263,7 @@ try {
       ],
     ),
     "",
-    `Differences of medians: the continuation adds ${ms(added)}; the overrides account for ${ms(byOverrides)} of it, one \`getThread\` round trip for about ${ms(byGetThread)} (an upper bound: the GET also serializes the thread as JSON), the rest (${ms(added - byOverrides - byGetThread)}) is validation and mapping in the worker and noise.`,
+    `Differences of medians: the continuation adds ${ms(added)}, of which the overrides account for ${ms(byOverrides)}; the rest (${ms(added - byOverrides)}) is validation and mapping in the worker and noise. One more thread RPC would add about ${ms(byGetThread)}.`,
     "",
   ].join("\n");
   console.log(report);

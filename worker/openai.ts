@@ -74,15 +74,13 @@ export function openAIHandlers(options: OpenAIHandlerOptions): Pick<Handlers, Op
   };
 
   /** What a stored response echoes when read back: the thread's current settings. */
-  const storedSettings = async (stub: ThreadRpc, ref: ResponseRef): Promise<ResponseSettings> => {
-    const thread = unwrap(await stub.getThread());
-    return settingsOf({}, thread, {
+  const storedSettings = async (stub: ThreadRpc, ref: ResponseRef): Promise<ResponseSettings> =>
+    settingsOf({}, storedDefaults(unwrap(await stub.getThread())), {
       store: true,
       background: false,
       conversation: ref.threadId.startsWith("conv_") ? ref.threadId : null,
       previous: null,
     });
-  };
 
   /**
    * Streams a turn's events as Responses events; a thread made for `store: false` is deleted
@@ -130,6 +128,52 @@ export function openAIHandlers(options: OpenAIHandlerOptions): Pick<Handlers, Op
     return c.body(body, 200, SSE_HEADERS);
   };
 
+  /**
+   * Starts a turn and answers it as a response: JSON, streamed, or in the background. A turn
+   * that must follow a named one (`afterTurn`) and does not answers `undefined`: the caller then
+   * works out where the response runs instead.
+   */
+  const answerTurn = async (
+    c: Context<AppEnv>,
+    run: {
+      stub: ThreadRpc;
+      req: StartTurnRequest;
+      pending: Omit<ResponseRef, "turnId">;
+      settings: () => Promise<ResponseSettings>;
+      stream: boolean;
+      background: boolean;
+      discard: (() => Promise<void>) | undefined;
+      /** For a refusal: true to answer `undefined`, false to fail with it (or it throws). */
+      fallsBack?: (code: string) => Promise<boolean>;
+    },
+  ): Promise<Response | undefined> => {
+    const { stub, req, pending, discard } = run;
+    const refused = async (error: { code: string }) =>
+      run.fallsBack !== undefined && (await run.fallsBack(error.code));
+    if (run.stream || run.background) {
+      const upstream = await stub.streamTurn(req, traceOf(c));
+      if (!upstream.ok && (await refused(upstream.error))) return undefined;
+      const stream = new ResponseStream({
+        settings: await run.settings(),
+        pending,
+        nowMs: now,
+      });
+      if (run.background) return c.json(await inBackground(unwrap(upstream), stream));
+      return respondStreaming(c, unwrap(upstream), stream, discard);
+    }
+    let turn: TurnResource;
+    try {
+      const started = await stub.startTurn(req, traceOf(c));
+      if (!started.ok && (await refused(started.error))) return undefined;
+      turn = unwrap(started);
+    } finally {
+      await discard?.();
+    }
+    return c.json(
+      responseResource(turn, { ...pending, turnId: turn.id }, await run.settings(), now()),
+    );
+  };
+
   return {
     createResponse: async (c, { body, header }) => {
       checkSupported(body);
@@ -149,14 +193,65 @@ export function openAIHandlers(options: OpenAIHandlerOptions): Pick<Handlers, Op
       }
       const overrides = overridesOf(body);
       const keyed = await idempotencyOf(header, "createResponse", { param: {}, body });
-      const target = await targetOf(c, body, conversation, store, input, overrides, keyed);
-      const settings = (thread: ThreadResource) =>
-        settingsOf(body, thread, {
-          store,
-          background,
-          conversation: conversation ?? null,
-          previous: body.previous_response_id ?? null,
+      const extras = {
+        store,
+        background,
+        conversation: conversation ?? null,
+        previous: body.previous_response_id ?? null,
+      };
+      const turnRequest = (withOverrides: boolean): StartTurnRequest => ({
+        content: input.content,
+        ...(input.replayed.length > 0 ? { replayed: input.replayed } : {}),
+        ...(withOverrides ? { overrides } : {}),
+        onBusy: "reject",
+        ...policyOf(c),
+        ...keyed,
+      });
+      const pendingOn = (threadId: string) => ({
+        threadId,
+        start: 0,
+        inputs: input.recordedCount,
+      });
+      const streamed = { stream: body.stream ?? false, background };
+
+      // A continuation of the newest response is one call: the turn itself checks that the
+      // response it follows is still the thread's newest (`afterTurn`), and the echo needs the
+      // thread only for a request that names no model. Anything else (a branch, an answer to a
+      // paused turn, a response that is still running) works out where it runs first.
+      if (body.previous_response_id && store && input.answers.length === 0) {
+        const previous = body.previous_response_id;
+        const ref = parseResponseId(previous);
+        if (!ref) throw missingResponse(previous);
+        const stub = stubFor(c, ref.threadId);
+        let read: ReturnType<ThreadRpc["getThread"]> | undefined;
+        const thread = async () => {
+          read ??= stub.getThread();
+          const found = await read;
+          if (!found.ok) throw missingResponse(previous);
+          return found.value;
+        };
+        if (body.model === undefined) void thread().catch(() => undefined);
+        const answered = await answerTurn(c, {
+          stub,
+          req: { ...turnRequest(true), afterTurn: ref.turnId },
+          pending: pendingOn(ref.threadId),
+          settings: async () =>
+            settingsOf(body, requestDefaults(body.model ?? (await thread()).config.model), extras),
+          ...streamed,
+          discard: undefined,
+          fallsBack: async (code) => {
+            if (code === "turn_mismatch") return true;
+            if (code === "not_found") await thread();
+            if (code === "thread_busy" && (await thread()).last_turn_id === ref.turnId) {
+              throw invalid("The previous response is still in progress.", "previous_response_id");
+            }
+            return false;
+          },
         });
+        if (answered) return answered;
+      }
+
+      const target = await targetOf(c, body, conversation, store, input, overrides, keyed);
       const stub = stubFor(c, target.threadId);
       const discard = store
         ? undefined
@@ -173,47 +268,30 @@ export function openAIHandlers(options: OpenAIHandlerOptions): Pick<Handlers, Op
           start: turn.items.length,
           inputs: answers.filter((a) => a.type === "function_call_output").length,
         };
+        // A resumed turn runs on the thread's settings: the request changes none of them.
+        const settings = settingsOf(body, storedDefaults(thread), extras);
         const req = { items: answers, ...policyOf(c), ...keyed };
         if (body.stream || background) {
           const upstream = unwrap(await stub.streamOutputs(turn.id, req, traceOf(c)));
-          const stream = new ResponseStream({
-            settings: settings(thread),
-            ref,
-            earlier: turn.items,
-            nowMs: now,
-          });
+          const stream = new ResponseStream({ settings, ref, earlier: turn.items, nowMs: now });
           if (background) return c.json(await inBackground(upstream, stream));
           return respondStreaming(c, upstream, stream, discard);
         }
         const resumed = unwrap(await stub.submitOutputs(turn.id, req, traceOf(c)));
         await discard?.();
-        return c.json(responseResource(resumed, ref, settings(thread), now()));
+        return c.json(responseResource(resumed, ref, settings, now()));
       }
 
-      const req: StartTurnRequest = {
-        content: input.content,
-        ...(input.replayed.length > 0 ? { replayed: input.replayed } : {}),
-        ...(target.created ? {} : { overrides }),
-        onBusy: "reject",
-        ...policyOf(c),
-        ...keyed,
-      };
-      const pending = { threadId: target.threadId, start: 0, inputs: input.recordedCount };
-      if (body.stream || background) {
-        const upstream = unwrap(await stub.streamTurn(req, traceOf(c)));
-        const stream = new ResponseStream({ settings: settings(thread), pending, nowMs: now });
-        if (background) return c.json(await inBackground(upstream, stream));
-        return respondStreaming(c, upstream, stream, discard);
-      }
-      let turn: TurnResource;
-      try {
-        turn = unwrap(await stub.startTurn(req, traceOf(c)));
-      } finally {
-        await discard?.();
-      }
-      return c.json(
-        responseResource(turn, { ...pending, turnId: turn.id }, settings(thread), now()),
-      );
+      const answered = await answerTurn(c, {
+        stub,
+        req: turnRequest(!target.created),
+        pending: pendingOn(target.threadId),
+        settings: async () => settingsOf(body, requestDefaults(thread.config.model), extras),
+        ...streamed,
+        discard,
+      });
+      if (!answered) throw new ApiError("internal", "The response did not start.");
+      return answered;
     },
 
     getResponse: async (c, { param, query }) => {
@@ -370,10 +448,7 @@ export function openAIHandlers(options: OpenAIHandlerOptions): Pick<Handlers, Op
   }> {
     let base: { thread: ThreadResource; turnId: string | undefined; newest: boolean } | undefined;
     if (body.previous_response_id) {
-      const missing = () =>
-        new ApiError("not_found", `No response "${body.previous_response_id}".`, {
-          errors: [{ path: "previous_response_id", message: "not found" }],
-        });
+      const missing = () => missingResponse(body.previous_response_id as string);
       const ref = parseResponseId(body.previous_response_id);
       if (!ref) throw missing();
       const thread = await stubFor(c, ref.threadId).getThread();
@@ -512,6 +587,13 @@ function temporaryId(): string {
   return `tmp_${crypto.randomUUID()}`;
 }
 
+/** A `previous_response_id` that names no response the caller can see. */
+function missingResponse(id: string): ApiError {
+  return new ApiError("not_found", `No response "${id}".`, {
+    errors: [{ path: "previous_response_id", message: "not found" }],
+  });
+}
+
 function invalid(message: string, param: string): ApiError {
   return new ApiError("invalid_request", message, { errors: [{ path: param, message }] });
 }
@@ -566,14 +648,13 @@ function overridesOf(body: CreateResponseBody): ThreadConfig {
         ? { role: "developer", text: body.instructions }
         : null,
     },
-    ...(body.reasoning
+    // A response's reasoning settings are its own: without them, the model's defaults.
+    reasoning: body.reasoning
       ? {
-          reasoning: {
-            ...(body.reasoning.effort ? { effort: body.reasoning.effort } : {}),
-            ...(body.reasoning.summary ? { summary: body.reasoning.summary } : {}),
-          },
+          ...(body.reasoning.effort ? { effort: body.reasoning.effort } : {}),
+          ...(body.reasoning.summary ? { summary: body.reasoning.summary } : {}),
         }
-      : {}),
+      : null,
   };
   const parsed = ThreadConfigSchema.safeParse(overrides);
   if (!parsed.success) {
@@ -586,12 +667,13 @@ function overridesOf(body: CreateResponseBody): ThreadConfig {
   return parsed.data;
 }
 
-/** A new thread's configuration: the overrides, without the sections they clear. */
+/** A new thread's configuration: the overrides, without what they clear. */
 function creationConfig(overrides: ThreadConfig): ThreadConfig {
   const sections = Object.fromEntries(
     Object.entries(overrides.context_sections ?? {}).filter(([, section]) => section !== null),
   );
-  const { context_sections: _cleared, ...rest } = overrides;
+  const { context_sections: _cleared, reasoning, ...kept } = overrides;
+  const rest = reasoning ? { ...kept, reasoning } : kept;
   return Object.keys(sections).length > 0 ? { ...rest, context_sections: sections } : rest;
 }
 
@@ -652,10 +734,39 @@ export function openAIParam(pointer: string): string {
     .join("");
 }
 
-/** What a response echoes: the request's settings, with the model that ran it. */
+/** What a response echoes where its request names nothing: what the turn then runs with. */
+interface EchoDefaults {
+  model: string;
+  tools: readonly unknown[];
+  instructions: string | null;
+  reasoning: ThreadResource["config"]["reasoning"];
+  metadata: Record<string, string>;
+}
+
+/**
+ * A new turn's: the thread's model; no tools, instructions or reasoning settings (a request's
+ * replace the thread's for its turn, `overridesOf`), no metadata (a response's metadata is its
+ * request's, as OpenAI echoes it).
+ */
+function requestDefaults(model: string): EchoDefaults {
+  return { model, tools: [], instructions: null, reasoning: undefined, metadata: {} };
+}
+
+/** A stored or resumed turn's: the thread's current settings (those its newest turn ran with). */
+function storedDefaults(thread: ThreadResource): EchoDefaults {
+  return {
+    model: thread.config.model,
+    tools: thread.config.tools ?? [],
+    instructions: thread.config.context_sections?.[INSTRUCTIONS_SECTION]?.text ?? null,
+    reasoning: thread.config.reasoning,
+    metadata: thread.metadata,
+  };
+}
+
+/** What a response echoes: the request's settings, else the defaults. */
 function settingsOf(
   body: Partial<CreateResponseBody>,
-  thread: ThreadResource,
+  defaults: EchoDefaults,
   extras: {
     store: boolean;
     background: boolean;
@@ -663,32 +774,31 @@ function settingsOf(
     previous: string | null;
   },
 ): ResponseSettings {
-  const section = thread.config.context_sections?.[INSTRUCTIONS_SECTION];
   // Function tools echo every field the specification requires, null when not given.
-  const tools = (body.tools ?? thread.config.tools ?? []).map((tool) =>
-    tool.type === "function"
+  const tools = (body.tools ?? defaults.tools).map((entry) => {
+    const tool = entry as { type: string } & Record<string, unknown>;
+    return tool.type === "function"
       ? {
           type: "function",
-          name: (tool as { name: string }).name,
-          description: (tool as { description?: string | null }).description ?? null,
-          parameters: (tool as { parameters?: unknown }).parameters ?? null,
-          strict: (tool as { strict?: boolean | null }).strict ?? null,
+          name: tool.name,
+          description: tool.description ?? null,
+          parameters: tool.parameters ?? null,
+          strict: tool.strict ?? null,
         }
-      : { ...tool },
-  );
+      : { ...tool };
+  });
+  // A request's reasoning replaces the thread's whole (`resolveSessionConfiguration`).
+  const reasoning = body.reasoning ?? defaults.reasoning;
   return {
     // The model the request names runs the response (an unknown one is refused before).
-    model: body.model ?? thread.config.model,
-    instructions: body.instructions ?? (body.model === undefined ? (section?.text ?? null) : null),
+    model: body.model ?? defaults.model,
+    instructions: body.instructions ?? defaults.instructions,
     tools: tools as ResponseSettings["tools"],
     tool_choice: body.tool_choice ?? "auto",
     parallel_tool_calls: body.parallel_tool_calls ?? true,
     reasoning: {
-      effort: oneOf(REASONING_EFFORTS, body.reasoning?.effort ?? thread.config.reasoning?.effort),
-      summary: oneOf(
-        REASONING_SUMMARIES,
-        body.reasoning?.summary ?? thread.config.reasoning?.summary,
-      ),
+      effort: oneOf(REASONING_EFFORTS, reasoning?.effort),
+      summary: oneOf(REASONING_SUMMARIES, reasoning?.summary),
     },
     text: { format: { type: "text" } },
     max_output_tokens: body.max_output_tokens ?? null,
@@ -699,7 +809,7 @@ function settingsOf(
     presence_penalty: body.presence_penalty ?? 0,
     frequency_penalty: body.frequency_penalty ?? 0,
     truncation: body.truncation ?? "disabled",
-    metadata: body.metadata ?? thread.metadata,
+    metadata: body.metadata ?? defaults.metadata,
     store: extras.store,
     background: extras.background,
     user: body.user ?? null,

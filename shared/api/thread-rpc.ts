@@ -106,6 +106,11 @@ export interface StartTurnRequest extends WithPolicy {
   onBusy: BusyPolicy;
   /** With `onBusy: "steer"` (always set then): the turn the input must join, else `turn_mismatch`. */
   expectedTurnId?: string;
+  /**
+   * The turn that must still be the thread's newest, else `turn_mismatch` (checked after a keyed
+   * retry is answered): the OpenAI surface's continuation of `previous_response_id`.
+   */
+  afterTurn?: string;
   idempotency?: IdempotencyKey;
 }
 

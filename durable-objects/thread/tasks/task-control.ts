@@ -215,6 +215,10 @@ export class TaskControl {
     requestId?: string,
   ): Promise<RpcResult<Accepted>> {
     await this.drainQueue();
+    // A continuation of a named turn continues nothing once another turn followed it.
+    if (req.afterTurn !== undefined && this.#deps.meta.lastTurn()?.id !== req.afterTurn) {
+      return fail("turn_mismatch", `Turn ${req.afterTurn} is not the thread's newest.`);
+    }
     const running = this.#running;
     const { content, replayed } = req;
     if (running) {

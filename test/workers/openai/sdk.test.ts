@@ -287,6 +287,80 @@ describe.each(SDKS)("%s", (_name, { clientFor, errors }) => {
     expect(original.turn_count).toBe(2);
   });
 
+  it("continues the newest response streamed, refuses one still running, and 404s an unknown one", async () => {
+    const r1 = await client.responses.create({ model: MODEL, input: "first" });
+    const stream = await client.responses.create({
+      model: MODEL,
+      previous_response_id: r1.id,
+      input: "second",
+      stream: true,
+    });
+    let completed: OpenAI.Responses.Response | undefined;
+    for await (const event of stream)
+      if (event.type === "response.completed") completed = event.response;
+    expect(completed?.previous_response_id).toBe(r1.id);
+    expect(threadOf(completed?.id ?? "")).toBe(threadOf(r1.id));
+    // A streamed event's response has no `output_text` helper: the message's text is in output.
+    expect(JSON.stringify(completed?.output)).toContain('Last user message: \\"second\\"');
+
+    const running = await client.responses.create({
+      model: MODEL,
+      previous_response_id: completed?.id,
+      input: "/slow 300 still going",
+      background: true,
+    });
+    const refused = await client.responses
+      .create({ model: MODEL, previous_response_id: running.id, input: "too soon" })
+      .catch((e) => e);
+    expect(refused).toBeInstanceOf(BadRequestError);
+    expect(refused.param).toBe("previous_response_id");
+    await client.responses.cancel(running.id);
+    // Nothing was added by the refused request: three turns, the last one cancelled.
+    const thread = await json<{ turn_count: number; last_turn_id: string }>(
+      await api("GET", `/v1/threads/${threadOf(r1.id)}`),
+    );
+    expect(thread.turn_count).toBe(3);
+    expect(thread.last_turn_id).toBe(parseResponseId(running.id)?.turnId);
+
+    const unknown = `resp_${newThreadId()}.turn_x.0.1`;
+    const missing = await client.responses
+      .create({ model: MODEL, previous_response_id: unknown, input: "x" })
+      .catch((e) => e);
+    expect(missing).toBeInstanceOf(NotFoundError);
+    expect(missing.param).toBe("previous_response_id");
+  });
+
+  it("echoes the settings the continuation ran with, not the thread's earlier ones", async () => {
+    const r1 = await client.responses.create({
+      model: MODEL,
+      input: "with a tool",
+      tools: [LOOKUP],
+      reasoning: { effort: "low" },
+      metadata: { team: "b" },
+    });
+    expect(r1.tools.map((tool) => (tool as { name: string }).name)).toEqual(["lookup"]);
+    expect(r1.reasoning?.effort).toBe("low");
+    const r2 = await client.responses.create({
+      model: MODEL,
+      previous_response_id: r1.id,
+      input: "without",
+    });
+    // Tools, instructions and reasoning are each response's own; so is the metadata it echoes.
+    expect(r2.tools).toEqual([]);
+    expect(r2.instructions).toBeNull();
+    expect(r2.reasoning?.effort ?? null).toBeNull();
+    expect(r2.metadata).toEqual({});
+    const config = await json<{ config: { tools?: unknown[]; reasoning?: unknown } }>(
+      await api("GET", `/v1/threads/${threadOf(r2.id)}`),
+    );
+    expect(config.config.tools ?? []).toEqual([]);
+    expect(config.config.reasoning).toBeUndefined();
+    // Read back, a response shows its thread as it is: the conversation's metadata.
+    const stored = await client.responses.retrieve(r2.id);
+    expect(stored.tools).toEqual([]);
+    expect(stored.metadata).toEqual({ team: "b" });
+  });
+
   it("keeps conversations: create with items, list with order and pages, retrieve, update, delete", async () => {
     const conversation = await client.conversations.create({
       metadata: { topic: "wool" },
