@@ -1,3 +1,9 @@
+export type {
+  FetchFn,
+  RetryOptions,
+  ScheduleFn,
+  SleepFn,
+} from "./http/attempts.ts";
 export { LocalModelClient } from "./local.ts";
 export {
   type ModelClient,
@@ -8,7 +14,6 @@ export {
 export { InputSerializer } from "./openai/input-text.ts";
 export {
   createOpenAIClientFromEnv,
-  type FetchFn,
   OPENAI_DEFAULT_BASE_URL,
   OPENAI_DEFAULT_MAX_ATTEMPTS,
   OPENAI_DEFAULT_MAX_RETRY_AFTER_MS,
@@ -16,6 +21,4 @@ export {
   type OpenAIEnv,
   OpenAIResponsesClient,
   type OpenAIResponsesClientConfig,
-  type ScheduleFn,
-  type SleepFn,
 } from "./openai.ts";

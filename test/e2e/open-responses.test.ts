@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { type OutputUnit, Validator } from "@cfworker/json-schema";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SseParser } from "../../shared/providers/openai/sse.ts";
+import { SseParser } from "../../shared/providers/http/sse.ts";
 import {
   type ResponsesStandIn,
   type ScriptedCall,

@@ -11,9 +11,9 @@ import {
   type TokenUsage,
 } from "../../protocol/index.ts";
 import * as z from "../../zod/index.ts";
+import type { SseEvent } from "../http/sse.ts";
 import { type ModelEvent, type ModelPrompt, ProviderError } from "../model-client.ts";
 import type { InputSerializer } from "./input-text.ts";
-import type { SseEvent } from "./sse.ts";
 
 export interface RequestBodyOptions {
   model: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { backoffDelayMs, retryAfterMs } from "../../../shared/providers/openai/retry.ts";
+import { backoffDelayMs, retryAfterMs } from "../../../../shared/providers/http/retry.ts";
 
 const NOW = Date.UTC(2030, 5, 1, 8, 0, 0);
 const headers = (h: Record<string, string>) => new Headers(h);

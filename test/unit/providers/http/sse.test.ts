@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type SseEvent, SseParser } from "../../../shared/providers/openai/sse.ts";
+import { type SseEvent, SseParser } from "../../../../shared/providers/http/sse.ts";
 
 // Covers every framing rule the Responses stream (or a proxy in front of it) may use: a BOM,
 // CRLF / LF / lone CR line ends, comments, multi-line data, `field:value` without a space,

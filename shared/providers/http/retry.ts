@@ -1,4 +1,4 @@
-/** Retry timing for the OpenAI provider: exponential backoff with full jitter, or `Retry-After`. */
+/** Retry timing for the HTTP providers: exponential backoff with full jitter, or `Retry-After`. */
 
 export const RETRY_BASE_DELAY_MS = 500;
 export const RETRY_MAX_DELAY_MS = 8_000;
