@@ -7,11 +7,43 @@ import {
 } from "../../shared/models/index.ts";
 import {
   createOpenAIClientFromEnv,
+  type FetchFn,
   InputSerializer,
   LocalModelClient,
   type ModelClient,
   ProviderError,
 } from "../../shared/providers/index.ts";
+
+/** What a thread's HTTP client for one model is made with (the thread shares them). */
+interface HttpClientDeps {
+  /** Records each answer's status (`ProviderReport`). */
+  fetch: FetchFn;
+  /** The catalog entry's provider-side name. */
+  model: string;
+  maxOutputTokens: number | undefined;
+  threadId: string;
+  inputSerializer: InputSerializer;
+}
+
+/**
+ * A provider that speaks an HTTP wire: its models come from a `SPINDLE_…_MODELS` var, and it
+ * serves turns once its key is set (its client needs it). One entry per provider.
+ */
+interface HttpProvider {
+  name: string;
+  models(env: Env): string | undefined;
+  configured(env: Env): boolean;
+  client(env: Env, deps: HttpClientDeps): ModelClient;
+}
+
+const HTTP_PROVIDERS: readonly HttpProvider[] = [
+  {
+    name: "openai",
+    models: (env) => env.SPINDLE_OPENAI_MODELS,
+    configured: (env) => Boolean(env.OPENAI_API_KEY?.trim()),
+    client: (env, deps) => createOpenAIClientFromEnv(env, deps),
+  },
+];
 
 /**
  * The catalog of a deployment: the local models plus the configured provider models, served by
@@ -19,13 +51,15 @@ import {
  */
 export function catalogOf(env: Env): ModelCatalog {
   return DEFAULT_MODEL_CATALOG.with(
-    parseConfiguredModels("openai", env.SPINDLE_OPENAI_MODELS),
+    HTTP_PROVIDERS.flatMap((provider) =>
+      parseConfiguredModels(provider.name, provider.models(env)),
+    ),
   ).servedBy(configuredProviders(env));
 }
 
-/** `local` always; `openai` once its key is set (`createOpenAIClientFromEnv` needs it). */
+/** `local` always; an HTTP provider once its key is set. */
 function configuredProviders(env: Env): string[] {
-  return env.OPENAI_API_KEY?.trim() ? ["local", "openai"] : ["local"];
+  return ["local", ...HTTP_PROVIDERS.filter((p) => p.configured(env)).map((p) => p.name)];
 }
 
 /**
@@ -45,8 +79,8 @@ export class ProviderReport {
 }
 
 /**
- * Chooses the model client of a thread's turn (design §9). The thread's `openai` clients share
- * one `InputSerializer`, so each request serializes only the items the previous one lacked.
+ * Chooses the model client of a thread's turn (design §9). The thread's HTTP clients share one
+ * `InputSerializer`, so each request serializes only the items the previous one lacked.
  */
 export function modelClientFactory(
   env: Env,
@@ -58,16 +92,16 @@ export function modelClientFactory(
     report.provider = provider;
     if (provider === "local")
       return new LocalModelClient({ maxOutputTokens: model.maxOutputTokens });
-    if (provider === "openai") {
-      const providerModel = "providerModel" in model ? String(model.providerModel) : model.slug;
-      return createOpenAIClientFromEnv(env, {
+    const http = HTTP_PROVIDERS.find((p) => p.name === provider);
+    if (http) {
+      return http.client(env, {
         // Bound late, so a test's or a runtime's replacement of fetch is used.
         fetch: async (input, init) => {
           const response = await fetch(input, init);
           report.status = response.status;
           return response;
         },
-        model: providerModel,
+        model: "providerModel" in model ? String(model.providerModel) : model.slug,
         maxOutputTokens: model.maxOutputTokens,
         threadId,
         inputSerializer,
