@@ -62,4 +62,9 @@ export interface Env {
   OPENAI_API_KEY?: string;
   /** JSON array of models served by the openai provider (`shared/models/configured.ts`). */
   SPINDLE_OPENAI_MODELS?: string;
+  /**
+   * A secret: the token of an authenticated Cloudflare AI Gateway, sent as
+   * `cf-aig-authorization` on the requests of every HTTP provider whose base URL is a gateway's.
+   */
+  SPINDLE_AI_GATEWAY_TOKEN?: string;
 }

@@ -12,6 +12,7 @@ import {
   LocalModelClient,
   type ModelClient,
   ProviderError,
+  throughGateway,
 } from "../../shared/providers/index.ts";
 
 /** What a thread's HTTP client for one model is made with (the thread shares them). */
@@ -96,11 +97,11 @@ export function modelClientFactory(
     if (http) {
       return http.client(env, {
         // Bound late, so a test's or a runtime's replacement of fetch is used.
-        fetch: async (input, init) => {
+        fetch: throughGateway(async (input, init) => {
           const response = await fetch(input, init);
           report.status = response.status;
           return response;
-        },
+        }, env.SPINDLE_AI_GATEWAY_TOKEN?.trim()),
         model: "providerModel" in model ? String(model.providerModel) : model.slug,
         maxOutputTokens: model.maxOutputTokens,
         threadId,

@@ -4,6 +4,7 @@ export type {
   ScheduleFn,
   SleepFn,
 } from "./http/attempts.ts";
+export { throughGateway } from "./http/gateway.ts";
 export { LocalModelClient } from "./local.ts";
 export {
   type ModelClient,
