@@ -62,6 +62,11 @@ export interface Env {
   OPENAI_API_KEY?: string;
   /** JSON array of models served by the openai provider (`shared/models/configured.ts`). */
   SPINDLE_OPENAI_MODELS?: string;
+  /** The anthropic provider: API root (default https://api.anthropic.com/v1) and key (a secret). */
+  ANTHROPIC_BASE_URL?: string;
+  ANTHROPIC_API_KEY?: string;
+  /** JSON array of models served by the anthropic provider (`shared/models/configured.ts`). */
+  SPINDLE_ANTHROPIC_MODELS?: string;
   /**
    * A secret: the token of an authenticated Cloudflare AI Gateway, sent as
    * `cf-aig-authorization` on the requests of every HTTP provider whose base URL is a gateway's.

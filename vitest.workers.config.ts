@@ -32,6 +32,18 @@ export default defineConfig({
               verbosity: "low",
             },
           ]),
+          // The anthropic provider, likewise.
+          ANTHROPIC_BASE_URL: "https://anthropic.test/v1",
+          ANTHROPIC_API_KEY: "sk-test-anthropic",
+          SPINDLE_ANTHROPIC_MODELS: JSON.stringify([
+            { slug: "claude-test", context_window: 200_000, max_output_tokens: 8192 },
+            {
+              slug: "claude-think",
+              model: "claude-thinker-1",
+              context_window: 200_000,
+              reasoning: { effort: "low" },
+            },
+          ]),
           // Outbound webhooks: retries at once, and a short bound on an attempt.
           SPINDLE_WEBHOOK_RETRY_SCALE: "0",
           SPINDLE_WEBHOOK_TIMEOUT_MS: "1000",

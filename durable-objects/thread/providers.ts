@@ -6,6 +6,7 @@ import {
   parseConfiguredModels,
 } from "../../shared/models/index.ts";
 import {
+  createAnthropicClientFromEnv,
   createOpenAIClientFromEnv,
   type FetchFn,
   InputSerializer,
@@ -43,6 +44,12 @@ const HTTP_PROVIDERS: readonly HttpProvider[] = [
     models: (env) => env.SPINDLE_OPENAI_MODELS,
     configured: (env) => Boolean(env.OPENAI_API_KEY?.trim()),
     client: (env, deps) => createOpenAIClientFromEnv(env, deps),
+  },
+  {
+    name: "anthropic",
+    models: (env) => env.SPINDLE_ANTHROPIC_MODELS,
+    configured: (env) => Boolean(env.ANTHROPIC_API_KEY?.trim()),
+    client: (env, deps) => createAnthropicClientFromEnv(env, deps),
   },
 ];
 

@@ -1,3 +1,12 @@
+export {
+  ANTHROPIC_DEFAULT_BASE_URL,
+  ANTHROPIC_DEFAULT_MAX_TOKENS,
+  ANTHROPIC_VERSION,
+  AnthropicClient,
+  type AnthropicClientConfig,
+  type AnthropicEnv,
+  createAnthropicClientFromEnv,
+} from "./anthropic.ts";
 export type {
   FetchFn,
   RetryOptions,
