@@ -72,4 +72,16 @@ export interface Env {
    * `cf-aig-authorization` on the requests of every HTTP provider whose base URL is a gateway's.
    */
   SPINDLE_AI_GATEWAY_TOKEN?: string;
+  /**
+   * The openai-chat provider (Chat Completions: vLLM, llama.cpp, Ollama, OpenRouter, …): API
+   * root (default https://api.openai.com/v1) and key (a secret; a host that checks none takes
+   * any). The provider serves turns once the key is set.
+   */
+  OPENAI_CHAT_BASE_URL?: string;
+  OPENAI_CHAT_API_KEY?: string;
+  /**
+   * JSON array of models served by openai-chat (`shared/models/configured.ts`); an entry may
+   * add `chat`, its host's wire options (`shared/providers/openai-chat/models.ts`).
+   */
+  SPINDLE_OPENAI_CHAT_MODELS?: string;
 }

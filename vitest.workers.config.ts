@@ -44,6 +44,18 @@ export default defineConfig({
               reasoning: { effort: "low" },
             },
           ]),
+          // The openai-chat provider, likewise (a fetch spy answers the host).
+          OPENAI_CHAT_BASE_URL: "https://chat.test/v1",
+          OPENAI_CHAT_API_KEY: "sk-test-chat",
+          SPINDLE_OPENAI_CHAT_MODELS: JSON.stringify([
+            {
+              slug: "chat-test",
+              model: "qwen3-test",
+              context_window: 32_000,
+              max_output_tokens: 4_096,
+              chat: { developer_role: "user" },
+            },
+          ]),
           // Outbound webhooks: retries at once, and a short bound on an attempt.
           SPINDLE_WEBHOOK_RETRY_SCALE: "0",
           SPINDLE_WEBHOOK_TIMEOUT_MS: "1000",

@@ -7,11 +7,13 @@ import {
 } from "../../shared/models/index.ts";
 import {
   createAnthropicClientFromEnv,
+  createOpenAIChatClientFromEnv,
   createOpenAIClientFromEnv,
   type FetchFn,
   InputSerializer,
   LocalModelClient,
   type ModelClient,
+  openAIChatCatalogModels,
   ProviderError,
   throughGateway,
 } from "../../shared/providers/index.ts";
@@ -50,6 +52,12 @@ const HTTP_PROVIDERS: readonly HttpProvider[] = [
     models: (env) => env.SPINDLE_ANTHROPIC_MODELS,
     configured: (env) => Boolean(env.ANTHROPIC_API_KEY?.trim()),
     client: (env, deps) => createAnthropicClientFromEnv(env, deps),
+  },
+  {
+    name: "openai-chat",
+    models: (env) => openAIChatCatalogModels(env),
+    configured: (env) => Boolean(env.OPENAI_CHAT_API_KEY?.trim()),
+    client: (env, deps) => createOpenAIChatClientFromEnv(env, deps),
   },
 ];
 

@@ -32,3 +32,15 @@ export {
   OpenAIResponsesClient,
   type OpenAIResponsesClientConfig,
 } from "./openai.ts";
+export {
+  type ChatWireOptions,
+  DEFAULT_CHAT_WIRE_OPTIONS,
+} from "./openai-chat/models.ts";
+export {
+  createOpenAIChatClientFromEnv,
+  OPENAI_CHAT_DEFAULT_BASE_URL,
+  OpenAIChatClient,
+  type OpenAIChatClientConfig,
+  type OpenAIChatEnv,
+  openAIChatCatalogModels,
+} from "./openai-chat.ts";

@@ -1,0 +1,127 @@
+import {
+  type AttemptScope,
+  type Attempts,
+  attemptsOf,
+  type FetchFn,
+  normalizeBaseUrl,
+  type RetryOptions,
+  sseFrames,
+  streamWithRetries,
+} from "./http/attempts.ts";
+import type { ModelClient, ModelEvent, ModelPrompt } from "./model-client.ts";
+import { ProviderError } from "./model-client.ts";
+import {
+  type ChatWireOptions,
+  DEFAULT_CHAT_WIRE_OPTIONS,
+  readChatModels,
+} from "./openai-chat/models.ts";
+import { ChatStreamAssembler } from "./openai-chat/stream.ts";
+import { buildChatRequestBody, isDone, parseChunk } from "./openai-chat/wire.ts";
+
+export const OPENAI_CHAT_DEFAULT_BASE_URL = "https://api.openai.com/v1";
+
+export interface OpenAIChatClientConfig extends RetryOptions {
+  fetch: FetchFn;
+  apiKey: string;
+  /** The API root, e.g. `http://127.0.0.1:8000/v1`; requests go to `{baseUrl}/chat/completions`. */
+  baseUrl?: string;
+  /** The provider's model name from the catalog entry (sent as `model`). */
+  model: string;
+  /** Sent as `max_completion_tokens` (or `max_tokens`): the catalog entry's output limit. */
+  maxOutputTokens?: number;
+  /** How the model's host lays out a request (the entry's `chat` member). Default: OpenAI's. */
+  wire?: ChatWireOptions;
+}
+
+/**
+ * The `openai-chat` provider: Chat Completions over an injected `fetch`, streamed as SSE, for
+ * the many hosts that speak it (vLLM, llama.cpp, Ollama, OpenRouter, Groq, OpenAI, …).
+ *
+ * Retries, timeouts and aborts are `streamWithRetries`'s. Text is streamed as it comes; the
+ * items are yielded once the stream has said why it finished, so a stream cut short yields no
+ * half tool call (it fails, and is tried again if nothing was yielded yet).
+ */
+export class OpenAIChatClient implements ModelClient {
+  readonly model: string;
+  readonly #url: string;
+  readonly #apiKey: string;
+  readonly #maxOutputTokens: number | undefined;
+  readonly #wire: ChatWireOptions;
+  readonly #attempts: Attempts;
+
+  constructor(config: OpenAIChatClientConfig) {
+    if (!config.apiKey) throw new ProviderError("openai-chat: an API key is required");
+    if (!config.model) throw new ProviderError("openai-chat: a model name is required");
+    this.model = config.model;
+    const base = normalizeBaseUrl("openai-chat", config.baseUrl ?? OPENAI_CHAT_DEFAULT_BASE_URL);
+    this.#url = `${base}/chat/completions`;
+    this.#apiKey = config.apiKey;
+    this.#maxOutputTokens = config.maxOutputTokens;
+    this.#wire = config.wire ?? DEFAULT_CHAT_WIRE_OPTIONS;
+    this.#attempts = attemptsOf("openai-chat", config.fetch, config);
+  }
+
+  /** The JSON body `stream` posts for `prompt`. */
+  requestBody(prompt: ModelPrompt): Record<string, unknown> {
+    return buildChatRequestBody(prompt, {
+      model: this.model,
+      maxOutputTokens: this.#maxOutputTokens,
+      options: this.#wire,
+    });
+  }
+
+  async *stream(prompt: ModelPrompt, signal?: AbortSignal): AsyncGenerator<ModelEvent> {
+    signal?.throwIfAborted();
+    const body = JSON.stringify(this.requestBody(prompt));
+    const headers = {
+      authorization: `Bearer ${this.#apiKey}`,
+      "content-type": "application/json",
+      accept: "text/event-stream",
+    };
+    yield* streamWithRetries(this.#attempts, { url: this.#url, headers, body }, readChunks, signal);
+  }
+}
+
+/** Reads a chat completion's SSE body into model events, ending at `data: [DONE]`. */
+async function* readChunks(response: Response, scope: AttemptScope): AsyncGenerator<ModelEvent> {
+  const assembler = new ChatStreamAssembler();
+  for await (const frame of sseFrames(response, scope)) {
+    if (isDone(frame)) break;
+    yield* assembler.push(parseChunk(frame));
+  }
+  // Without `[DONE]`, a stream that said why it finished is still whole (`end` checks).
+  yield* assembler.end();
+}
+
+/** Provider settings read from the Worker environment. */
+export interface OpenAIChatEnv {
+  OPENAI_CHAT_BASE_URL?: string;
+  OPENAI_CHAT_API_KEY?: string;
+  SPINDLE_OPENAI_CHAT_MODELS?: string;
+}
+
+/** `SPINDLE_OPENAI_CHAT_MODELS` as `parseConfiguredModels` reads it: without the `chat` members. */
+export function openAIChatCatalogModels(env: OpenAIChatEnv): string | undefined {
+  return readChatModels(env.SPINDLE_OPENAI_CHAT_MODELS).catalog;
+}
+
+/**
+ * Builds the `openai-chat` client from the environment: `OPENAI_CHAT_API_KEY` is required (a
+ * local host that checks none takes any), `OPENAI_CHAT_BASE_URL` defaults to
+ * `https://api.openai.com/v1`, and the model's wire options come from its entry in
+ * `SPINDLE_OPENAI_CHAT_MODELS`.
+ */
+export function createOpenAIChatClientFromEnv(
+  env: OpenAIChatEnv,
+  deps: Omit<OpenAIChatClientConfig, "apiKey" | "baseUrl" | "wire">,
+): OpenAIChatClient {
+  const apiKey = env.OPENAI_CHAT_API_KEY?.trim();
+  if (!apiKey) {
+    throw new ProviderError(
+      "openai-chat: OPENAI_CHAT_API_KEY is not set; configure it as a secret to use the openai-chat provider",
+    );
+  }
+  const baseUrl = env.OPENAI_CHAT_BASE_URL?.trim() || OPENAI_CHAT_DEFAULT_BASE_URL;
+  const wire = readChatModels(env.SPINDLE_OPENAI_CHAT_MODELS).options.get(deps.model);
+  return new OpenAIChatClient({ ...deps, apiKey, baseUrl, wire });
+}
