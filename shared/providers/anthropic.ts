@@ -11,6 +11,7 @@ import {
   sseFrames,
   streamWithRetries,
 } from "./http/attempts.ts";
+import { credentialsOf } from "./http/credentials.ts";
 import type { ModelClient, ModelEvent, ModelPrompt } from "./model-client.ts";
 import { ProviderError } from "./model-client.ts";
 
@@ -110,12 +111,11 @@ export function createAnthropicClientFromEnv(
   env: AnthropicEnv,
   deps: Omit<AnthropicClientConfig, "apiKey" | "baseUrl">,
 ): AnthropicClient {
-  const apiKey = env.ANTHROPIC_API_KEY?.trim();
-  if (!apiKey) {
-    throw new ProviderError(
-      "anthropic: ANTHROPIC_API_KEY is not set; configure it as a secret to use the anthropic provider",
-    );
-  }
-  const baseUrl = env.ANTHROPIC_BASE_URL?.trim() || ANTHROPIC_DEFAULT_BASE_URL;
-  return new AnthropicClient({ ...deps, apiKey, baseUrl });
+  const credentials = credentialsOf(
+    "anthropic",
+    "ANTHROPIC_API_KEY",
+    { key: env.ANTHROPIC_API_KEY, baseUrl: env.ANTHROPIC_BASE_URL },
+    ANTHROPIC_DEFAULT_BASE_URL,
+  );
+  return new AnthropicClient({ ...deps, ...credentials });
 }

@@ -8,6 +8,7 @@ import {
   sseFrames,
   streamWithRetries,
 } from "./http/attempts.ts";
+import { credentialsOf } from "./http/credentials.ts";
 import type { ModelClient, ModelEvent, ModelPrompt } from "./model-client.ts";
 import { ProviderError } from "./model-client.ts";
 import {
@@ -115,13 +116,12 @@ export function createOpenAIChatClientFromEnv(
   env: OpenAIChatEnv,
   deps: Omit<OpenAIChatClientConfig, "apiKey" | "baseUrl" | "wire">,
 ): OpenAIChatClient {
-  const apiKey = env.OPENAI_CHAT_API_KEY?.trim();
-  if (!apiKey) {
-    throw new ProviderError(
-      "openai-chat: OPENAI_CHAT_API_KEY is not set; configure it as a secret to use the openai-chat provider",
-    );
-  }
-  const baseUrl = env.OPENAI_CHAT_BASE_URL?.trim() || OPENAI_CHAT_DEFAULT_BASE_URL;
+  const credentials = credentialsOf(
+    "openai-chat",
+    "OPENAI_CHAT_API_KEY",
+    { key: env.OPENAI_CHAT_API_KEY, baseUrl: env.OPENAI_CHAT_BASE_URL },
+    OPENAI_CHAT_DEFAULT_BASE_URL,
+  );
   const wire = readChatModels(env.SPINDLE_OPENAI_CHAT_MODELS).options.get(deps.model);
-  return new OpenAIChatClient({ ...deps, apiKey, baseUrl, wire });
+  return new OpenAIChatClient({ ...deps, ...credentials, wire });
 }

@@ -12,6 +12,7 @@ import {
   sseFrames,
   streamWithRetries,
 } from "./http/attempts.ts";
+import { credentialsOf } from "./http/credentials.ts";
 import type { ModelClient, ModelEvent, ModelPrompt } from "./model-client.ts";
 import { ProviderError } from "./model-client.ts";
 import { InputSerializer } from "./openai/input-text.ts";
@@ -126,12 +127,11 @@ export function createOpenAIClientFromEnv(
   env: OpenAIEnv,
   deps: Omit<OpenAIResponsesClientConfig, "apiKey" | "baseUrl">,
 ): OpenAIResponsesClient {
-  const apiKey = env.OPENAI_API_KEY?.trim();
-  if (!apiKey) {
-    throw new ProviderError(
-      "openai: OPENAI_API_KEY is not set; configure it as a secret to use the openai provider",
-    );
-  }
-  const baseUrl = env.OPENAI_BASE_URL?.trim() || OPENAI_DEFAULT_BASE_URL;
-  return new OpenAIResponsesClient({ ...deps, apiKey, baseUrl });
+  const credentials = credentialsOf(
+    "openai",
+    "OPENAI_API_KEY",
+    { key: env.OPENAI_API_KEY, baseUrl: env.OPENAI_BASE_URL },
+    OPENAI_DEFAULT_BASE_URL,
+  );
+  return new OpenAIResponsesClient({ ...deps, ...credentials });
 }
