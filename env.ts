@@ -84,4 +84,14 @@ export interface Env {
    * add `chat`, its host's wire options (`shared/providers/openai-chat/models.ts`).
    */
   SPINDLE_OPENAI_CHAT_MODELS?: string;
+  /**
+   * The Workers AI binding (`[ai] binding = "AI"`): with it, the `workers-ai` provider serves the
+   * models of `SPINDLE_WORKERS_AI_MODELS`. Not in the default configuration: the binding has no
+   * local simulation, so `npm start` and the tests would reach the account.
+   */
+  AI?: Ai;
+  /** JSON array of Workers AI models (`@cf/…` names as `model`), entries as openai-chat's. */
+  SPINDLE_WORKERS_AI_MODELS?: string;
+  /** An AI Gateway id the Workers AI binding's requests go through (its cache is skipped). */
+  SPINDLE_WORKERS_AI_GATEWAY?: string;
 }

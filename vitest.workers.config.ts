@@ -56,6 +56,10 @@ export default defineConfig({
               chat: { developer_role: "user" },
             },
           ]),
+          // Workers AI models; the tests that use them put a stand-in `AI` binding on env.
+          SPINDLE_WORKERS_AI_MODELS: JSON.stringify([
+            { slug: "wai-test", model: "@cf/qwen/qwen3.8-27b", context_window: 32_000 },
+          ]),
           // Outbound webhooks: retries at once, and a short bound on an attempt.
           SPINDLE_WEBHOOK_RETRY_SCALE: "0",
           SPINDLE_WEBHOOK_TIMEOUT_MS: "1000",

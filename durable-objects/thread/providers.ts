@@ -6,9 +6,11 @@ import {
   parseConfiguredModels,
 } from "../../shared/models/index.ts";
 import {
+  type AiRunner,
   createAnthropicClientFromEnv,
   createOpenAIChatClientFromEnv,
   createOpenAIClientFromEnv,
+  createWorkersAiClientFromEnv,
   type FetchFn,
   InputSerializer,
   LocalModelClient,
@@ -16,6 +18,7 @@ import {
   openAIChatCatalogModels,
   ProviderError,
   throughGateway,
+  workersAiCatalogModels,
 } from "../../shared/providers/index.ts";
 
 /** What a thread's HTTP client for one model is made with (the thread shares them). */
@@ -66,17 +69,25 @@ const HTTP_PROVIDERS: readonly HttpProvider[] = [
  * the providers `modelClientFactory` can build a client for here.
  */
 export function catalogOf(env: Env): ModelCatalog {
-  return DEFAULT_MODEL_CATALOG.with(
-    HTTP_PROVIDERS.flatMap((provider) =>
+  return DEFAULT_MODEL_CATALOG.with([
+    ...HTTP_PROVIDERS.flatMap((provider) =>
       parseConfiguredModels(provider.name, provider.models(env)),
     ),
-  ).servedBy(configuredProviders(env));
+    ...parseConfiguredModels(WORKERS_AI, workersAiCatalogModels(env)),
+  ]).servedBy(configuredProviders(env));
 }
 
-/** `local` always; an HTTP provider once its key is set. */
+/** `local` always; an HTTP provider once its key is set; `workers-ai` with the `AI` binding. */
 function configuredProviders(env: Env): string[] {
-  return ["local", ...HTTP_PROVIDERS.filter((p) => p.configured(env)).map((p) => p.name)];
+  return [
+    "local",
+    ...HTTP_PROVIDERS.filter((p) => p.configured(env)).map((p) => p.name),
+    ...(env.AI ? [WORKERS_AI] : []),
+  ];
 }
+
+/** The provider of the deployment's Workers AI models, served through the `AI` binding. */
+const WORKERS_AI = "workers-ai";
 
 /**
  * What a thread's provider last answered: the provider its last client was made for, and the
@@ -108,6 +119,15 @@ export function modelClientFactory(
     report.provider = provider;
     if (provider === "local")
       return new LocalModelClient({ maxOutputTokens: model.maxOutputTokens });
+    const providerModel = "providerModel" in model ? String(model.providerModel) : model.slug;
+    if (provider === WORKERS_AI && env.AI) {
+      // The binding's overloads type each model's inputs; the provider sends any chat model's.
+      return createWorkersAiClientFromEnv(env, env.AI as unknown as AiRunner, {
+        model: providerModel,
+        maxOutputTokens: model.maxOutputTokens,
+        threadId,
+      });
+    }
     const http = HTTP_PROVIDERS.find((p) => p.name === provider);
     if (http) {
       return http.client(env, {
@@ -117,7 +137,7 @@ export function modelClientFactory(
           report.status = response.status;
           return response;
         }, env.SPINDLE_AI_GATEWAY_TOKEN?.trim()),
-        model: "providerModel" in model ? String(model.providerModel) : model.slug,
+        model: providerModel,
         maxOutputTokens: model.maxOutputTokens,
         threadId,
         inputSerializer,

@@ -34,7 +34,7 @@ export {
 } from "./openai.ts";
 export {
   type ChatWireOptions,
-  DEFAULT_CHAT_WIRE_OPTIONS,
+  defaultChatWireOptions,
 } from "./openai-chat/models.ts";
 export {
   createOpenAIChatClientFromEnv,
@@ -44,3 +44,11 @@ export {
   type OpenAIChatEnv,
   openAIChatCatalogModels,
 } from "./openai-chat.ts";
+export type { AiRunner } from "./workers-ai/binding-fetch.ts";
+export {
+  createWorkersAiClient,
+  createWorkersAiClientFromEnv,
+  type WorkersAiClientConfig,
+  type WorkersAiEnv,
+  workersAiCatalogModels,
+} from "./workers-ai.ts";

@@ -13,7 +13,7 @@ import type { ModelClient, ModelEvent, ModelPrompt } from "./model-client.ts";
 import { ProviderError } from "./model-client.ts";
 import {
   type ChatWireOptions,
-  DEFAULT_CHAT_WIRE_OPTIONS,
+  defaultChatWireOptions,
   readChatModels,
 } from "./openai-chat/models.ts";
 import { ChatStreamAssembler } from "./openai-chat/stream.ts";
@@ -32,6 +32,8 @@ export interface OpenAIChatClientConfig extends RetryOptions {
   maxOutputTokens?: number;
   /** How the model's host lays out a request (the entry's `chat` member). Default: OpenAI's. */
   wire?: ChatWireOptions;
+  /** The provider its errors name: another wire's provider may speak this one (`workers-ai`). */
+  provider?: string;
 }
 
 /**
@@ -51,15 +53,16 @@ export class OpenAIChatClient implements ModelClient {
   readonly #attempts: Attempts;
 
   constructor(config: OpenAIChatClientConfig) {
-    if (!config.apiKey) throw new ProviderError("openai-chat: an API key is required");
-    if (!config.model) throw new ProviderError("openai-chat: a model name is required");
+    const provider = config.provider ?? "openai-chat";
+    if (!config.apiKey) throw new ProviderError(`${provider}: an API key is required`);
+    if (!config.model) throw new ProviderError(`${provider}: a model name is required`);
     this.model = config.model;
-    const base = normalizeBaseUrl("openai-chat", config.baseUrl ?? OPENAI_CHAT_DEFAULT_BASE_URL);
+    const base = normalizeBaseUrl(provider, config.baseUrl ?? OPENAI_CHAT_DEFAULT_BASE_URL);
     this.#url = `${base}/chat/completions`;
     this.#apiKey = config.apiKey;
     this.#maxOutputTokens = config.maxOutputTokens;
-    this.#wire = config.wire ?? DEFAULT_CHAT_WIRE_OPTIONS;
-    this.#attempts = attemptsOf("openai-chat", config.fetch, config);
+    this.#wire = config.wire ?? defaultChatWireOptions();
+    this.#attempts = attemptsOf(provider, config.fetch, config);
   }
 
   /** The JSON body `stream` posts for `prompt`. */

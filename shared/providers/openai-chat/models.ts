@@ -28,10 +28,13 @@ export const ChatWireOptionsSchema = z.onFirstUse(() =>
 );
 export type ChatWireOptions = z.output<typeof ChatWireOptionsSchema>;
 
-/** The options of a model whose entry sets none. */
-export const DEFAULT_CHAT_WIRE_OPTIONS: ChatWireOptions = Object.freeze(
-  ChatWireOptionsSchema.parse({}),
-);
+let defaults: ChatWireOptions | undefined;
+
+/** The options of a model whose entry sets none (built on first use, as every schema is). */
+export function defaultChatWireOptions(): ChatWireOptions {
+  defaults ??= Object.freeze(ChatWireOptionsSchema.parse({}));
+  return defaults;
+}
 
 interface ChatModels {
   /** The entries without their `chat` member, as JSON (for `parseConfiguredModels`). */

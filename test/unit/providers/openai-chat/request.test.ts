@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { KnownResponseItem, ToolOutput } from "../../../../shared/protocol/index.ts";
 import {
   type ChatWireOptions,
-  DEFAULT_CHAT_WIRE_OPTIONS,
+  defaultChatWireOptions,
   OpenAIChatClient,
 } from "../../../../shared/providers/index.ts";
 import { type ChatStandIn, startChatStandIn } from "../../../helpers/chat-stand-in.ts";
@@ -21,7 +21,7 @@ const client = (wire: Partial<ChatWireOptions> = {}, maxOutputTokens?: number) =
     apiKey: "k",
     model: "qwen3-test",
     maxOutputTokens,
-    wire: { ...DEFAULT_CHAT_WIRE_OPTIONS, ...wire },
+    wire: { ...defaultChatWireOptions(), ...wire },
   });
 
 const call = (callId: string, name = "lookup", args = '{"q":"x"}'): KnownResponseItem => ({
