@@ -27,6 +27,11 @@ const RecordedThinkingSchema = z.onFirstUse(() =>
 /** Every recorded block starts so; other providers' encrypted content never does. */
 const PREFIX = '{"anthropic_model":';
 
+/** Whether `item` records an Anthropic thinking block (which only Anthropic can read back). */
+export function isRecordedThinking(item: ReasoningItem): boolean {
+  return typeof item.encrypted_content === "string" && item.encrypted_content.startsWith(PREFIX);
+}
+
 /** The reasoning item recording `block`, produced by `model`. */
 export function reasoningItemOf(block: ThinkingBlock, model: string): ReasoningItem {
   const encrypted_content = JSON.stringify({ anthropic_model: model, block });
@@ -45,11 +50,10 @@ export function reasoningItemOf(block: ThinkingBlock, model: string): ReasoningI
  * is dropped: the API could not verify its signature (newer models drop such blocks anyway).
  */
 export function thinkingBlockOf(item: ReasoningItem, model: string): ThinkingBlock | undefined {
-  const raw = item.encrypted_content;
-  if (typeof raw !== "string" || !raw.startsWith(PREFIX)) return undefined;
+  if (!isRecordedThinking(item)) return undefined;
   let json: unknown;
   try {
-    json = JSON.parse(raw);
+    json = JSON.parse(item.encrypted_content as string);
   } catch {
     return undefined;
   }

@@ -132,11 +132,12 @@ export async function* streamWithRetries(
         }),
       );
       if (!response.ok) {
+        const answer = await errorAnswer(response, scope);
         const error = new ProviderError(
-          `${attempts.provider}: HTTP ${response.status}: ${await errorMessage(response, scope)}`,
+          `${attempts.provider}: HTTP ${response.status}: ${answer.message}`,
           response.status,
         );
-        if (!isRetryableStatus(response.status)) throw error;
+        if (!worthRetrying(response, answer.json)) throw error;
         throw new TransientFailure(error, retryAfterMs(response.headers, attempts.clock.nowMs()));
       }
       for await (const event of read(response, scope)) {
@@ -321,25 +322,45 @@ export class AttemptScope {
   }
 }
 
-async function errorMessage(response: Response, scope: AttemptScope): Promise<string> {
+/** An error answer's message (from its JSON where it has one) and the JSON itself. */
+async function errorAnswer(
+  response: Response,
+  scope: AttemptScope,
+): Promise<{ message: string; json: unknown }> {
   let text = "";
   try {
     text = (await scope.race(response.text())).slice(0, ERROR_BODY_MAX_CHARS);
   } catch (error) {
     if (scope.signal.aborted) throw error;
   }
+  let json: unknown;
   try {
-    const json = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown };
-    const nested =
-      typeof json.error === "object" && json.error !== null ? json.error.message : json.error;
-    const message = nested ?? json.message;
-    if (typeof message === "string" && message) return message;
+    json = JSON.parse(text);
   } catch {
-    // not JSON: fall through to the raw text
+    // not JSON: the raw text is the message
   }
-  return text.trim() || response.statusText || "no error message";
+  const body = (typeof json === "object" && json !== null ? json : {}) as {
+    error?: { message?: unknown } | string;
+    message?: unknown;
+  };
+  const nested =
+    typeof body.error === "object" && body.error !== null ? body.error.message : body.error;
+  const message = nested ?? body.message;
+  if (typeof message === "string" && message) return { message, json };
+  return { message: text.trim() || response.statusText || "no error message", json };
 }
 
-function isRetryableStatus(status: number): boolean {
-  return status === 429 || status >= 500;
+/**
+ * Whether an error answer is worth another attempt: what the API says in `x-should-retry`
+ * (OpenAI's and Anthropic's SDKs obey it first), else 429 and 5xx, except a 429 that says a
+ * spending limit was reached (Anthropic's `enforced_spend_limit_reached`: no wait ends it).
+ */
+function worthRetrying(response: Response, json: unknown): boolean {
+  const told = response.headers.get("x-should-retry")?.trim().toLowerCase();
+  if (told === "true") return true;
+  if (told === "false") return false;
+  if (response.status === 429 && JSON.stringify(json ?? null).includes(SPEND_LIMIT)) return false;
+  return response.status === 429 || response.status >= 500;
 }
+
+const SPEND_LIMIT = '"enforced_spend_limit_reached"';

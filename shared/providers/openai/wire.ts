@@ -5,12 +5,14 @@
 
 import {
   type FunctionTool,
+  type KnownResponseItem,
   KnownResponseItemSchema,
   modelVisibleItem,
   parseJsonWithin,
   type TokenUsage,
 } from "../../protocol/index.ts";
 import * as z from "../../zod/index.ts";
+import { isRecordedThinking } from "../anthropic/thinking.ts";
 import type { SseEvent } from "../http/sse.ts";
 import { type ModelEvent, type ModelPrompt, ProviderError } from "../model-client.ts";
 import type { InputSerializer } from "./input-text.ts";
@@ -58,6 +60,17 @@ function requestMembers(prompt: ModelPrompt, options: RequestBodyOptions) {
   return { head, tail };
 }
 
+/**
+ * The items a request carries: the prompt's, but for Claude's signed thinking, which a thread
+ * that moved from an `anthropic` model holds and OpenAI could not decrypt.
+ */
+function sentItems(prompt: ModelPrompt): KnownResponseItem[] {
+  const items = prompt.input.toArray();
+  const foreign = (item: KnownResponseItem) =>
+    item.type === "reasoning" && isRecordedThinking(item);
+  return items.some(foreign) ? items.filter((item) => !foreign(item)) : items;
+}
+
 /** The `POST /responses` body for one sampling request (design §9). */
 export function buildRequestBody(
   prompt: ModelPrompt,
@@ -65,7 +78,7 @@ export function buildRequestBody(
 ): Record<string, unknown> {
   const { head, tail } = requestMembers(prompt, options);
   // A request holds every item: stored runs of history are read here.
-  return { ...head, input: prompt.input.toArray().map(modelVisibleItem), ...tail };
+  return { ...head, input: sentItems(prompt).map(modelVisibleItem), ...tail };
 }
 
 /**
@@ -82,7 +95,7 @@ export function requestBodyBytes(
   // brace and `,"input":`, the array, then `,` and the tail without its opening brace.
   return serializer.write(
     `${JSON.stringify(head).slice(0, -1)},"input":`,
-    prompt.input.toArray(),
+    sentItems(prompt),
     `,${JSON.stringify(tail).slice(1)}`,
   );
 }

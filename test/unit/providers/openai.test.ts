@@ -468,6 +468,31 @@ describe("OpenAIResponsesClient request", () => {
     ]);
   });
 
+  it("leaves out Claude's signed thinking, which a thread that moved from anthropic holds, and keeps its own reasoning", async () => {
+    const claude: KnownResponseItem = {
+      type: "reasoning",
+      summary: [],
+      content: [{ type: "reasoning_text", text: "hmm" }],
+      encrypted_content: JSON.stringify({
+        anthropic_model: "claude-x",
+        block: { type: "thinking", thinking: "hmm", signature: "sig" },
+      }),
+    };
+    const own: KnownResponseItem = {
+      type: "reasoning",
+      summary: [],
+      encrypted_content: "gAAAAB-own",
+    };
+    const input = [user("a"), claude, user("b"), own, user("c")];
+    const body = harness().client.requestBody(prompt(input));
+    expect(body.input).toEqual([user("a"), user("b"), own, user("c")]);
+    // What is streamed is the same body, byte for byte.
+    script(sseOk(completedFrame()));
+    const { error } = await drain(harness().client, prompt(input));
+    expect(error).toBeUndefined();
+    expect(JSON.parse(requests[0]?.body ?? "{}").input).toEqual(body.input);
+  });
+
   it("sends the model's output limit as max_output_tokens, last, when it has one", () => {
     const body = harness({ maxOutputTokens: 8_192 }).client.requestBody(prompt());
     expect(body.max_output_tokens).toBe(8_192);
