@@ -31,6 +31,8 @@ export default defineConfig({
               reasoning: { effort: "medium" },
               verbosity: "low",
             },
+            // A host whose prompt cache has no known lifetime: idle compaction never fires.
+            { slug: "gpt-uncached", context_window: 128_000, prompt_cache_ttl_s: null },
           ]),
           // The anthropic provider, likewise.
           ANTHROPIC_BASE_URL: "https://anthropic.test/v1",

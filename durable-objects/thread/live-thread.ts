@@ -185,7 +185,13 @@ export class LiveThread {
       // The engine asks for a client per task, for the model its requests go to.
       modelClient: (model, provider) => {
         ledger.requestModel = model.slug;
-        return clients(model, provider);
+        const client = clients(model, provider);
+        return {
+          stream: (prompt, signal) => {
+            this.provider.requestStartedMs = systemClock.nowMs();
+            return client.stream(prompt, signal);
+          },
+        };
       },
       ...(parts.serverTools ? { serverTools: parts.serverTools } : {}),
       admitRound: () => parts.admitMore?.(() => this.session.reservation({ kind: "round" })),

@@ -92,16 +92,19 @@ const WORKERS_AI = "workers-ai";
 /**
  * What a thread's provider last answered: the provider its last client was made for, and the
  * HTTP status of the last answer it got (null before one, and for `local`, which makes no
- * request). The log line of a task reads it (`task-control.ts`).
+ * request). The log line of a task reads it (`task-control.ts`). Also when the task's last model
+ * request started (null before one): its prompt cache lives from then (idle compaction).
  */
 export class ProviderReport {
   provider: string | null = null;
   status: number | null = null;
+  requestStartedMs: number | null = null;
 
   /** A task starts: nothing answered for it yet. */
   reset(): void {
     this.provider = null;
     this.status = null;
+    this.requestStartedMs = null;
   }
 }
 

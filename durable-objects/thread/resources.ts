@@ -60,6 +60,7 @@ export async function turnResource(
     pending_calls: row.pending_calls,
     ...(row.pending_approvals?.length ? { pending_approvals: row.pending_approvals } : {}),
     ...(row.warnings?.length ? { warnings: row.warnings } : {}),
+    ...(row.trigger === undefined ? {} : { trigger: row.trigger }),
     usage: row.usage,
     error: row.error,
   };

@@ -38,6 +38,7 @@ import { fail, guarded, ok, THREAD_NOT_FOUND } from "../common/results.ts";
 import { ThreadCreation } from "./creation.ts";
 import { deleteThreadState } from "./deletion.ts";
 import { HistoryEdits } from "./history-edits.ts";
+import { IdleCompaction } from "./idle-compaction.ts";
 import { KeyedRequests } from "./keyed-requests.ts";
 import { LiveThread, type StorageParts, storagePartsOf } from "./live-thread.ts";
 import { threadServerTools } from "./mcp/server-tools.ts";
@@ -47,7 +48,7 @@ import { exportedRollout, rolloutPrefix } from "./rollouts/export.ts";
 import { EventLog } from "./storage/event-log.ts";
 import { IdempotencyKeys, type IdempotencyRecord } from "./storage/idempotency-keys.ts";
 import { migrateThread } from "./storage/schema.ts";
-import { newTurnId, reservationOf, TaskControl } from "./tasks/task-control.ts";
+import { TaskControl } from "./tasks/task-control.ts";
 import { TurnQueue } from "./tasks/turn-queue.ts";
 import { TenantSync } from "./tenancy/tenant-sync.ts";
 import { Upkeep } from "./upkeep.ts";
@@ -79,6 +80,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   readonly #edits: HistoryEdits;
   readonly #intake: HookIntake;
   readonly #outbox: WebhookOutbox;
+  readonly #idle: IdleCompaction;
   #live: LiveThread | undefined;
   #loading: Promise<LiveThread | undefined> | undefined;
   /** A delete is under way: no flush, checkpoint or queued turn starts. */
@@ -135,9 +137,21 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
     this.#tasks = new TaskControl({
       ...common,
       queue: this.#queue,
-      afterTask: () => this.#upkeep.scheduleFlush(),
+      afterTask: async (ended) => {
+        await this.#upkeep.scheduleFlush();
+        const live = this.#live;
+        if (live) await this.#idle.taskEnded(live, ended);
+      },
       quotas: this.#quotas,
       taskChanged: () => this.#sync.kick(),
+    });
+    this.#idle = new IdleCompaction({
+      meta,
+      alarms: this.#alarms,
+      clock: systemClock,
+      queue: this.#queue,
+      running: () => this.#tasks.running,
+      compact: (live) => this.#tasks.startCompaction(live, "idle"),
     });
     this.#upkeep = new Upkeep({
       ...common,
@@ -146,6 +160,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       loaded: () => this.#live,
       taskRunning: () => this.#tasks.running !== undefined,
       drainQueue: () => this.#tasks.drainQueue(),
+      idleCompaction: (live) => this.#idle.run(live),
     });
     this.#keyed = new KeyedRequests(
       this.#idempotency,
@@ -470,21 +485,11 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
 
   compact(req: CompactRequest, trace?: Trace): Promise<RpcResult<TurnResource>> {
     return this.#withKeyed(req, this.#retriedTurn, async (live) => {
-      const busy = this.#tasks.busy();
-      if (busy) return busy;
-      const turnId = newTurnId();
-      const reservation = reservationOf(live, { kind: "compaction" });
-      const admitting = this.#tasks.admitted(reservation);
-      const refused = admitting && (await admitting);
-      if (refused) return refused;
-      const admitted = await this.#keyed.keyed(req.idempotency, turnId, () =>
-        this.#tasks.started(
-          live,
-          turnId,
-          (signal) => live.session.compact("manual", signal, { turnId }),
-          reservation,
-          trace?.requestId,
-        ),
+      const admitted = await this.#tasks.startCompaction(
+        live,
+        "manual",
+        (turnId, start) => this.#keyed.keyed(req.idempotency, turnId, start),
+        trace?.requestId,
       );
       return admitted.ok ? ok(await admitted.value.done) : admitted;
     });

@@ -32,6 +32,8 @@ export interface UpkeepDeps {
   taskRunning: () => boolean;
   /** Starts a queued turn left waiting, if any. */
   drainQueue: () => Promise<void>;
+  /** The idle compaction's duty (`IdleCompaction.run`), after the queue's. */
+  idleCompaction: (live: LiveThread) => Promise<void>;
   /** Whether the thread is being deleted: nothing new starts. */
   halted: () => boolean;
   waitUntil: (work: Promise<unknown>) => void;
@@ -40,8 +42,10 @@ export interface UpkeepDeps {
 /**
  * The thread's upkeep, run from the alarm and after turns: flush the SQLite tail to R2, take a
  * checkpoint when enough lines have accumulated, prune events and expired idempotency keys, group
- * the rows of older turns, and keep the alarm due for whatever is left. A failed flush is retried with backoff and loses
- * nothing (the segment store puts the same range under the same key).
+ * the rows of older turns, keep the alarm due for whatever is left, start a queued turn, and run
+ * a due idle compaction (last: it sees the queued turn started, and brings the alarm forward past
+ * a flush retry's). A failed flush is retried with backoff and loses nothing (the segment store
+ * puts the same range under the same key).
  */
 export class Upkeep {
   readonly #deps: UpkeepDeps;
@@ -105,5 +109,6 @@ export class Upkeep {
     if (expiry !== undefined && alarms.unset) await alarms.at(expiry);
     if (this.#deps.taskRunning()) await alarms.within(RUNNING_TASK_ALARM_MS);
     await this.#deps.drainQueue();
+    await this.#deps.idleCompaction(live);
   }
 }

@@ -1,5 +1,6 @@
 import { SERVER_TOOL_WARNING_CODES } from "../mcp/index.ts";
 import {
+  COMPACTION_TRIGGERS,
   CompactionItemSchema,
   CustomToolCallItemSchema,
   CustomToolCallOutputItemSchema,
@@ -144,6 +145,12 @@ export const TurnResourceSchema = z.onFirstUse(() =>
      * shows before the turn itself when its context is near the window).
      */
     kind: z.enum(["turn", "compaction"]),
+    /**
+     * What started a compaction: `manual` (`POST …/compact`), `auto` (the context near the
+     * window), `idle` (idle compaction, before the prompt cache expires). Absent for user turns,
+     * and for compactions of an imported Codex rollout (Codex records no trigger).
+     */
+    trigger: z.optional(z.enum(COMPACTION_TRIGGERS)),
     status: TurnStatusSchema,
     /** What the turn recorded, in order: context items, the user input, model output. */
     items: z.array(ResponseItemOutputSchema),

@@ -1,4 +1,5 @@
 import {
+  COMPACTION_TRIGGERS,
   McpApprovalRequestSchema,
   NewThreadMetadataSchema,
   ThreadConfigSchema,
@@ -353,6 +354,8 @@ export const WebhookEventSchema = z.onFirstUse(() =>
       pending_approvals: z.optional(z.array(McpApprovalRequestSchema)),
       pending_calls_truncated: z.optional(z.boolean()),
       error: z.optional(z.object({ code: z.string(), message: z.string() })),
+      /** `thread.compacted`: what started the compaction. */
+      trigger: z.optional(z.enum(COMPACTION_TRIGGERS)),
       hook_id: z.optional(HookIdSchema),
       delivery_id: z.optional(z.string()),
       endpoint_id: z.optional(EndpointIdSchema),

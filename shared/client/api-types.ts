@@ -1196,6 +1196,10 @@ export interface components {
             current_time_reminder?: {
                 reminder_interval_model_requests: number;
             } | null;
+            idle_compaction?: {
+                after_idle_s: number;
+                min_context_tokens: number;
+            } | null;
             id?: string;
             /** @description At most 16 keys of 1-64 characters (not `__proto__`, `constructor` or `prototype`), values of at most 512; `GET /v1/threads` filters on them. */
             metadata?: {
@@ -1379,6 +1383,10 @@ export interface components {
             current_time_reminder?: {
                 reminder_interval_model_requests: number;
             } | null;
+            idle_compaction?: {
+                after_idle_s: number;
+                min_context_tokens: number;
+            } | null;
         };
         PatchThreadBody: {
             metadata: {
@@ -1536,6 +1544,10 @@ export interface components {
                 include_environment_context?: boolean | null;
                 current_time_reminder?: {
                     reminder_interval_model_requests: number;
+                } | null;
+                idle_compaction?: {
+                    after_idle_s: number;
+                    min_context_tokens: number;
                 } | null;
                 metadata?: {
                     [key: string]: string;
@@ -2196,6 +2208,10 @@ export interface components {
             current_time_reminder?: {
                 reminder_interval_model_requests: number;
             };
+            idle_compaction?: {
+                after_idle_s: number;
+                min_context_tokens: number;
+            };
         };
         Turn: {
             /** @constant */
@@ -2204,6 +2220,8 @@ export interface components {
             thread_id: string;
             /** @enum {string} */
             kind: "turn" | "compaction";
+            /** @enum {string} */
+            trigger?: "manual" | "auto" | "idle";
             /** @enum {string} */
             status: "in_progress" | "completed" | "requires_action" | "interrupted" | "failed";
             items: components["schemas"]["ResponseItem"][];
@@ -3096,6 +3114,8 @@ export interface components {
                     code: string;
                     message: string;
                 };
+                /** @enum {string} */
+                trigger?: "manual" | "auto" | "idle";
                 hook_id?: string;
                 delivery_id?: string;
                 endpoint_id?: string;

@@ -42,7 +42,19 @@ export interface ModelInfo {
    * known, and no switch compacts for it.
    */
   compHash?: string;
+  /**
+   * How long the provider keeps a request's prompt prefix cached, in seconds, counted from the
+   * request's start (`SPINDLE_…_MODELS` `prompt_cache_ttl_s`). Idle compaction fires shortly
+   * before it runs out; null: the cache has no known lifetime, and idle compaction never fires.
+   */
+  promptCacheTtlS: number | null;
 }
+
+/**
+ * The local models' cache lifetime: they cache nothing, and stand for a provider with a 5-minute
+ * cache (OpenAI's in-memory retention, Anthropic's default), so idle compaction can be run offline.
+ */
+const LOCAL_PROMPT_CACHE_TTL_S = 300;
 
 /** Codex's default `effective_context_window_percent`. */
 export const DEFAULT_EFFECTIVE_CONTEXT_WINDOW_PERCENT = 95;
@@ -74,6 +86,7 @@ export const SPINDLE_LOCAL: ModelInfo = {
   inputModalities: ["text", "image"],
   supportsParallelToolCalls: true,
   personalities: SHARED_PERSONALITIES,
+  promptCacheTtlS: LOCAL_PROMPT_CACHE_TTL_S,
 };
 
 export const SPINDLE_LOCAL_LITE: ModelInfo = {
@@ -86,6 +99,7 @@ export const SPINDLE_LOCAL_LITE: ModelInfo = {
   inputModalities: ["text"],
   supportsParallelToolCalls: false,
   personalities: SHARED_PERSONALITIES,
+  promptCacheTtlS: LOCAL_PROMPT_CACHE_TTL_S,
 };
 
 export const DEFAULT_MODEL_SLUG = SPINDLE_LOCAL.slug;

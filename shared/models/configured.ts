@@ -4,6 +4,13 @@ import type { ModelInfo } from "./catalog.ts";
 
 /** A configured model's `max_output_tokens` when its entry sets none. */
 export const DEFAULT_MAX_OUTPUT_TOKENS = 32_768;
+/**
+ * A configured model's `prompt_cache_ttl_s` when its entry sets none: OpenAI's in-memory
+ * retention lasts 5-10 minutes idle, so 5 minutes is the lifetime it guarantees.
+ */
+export const DEFAULT_PROMPT_CACHE_TTL_S = 300;
+/** The longest cache lifetime an entry may set: a day (OpenAI's longest retention). */
+export const MAX_PROMPT_CACHE_TTL_S = 86_400;
 
 /** A model served by a remote provider, as configured by the operator (e.g. `SPINDLE_OPENAI_MODELS`). */
 export const ConfiguredModelSchema = z.onFirstUse(() =>
@@ -37,6 +44,14 @@ export const ConfiguredModelSchema = z.onFirstUse(() =>
     verbosity: z.optional(VerbositySchema),
     /** The compaction family (Codex's `comp_hash`): switching between families compacts first. */
     comp_hash: z.optional(z.string().check(z.minLength(1), z.maxLength(128))),
+    /**
+     * How long the provider caches a prompt prefix, in seconds from a request's start; null: no
+     * known lifetime (a self-hosted server's capacity-based cache), and idle compaction is off.
+     */
+    prompt_cache_ttl_s: z._default(
+      z.nullable(z.number().check(z.int(), z.positive(), z.lte(MAX_PROMPT_CACHE_TTL_S))),
+      DEFAULT_PROMPT_CACHE_TTL_S,
+    ),
   }),
 );
 export type ConfiguredModel = z.output<typeof ConfiguredModelSchema>;
@@ -65,6 +80,7 @@ export function parseConfiguredModels(provider: string, json: string | undefined
       inputModalities: e.input_modalities,
       supportsParallelToolCalls: e.parallel_tool_calls,
       personalities: {},
+      promptCacheTtlS: e.prompt_cache_ttl_s,
     };
     if (e.reasoning !== undefined) {
       const { effort, summary = "auto" } = e.reasoning;

@@ -94,6 +94,12 @@ export const CompactedItemSchema = z.onFirstUse(() =>
   ),
 );
 
+/**
+ * What starts a compaction task (`CompactionTrigger` in the session engine), as a compaction
+ * turn's resource names it and its `task_started` line records it.
+ */
+export const COMPACTION_TRIGGERS = ["manual", "auto", "idle"] as const;
+
 const TaskStartedSchema = z.onFirstUse(() =>
   z.looseObject({
     // `turn_started` is accepted as an alias and read as `task_started`.
@@ -105,6 +111,11 @@ const TaskStartedSchema = z.onFirstUse(() =>
     started_at: z.nullish(z.number()),
     model_context_window: z.nullish(z.number()),
     collaboration_mode_kind: z.nullish(z.string()),
+    /**
+     * Spindle's own: what started a compaction task (Codex writes none); read as a string, so a
+     * value it does not know leaves the line readable (`turnRowsFromRollout` ignores it).
+     */
+    spindle_compaction_trigger: z.optional(z.string()),
   }),
 );
 const TaskCompleteSchema = z.onFirstUse(() =>

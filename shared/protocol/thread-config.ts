@@ -115,6 +115,22 @@ export const CurrentTimeReminderConfigSchema = z.onFirstUse(() =>
   }),
 );
 
+/** The longest idleness `idle_compaction` may wait for: a day (no provider caches longer). */
+export const IDLE_COMPACTION_MAX_AFTER_IDLE_S = 86_400;
+/** The largest context threshold `idle_compaction` may set: beyond any model's window. */
+export const IDLE_COMPACTION_MAX_CONTEXT_TOKENS = 100_000_000;
+
+export const IdleCompactionConfigSchema = z.onFirstUse(() =>
+  z.strictObject({
+    /** Seconds without a model request before the thread counts as idle. */
+    after_idle_s: z.number().check(z.int(), z.gte(1), z.lte(IDLE_COMPACTION_MAX_AFTER_IDLE_S)),
+    /** Only a context of at least this many tokens is compacted. */
+    min_context_tokens: z
+      .number()
+      .check(z.int(), z.gte(1), z.lte(IDLE_COMPACTION_MAX_CONTEXT_TOKENS)),
+  }),
+);
+
 export const ThreadConfigSchema = z.onFirstUse(() =>
   z.strictObject({
     model: z.optional(z.string().check(z.minLength(1))),
@@ -170,6 +186,13 @@ export const ThreadConfigSchema = z.onFirstUse(() =>
      * current-time reminder). `null` turns it off (the default).
      */
     current_time_reminder: z.optional(z.nullable(CurrentTimeReminderConfigSchema)),
+    /**
+     * Compacts the thread once it has been idle `after_idle_s` with at least `min_context_tokens`
+     * of context, shortly before the model's prompt cache (`prompt_cache_ttl_s`) expires, so the
+     * summary request reuses the cached prefix. Not model-visible. `null` turns it off (the
+     * default).
+     */
+    idle_compaction: z.optional(z.nullable(IdleCompactionConfigSchema)),
   }),
 );
 
@@ -186,6 +209,7 @@ export type ReasoningSummary = z.infer<typeof ReasoningSummarySchema>;
 export type Verbosity = z.infer<typeof VerbositySchema>;
 export type ReasoningConfig = z.infer<typeof ReasoningConfigSchema>;
 export type CurrentTimeReminderConfig = z.infer<typeof CurrentTimeReminderConfigSchema>;
+export type IdleCompactionConfig = z.infer<typeof IdleCompactionConfigSchema>;
 export type ThreadConfig = z.infer<typeof ThreadConfigSchema>;
 
 /**
@@ -220,6 +244,8 @@ export const SessionConfigurationSchema = z.onFirstUse(() =>
     include_environment_context: z.optional(z.boolean()),
     /** Unset: no current-time reminder. */
     current_time_reminder: z.optional(CurrentTimeReminderConfigSchema),
+    /** Unset: no idle compaction. */
+    idle_compaction: z.optional(IdleCompactionConfigSchema),
   }),
 );
 export type SessionConfiguration = z.output<typeof SessionConfigurationSchema>;

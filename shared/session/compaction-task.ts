@@ -213,7 +213,7 @@ function injectedContext(turn: TurnContext, step: StepContext) {
 
 /**
  * A compaction task (reference §5.6), run under `turnId`: `task_started`, `compactHistory`,
- * `task_complete` (or `turn_aborted` when interrupted). A `manual` one keeps no context; an
+ * `task_complete` (or `turn_aborted` when interrupted). A `manual` or `idle` one keeps no context; an
  * `auto` one, run right before a user turn, re-injects the context that turn would send, built
  * from the thread's configuration and model under the task's own turn id.
  */
@@ -228,8 +228,8 @@ export async function* runCompaction(
   const { config } = scope.state;
   const turn = buildTurnContext(turnId, config, summarizer, clock.nowMs());
   const startedAtMs = clock.nowMs();
-  sink.append(taskStartedLine(turn, startedAtMs));
-  yield { type: "turn.started", turn_id: turnId, kind: "compaction" };
+  sink.append(taskStartedLine(turn, startedAtMs, trigger));
+  yield { type: "turn.started", turn_id: turnId, kind: "compaction", trigger };
 
   const provider = summarizer.slug === config.model ? config.provider : summarizer.provider;
   const injectFor =

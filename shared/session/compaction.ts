@@ -1,14 +1,20 @@
 import { utf8ToBytes } from "@noble/hashes/utils.js";
 import { isUserTurnBoundary } from "../context/index.ts";
 import { approxTokensFromByteCount, truncateToolOutput } from "../context-manager/index.ts";
-import type { InputText, MessageItem, ResponseItem } from "../protocol/index.ts";
+import type {
+  COMPACTION_TRIGGERS,
+  InputText,
+  MessageItem,
+  ResponseItem,
+} from "../protocol/index.ts";
 import { isSummaryMessage, summaryMessage } from "./notices.ts";
 
 /**
- * What started a compaction: the API (`manual`), or the context filling up (`auto`) before a
- * turn or between two sampling steps of one.
+ * What started a compaction: the API (`manual`), the context filling up (`auto`) before a turn or
+ * between two sampling steps of one, or a large thread left idle until shortly before its prompt
+ * cache expires (`idle`, see `idle-compaction.ts`).
  */
-export type CompactionTrigger = "manual" | "auto";
+export type CompactionTrigger = (typeof COMPACTION_TRIGGERS)[number];
 
 /** Budget for the user messages a compaction keeps verbatim (Codex keeps 20k tokens). */
 export const COMPACT_USER_MESSAGES_MAX_TOKENS = 20_000;

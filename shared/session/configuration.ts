@@ -89,6 +89,7 @@ export function resolveSessionConfiguration(
     update.current_time_reminder,
     current?.current_time_reminder,
   );
+  setOptional(next, "idle_compaction", update.idle_compaction, current?.idle_compaction);
   checkConfigurationSize(next);
   return next;
 }

@@ -12,7 +12,7 @@ import type {
 } from "../protocol/index.ts";
 import { checkUserContent, clientItems } from "./client-items.ts";
 import type { CompactionTrigger } from "./compaction.ts";
-import { autoCompactionModel, runCompaction } from "./compaction-task.ts";
+import { autoCompactionModel, contextTokens, runCompaction } from "./compaction-task.ts";
 import { resolveSessionConfiguration } from "./configuration.ts";
 import { assertContextFits } from "./context-fit.ts";
 import { previousTurnSettingsOf, recordContextUpdates, withTurnId } from "./context-updates.ts";
@@ -189,6 +189,14 @@ export class ThreadSession {
   startTurnContext(overrides: ThreadConfig | undefined): TurnContext {
     this.#applyOverrides(overrides);
     return this.#newTurnContext(`turn_${this.#deps.ids.uuidv7()}`);
+  }
+
+  /**
+   * The tokens the context holds now, as auto-compaction measures them (`contextTokens`): what an
+   * idle compaction's `min_context_tokens` is compared with.
+   */
+  contextTokens(): number {
+    return contextTokens(this.state, this.#model(this.state.config.model));
   }
 
   /**

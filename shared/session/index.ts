@@ -14,6 +14,7 @@ export {
 } from "./context-updates.ts";
 export * from "./engine.ts";
 export * from "./errors.ts";
+export * from "./idle-compaction.ts";
 export { importedBaseline } from "./imported-baseline.ts";
 export * from "./imported-config.ts";
 export * from "./notices.ts";

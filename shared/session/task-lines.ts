@@ -1,11 +1,20 @@
 import { effectiveContextWindow } from "../models/index.ts";
 import type { ContentItem, RolloutItem } from "../protocol/index.ts";
+import type { CompactionTrigger } from "./compaction.ts";
 import type { TurnContext } from "./turn-context.ts";
 
 /** A task's lifecycle lines (reference §1.7), as the engine writes them to the rollout. */
 
-/** `event_msg task_started` at the start of a turn or a compaction. */
-export function taskStartedLine(turn: TurnContext, startedAtMs: number): RolloutItem {
+/**
+ * `event_msg task_started` at the start of a turn or a compaction. A compaction's `trigger` is
+ * Spindle's own field (`spindle_compaction_trigger`): Codex records none, and its readers ignore
+ * fields they do not know, so the line stays a valid Codex `task_started`.
+ */
+export function taskStartedLine(
+  turn: TurnContext,
+  startedAtMs: number,
+  trigger?: CompactionTrigger,
+): RolloutItem {
   return {
     type: "event_msg",
     payload: {
@@ -14,6 +23,7 @@ export function taskStartedLine(turn: TurnContext, startedAtMs: number): Rollout
       started_at: Math.floor(startedAtMs / 1000),
       model_context_window: effectiveContextWindow(turn.model),
       collaboration_mode_kind: turn.config.collaboration_mode?.mode ?? "default",
+      ...(trigger === undefined ? {} : { spindle_compaction_trigger: trigger }),
     },
   };
 }

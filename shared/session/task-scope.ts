@@ -82,7 +82,8 @@ export type TaskKind = "turn" | "compaction";
  * `turn.requires_action` are not events: the generator's return value (the outcome) carries them.
  */
 export type TurnEvent =
-  | { type: "turn.started"; turn_id: string; kind: TaskKind }
+  /** `trigger`: what started a compaction task (absent for a user turn). */
+  | { type: "turn.started"; turn_id: string; kind: TaskKind; trigger?: CompactionTrigger }
   /** Every item recorded into history; `context` flags context items (initial context, diffs, `<turn_aborted>`). */
   | { type: "item.completed"; turn_id: string; item: ResponseItem; context: boolean }
   /** Streamed model text of the message `item_id` (the id its `item.completed` will carry). */

@@ -1,5 +1,5 @@
 import { utf8ByteLength } from "../context-manager/index.ts";
-import type { McpApprovalRequest, TokenUsage } from "../protocol/index.ts";
+import type { COMPACTION_TRIGGERS, McpApprovalRequest, TokenUsage } from "../protocol/index.ts";
 
 /**
  * Outbound lifecycle events (design §12): their types, their thin Standard Webhooks payloads, and
@@ -64,6 +64,8 @@ export interface WebhookEventData {
   /** `turn.requires_action`: the server calls held for approval (`mcp_approval_request`s). */
   pending_approvals?: McpApprovalRequest[];
   error?: { code: string; message: string };
+  /** `thread.compacted`: what started the compaction (`manual`, `auto`, `idle`). */
+  trigger?: (typeof COMPACTION_TRIGGERS)[number];
   /** `hook.failed`: the hook and the delivery whose turn failed. */
   hook_id?: string;
   delivery_id?: string;

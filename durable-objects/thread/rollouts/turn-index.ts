@@ -2,6 +2,7 @@ import { isProblemCode } from "../../../shared/api/index.ts";
 import { isUserTurnBoundary } from "../../../shared/context/index.ts";
 import { isServerToolWarningCode } from "../../../shared/mcp/index.ts";
 import {
+  COMPACTION_TRIGGERS,
   type ResponseItem,
   type RolloutLine,
   requestUsage,
@@ -20,10 +21,23 @@ interface OpenTurn {
   compacted: boolean;
 }
 
-/** A compaction task compacts and takes no user input (Codex compacts inside user turns too). */
+/**
+ * A compaction task compacts and takes no user input (Codex compacts inside user turns too); its
+ * trigger is the one its `task_started` named.
+ */
 function closed(open: OpenTurn, end: Partial<TurnRow>): TurnRow {
-  const kind = open.compacted && !open.userInput ? "compaction" : "turn";
-  return { ...open.row, kind, ...end };
+  const compaction = open.compacted && !open.userInput;
+  const { trigger, ...row } = open.row;
+  return {
+    ...row,
+    kind: compaction ? "compaction" : "turn",
+    ...(compaction && trigger !== undefined ? { trigger } : {}),
+    ...end,
+  };
+}
+
+function triggerOf(value: string | undefined): TurnRow["trigger"] {
+  return COMPACTION_TRIGGERS.find((trigger) => trigger === value);
 }
 
 function opened(id: string, seq: number, tracked: boolean): OpenTurn {
@@ -80,6 +94,8 @@ export function turnRowsFromRollout(
         rows.push(closed(open, { status, pending_calls: [] }));
       }
       open = opened(event.turn_id, seq, true);
+      const trigger = triggerOf(event.spindle_compaction_trigger);
+      if (trigger !== undefined) open.row.trigger = trigger;
     } else if (open && (event.type === "task_complete" || event.type === "turn_aborted")) {
       const error = event.type === "task_complete" ? turnErrorOf(event.error) : null;
       rows.push(

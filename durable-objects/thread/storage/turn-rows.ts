@@ -22,6 +22,8 @@ export interface TurnRow {
   pending_approvals?: NonNullable<TurnResource["pending_approvals"]>;
   /** What the turn's steps went without (absent when nothing). */
   warnings?: NonNullable<TurnResource["warnings"]>;
+  /** What started a compaction task (absent for user turns, and where the rollout records none). */
+  trigger?: TurnResource["trigger"];
 }
 
 /** A row's body as stored: the row without id and ordinal, empty defaults left out. */

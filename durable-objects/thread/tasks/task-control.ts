@@ -7,6 +7,7 @@ import type {
 import type { Logger } from "../../../shared/observability/index.ts";
 import type { ContentItem } from "../../../shared/protocol/index.ts";
 import {
+  type CompactionTrigger,
   type PendingCallAnswer,
   type PlannedWork,
   UnknownCallIdError,
@@ -31,8 +32,11 @@ export interface TaskControlDeps {
   alarms: AlarmSchedule;
   /** The thread, loaded if need be (a queued turn may be started by the alarm of a new instance). */
   load: () => Promise<LiveThread | undefined>;
-  /** Runs after every task: schedules the flush of its lines. */
-  afterTask: () => Promise<void>;
+  /**
+   * Runs after every task, with its turn as it ended or paused (undefined: it threw): schedules
+   * the flush of its lines and the thread's idle compaction.
+   */
+  afterTask: (ended: TurnResource | undefined) => Promise<void>;
   /** Whether the thread is being deleted: no queued turn starts. */
   halted: () => boolean;
   waitUntil: (work: Promise<unknown>) => void;
@@ -163,14 +167,14 @@ export class TaskControl {
       (turn) => logTaskEnd(log, turn, live.provider, Date.now() - startedAt),
       () => undefined,
     );
-    const settle = () => {
+    const settle = (ended: TurnResource | undefined) => {
       if (this.#running === task) this.#running = undefined;
       this.#deps.quotas.taskEnded();
       this.#deps.taskChanged(true);
       this.#deps.events.prune();
-      this.#deps.waitUntil(this.#deps.afterTask().then(() => this.drainQueue()));
+      this.#deps.waitUntil(this.#deps.afterTask(ended).then(() => this.drainQueue()));
     };
-    task.done.then(settle, settle);
+    task.done.then(settle, () => settle(undefined));
     return { task, started };
   }
 
@@ -202,6 +206,37 @@ export class TaskControl {
       await started;
       return ok(task);
     }, "/overrides");
+  }
+
+  /**
+   * Starts a compaction task (`trigger`) when nothing runs and the tenant's quotas admit it;
+   * `keyed` wraps the start (a request's key is recorded with its turn id).
+   */
+  async startCompaction(
+    live: LiveThread,
+    trigger: CompactionTrigger,
+    keyed: (
+      turnId: string,
+      start: () => Promise<RpcResult<RunningTask>>,
+    ) => Promise<RpcResult<RunningTask>> = (_turnId, start) => start(),
+    requestId?: string,
+  ): Promise<RpcResult<RunningTask>> {
+    const busy = this.busy();
+    if (busy) return busy;
+    const turnId = newTurnId();
+    const reservation = reservationOf(live, { kind: "compaction" });
+    const admitting = this.admitted(reservation);
+    const refused = admitting && (await admitting);
+    if (refused) return refused;
+    return keyed(turnId, () =>
+      this.started(
+        live,
+        turnId,
+        (signal) => live.session.compact(trigger, signal, { turnId }),
+        reservation,
+        requestId,
+      ),
+    );
   }
 
   /**

@@ -147,6 +147,7 @@ async function drive(
           pending_calls: [],
           usage: null,
           error: null,
+          ...(event.trigger === undefined ? {} : { trigger: event.trigger }),
         };
         meta.putTurn(row);
         deps.onTaskStarted?.();

@@ -150,6 +150,7 @@ export class WebhookOutbox {
         ? { pending_approvals: row.pending_approvals }
         : {}),
       ...(row.error ? { error: row.error } : {}),
+      ...(row.kind === "compaction" && row.trigger ? { trigger: row.trigger } : {}),
     };
     this.record(type, data, requestId);
     if (delivery && row.status === "failed") {

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   DEFAULT_MAX_OUTPUT_TOKENS,
   DEFAULT_MODEL_CATALOG,
+  DEFAULT_PROMPT_CACHE_TTL_S,
   effectiveContextWindow,
   parseConfiguredModels,
 } from "../../../shared/models/index.ts";
@@ -76,6 +77,7 @@ describe("parseConfiguredModels", () => {
         inputModalities: ["text", "image"],
         supportsParallelToolCalls: true,
         personalities: {},
+        promptCacheTtlS: DEFAULT_PROMPT_CACHE_TTL_S,
         reasoning: { effort: "high", summary: "auto" },
         verbosity: "low",
       },
@@ -89,6 +91,7 @@ describe("parseConfiguredModels", () => {
         inputModalities: ["text", "image"],
         supportsParallelToolCalls: true,
         personalities: {},
+        promptCacheTtlS: DEFAULT_PROMPT_CACHE_TTL_S,
         reasoning: { summary: "none" },
       },
       {
@@ -101,6 +104,7 @@ describe("parseConfiguredModels", () => {
         inputModalities: ["text", "image"],
         supportsParallelToolCalls: true,
         personalities: {},
+        promptCacheTtlS: DEFAULT_PROMPT_CACHE_TTL_S,
       },
     ]);
     const bad = (entry: object) =>
@@ -110,6 +114,24 @@ describe("parseConfiguredModels", () => {
     expect(() => bad({ reasoning: { effort: "low", budget: 3 } })).toThrow();
     expect(() => bad({ verbosity: "loud" })).toThrow();
     expect(() => bad({ max_output_tokens: 0 })).toThrow();
+  });
+
+  it("takes a prompt cache lifetime: 300 s by default, null for none, a positive integer", () => {
+    const [plain, hour, none] = parseConfiguredModels(
+      "openai",
+      JSON.stringify([
+        { slug: "a", context_window: 1000 },
+        { slug: "b", context_window: 1000, prompt_cache_ttl_s: 3600 },
+        { slug: "c", context_window: 1000, prompt_cache_ttl_s: null },
+      ]),
+    );
+    expect([plain, hour, none].map((m) => m?.promptCacheTtlS)).toEqual([300, 3600, null]);
+    const bad = (ttl: unknown) =>
+      parseConfiguredModels(
+        "openai",
+        JSON.stringify([{ slug: "x", context_window: 1, prompt_cache_ttl_s: ttl }]),
+      );
+    for (const ttl of [0, -5, 1.5, "300", 86_401]) expect(() => bad(ttl)).toThrow();
   });
 
   it("gives no models when unset and fails loudly on a malformed configuration", () => {

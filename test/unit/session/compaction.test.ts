@@ -105,6 +105,12 @@ describe("manual compaction (reference §5.6)", () => {
       type: "turn.started",
       turn_id: outcome.turn_id,
       kind: "compaction",
+      trigger: "manual",
+    });
+    // The trigger is Spindle's own field of Codex's `task_started`.
+    expect(lines[0]?.type === "event_msg" && lines[0].payload).toMatchObject({
+      type: "task_started",
+      spindle_compaction_trigger: "manual",
     });
     // Usage: the request's tokens count in the totals; the last usage is the new history's estimate.
     const info = h.session.history.tokenInfo;

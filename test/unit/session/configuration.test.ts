@@ -218,6 +218,29 @@ describe("resolveSessionConfiguration", () => {
     );
   });
 
+  it("carries idle_compaction as a new default; null turns it off; bounds are checked", () => {
+    const settings = { after_idle_s: 240, min_context_tokens: 50_000 };
+    const first = resolve(undefined, { idle_compaction: settings });
+    expect(first.idle_compaction).toEqual(settings);
+    const second = resolve(first, { timezone: "UTC" });
+    expect(second.idle_compaction).toEqual(settings);
+    expect(resolve(second, { idle_compaction: null })).not.toHaveProperty("idle_compaction");
+    const issues = (idle_compaction: unknown) =>
+      ThreadConfigSchema.safeParse({ idle_compaction }).error?.issues.map((i) => i.path.join("."));
+    expect(issues(settings)).toBeUndefined();
+    expect(issues({ after_idle_s: 0, min_context_tokens: 1 })).toEqual([
+      "idle_compaction.after_idle_s",
+    ]);
+    expect(issues({ after_idle_s: 86_401, min_context_tokens: 1.5 })).toEqual([
+      "idle_compaction.after_idle_s",
+      "idle_compaction.min_context_tokens",
+    ]);
+    expect(issues({ after_idle_s: 60 })).toEqual(["idle_compaction.min_context_tokens"]);
+    expect(issues({ after_idle_s: 60, min_context_tokens: 1, extra: true })).toEqual([
+      "idle_compaction",
+    ]);
+  });
+
   it("keeps a reasoning override whole as the new default; null goes back to the model's defaults", () => {
     const first = resolve(undefined, { reasoning: { effort: "high", summary: "concise" } });
     expect(first.reasoning).toEqual({ effort: "high", summary: "concise" });

@@ -121,6 +121,9 @@ function harness(
     drainQueue: async () => {
       log.push("drain");
     },
+    idleCompaction: async () => {
+      log.push("idle compaction");
+    },
     halted: () => state.halted,
     waitUntil: (work) => {
       log.push("waitUntil");
@@ -131,7 +134,7 @@ function harness(
 }
 
 /** What every run does after its flush (and checkpoint), in order. */
-const AFTER_FLUSH = ["prune events", "prune keys", "pack turns", "drain"];
+const AFTER_FLUSH = ["prune events", "prune keys", "pack turns", "drain", "idle compaction"];
 
 const failing = () => Promise.reject(new Error("R2 is down"));
 

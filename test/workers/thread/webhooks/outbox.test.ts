@@ -232,7 +232,7 @@ describe("WebhookOutbox", () => {
     };
     const result = await withOutbox(all, async (h) => {
       h.outbox.learn(all, h.clock.at);
-      h.outbox.turnEnded(row("completed", { kind: "compaction" }), undefined);
+      h.outbox.turnEnded(row("completed", { kind: "compaction", trigger: "idle" }), undefined);
       h.outbox.turnEnded(row("failed", { kind: "compaction" }), undefined);
       const call = { type: "function_call", name: "lookup", arguments: "{}", call_id: "call_1" };
       h.outbox.turnEnded(row("requires_action", { pending_calls: [call] as never }), undefined);
@@ -250,6 +250,7 @@ describe("WebhookOutbox", () => {
       "hook.failed",
       "turn.completed",
     ]);
+    expect(result[0]?.data).toMatchObject({ status: "completed", trigger: "idle" });
     expect(result[2]?.data).toMatchObject({
       pending_calls: [{ call_id: "call_1", name: "lookup" }],
     });
