@@ -103,7 +103,10 @@ interface Answer {
   call?: { name: string; input: string };
 }
 
-export async function startAnthropicStandIn(): Promise<AnthropicStandIn> {
+/** `port`: 0 (the default) takes any free one. */
+export async function startAnthropicStandIn(
+  options: { port?: number } = {},
+): Promise<AnthropicStandIn> {
   const requests: AnthropicRequest[] = [];
   const connections: Promise<void>[] = [];
   const scripted: ScriptedAnswer[] = [];
@@ -449,7 +452,7 @@ export async function startAnthropicStandIn(): Promise<AnthropicStandIn> {
       answer(recorded, res);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
 
   return {

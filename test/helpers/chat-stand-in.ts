@@ -168,7 +168,8 @@ function pieces(text: string, size: number): string[] {
 }
 
 export async function startChatStandIn(
-  options: { deltaChars?: number } = {},
+  /** `port`: 0 (the default) takes any free one. */
+  options: { deltaChars?: number; port?: number } = {},
 ): Promise<ChatStandIn> {
   const deltaChars = options.deltaChars ?? 6;
   const requests: ChatStandInRequest[] = [];
@@ -272,7 +273,7 @@ export async function startChatStandIn(
       write(res, scripts.shift() ?? { sse: answerFrames(body) });
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}/v1`,
