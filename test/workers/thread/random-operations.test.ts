@@ -156,13 +156,21 @@ async function registerMcpServer(): Promise<void> {
   if (res.status !== 409) await json(res, 201);
 }
 
-/** The openai provider's test model, answered by `remoteModel` below. */
-const REMOTE_MODEL = "gpt-test";
+/**
+ * The providers' test models (vitest.workers.config.ts), answered by `remoteModel` below, each
+ * with the longest prompt (in characters) a turn on it is given: their windows are small.
+ */
+const REMOTE_MODELS: Readonly<Record<string, number>> = {
+  "gpt-test": 200_000,
+  "chat-test": 50_000,
+  "claude-test": 200_000,
+};
+const isRemote = (model: string | undefined) => model !== undefined && model in REMOTE_MODELS;
 
 /** The model to run on for what only the local models do (`/call`, `/slow`, long inputs). */
 async function localModel(r: Real): Promise<{ model?: string }> {
   const { config } = JSON.parse(await threadText(r)) as { config: { model: string } };
-  return config.model === REMOTE_MODEL ? { model: "spindle-local" } : {};
+  return isRemote(config.model) ? { model: "spindle-local" } : {};
 }
 
 /**
@@ -175,20 +183,62 @@ async function largeWindowModel(r: Real): Promise<{ model?: string }> {
 }
 
 /**
- * Answers the openai provider's requests (vitest.workers.config.ts points it at openai.test) as
- * the Responses API streams them: one message naming how many items the request held.
+ * Answers the providers' requests (vitest.workers.config.ts points them at openai.test,
+ * chat.test and anthropic.test) as each wire streams them: one message naming how many items,
+ * messages or turns the request held.
  */
 function remoteModel(): MockInstance {
   let served = 0;
+  const sse = (frames: string[]) =>
+    new Response(frames.join(""), { headers: { "content-type": "text/event-stream" } });
   return vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
     const url = String(input instanceof Request ? input.url : input);
     if (url.startsWith(MCP_URL)) return mcpServer.fetch(new Request(input, init));
-    if (!url.startsWith("https://openai.test/")) throw new Error(`unexpected fetch ${url}`);
-    const request = await requestJson<{ input: unknown[] }>(init);
     served += 1;
-    const text = `Upstream answer ${served} to ${request.input.length} items`;
-    const body = responsesStream(answerEvents(text, `msg_up_${served}`));
-    return new Response(body, { headers: { "content-type": "text/event-stream" } });
+    if (url.startsWith("https://openai.test/")) {
+      const request = await requestJson<{ input: unknown[] }>(init);
+      const text = `Upstream answer ${served} to ${request.input.length} items`;
+      const body = responsesStream(answerEvents(text, `msg_up_${served}`));
+      return new Response(body, { headers: { "content-type": "text/event-stream" } });
+    }
+    if (url.startsWith("https://chat.test/")) {
+      const request = await requestJson<{ messages: unknown[] }>(init);
+      const text = `Chat answer ${served} to ${request.messages.length} messages`;
+      const chunk = (delta: object, finish: string | null) =>
+        `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+      return sse([
+        chunk({ role: "assistant", content: text }, null),
+        chunk({}, "stop"),
+        "data: [DONE]\n\n",
+      ]);
+    }
+    if (url.startsWith("https://anthropic.test/")) {
+      const request = await requestJson<{ messages: unknown[] }>(init);
+      const text = `Claude answer ${served} to ${request.messages.length} messages`;
+      const event = (type: string, data: object) =>
+        `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+      const usage = {
+        input_tokens: 10,
+        cache_read_input_tokens: 0,
+        cache_creation_input_tokens: 0,
+      };
+      return sse([
+        event("message_start", {
+          message: {
+            id: `msg_${served}`,
+            role: "assistant",
+            content: [],
+            usage: { ...usage, output_tokens: 1 },
+          },
+        }),
+        event("content_block_start", { index: 0, content_block: { type: "text", text: "" } }),
+        event("content_block_delta", { index: 0, delta: { type: "text_delta", text } }),
+        event("content_block_stop", { index: 0 }),
+        event("message_delta", { delta: { stop_reason: "end_turn" }, usage: { output_tokens: 5 } }),
+        event("message_stop", {}),
+      ]);
+    }
+    throw new Error(`unexpected fetch ${url}`);
   });
 }
 
@@ -227,9 +277,12 @@ class TurnCommand implements fc.AsyncCommand<Model, Real> {
   check = () => true;
   async run(m: Model, r: Real) {
     let overrides = this.overrides;
-    const remote = overrides?.model === REMOTE_MODEL;
-    // The remote model's window is small: long inputs and long histories stay on a local model.
-    if (remote && (this.text.length > LONG_INPUT_CHARS || (await promptText(r)).length > 200_000)) {
+    const limit = overrides?.model === undefined ? undefined : REMOTE_MODELS[overrides.model];
+    // The remote models' windows are small: long inputs and long histories stay on a local model.
+    if (
+      limit !== undefined &&
+      (this.text.length > LONG_INPUT_CHARS || (await promptText(r)).length > limit)
+    ) {
       const { model: _, ...rest } = overrides ?? {};
       overrides = rest;
     }
@@ -684,7 +737,7 @@ const commands = [
         fc.oneof(
           fc.constantFrom("/repo", "/repo/app", "/srv").map((cwd) => ({ cwd })),
           fc
-            .constantFrom("spindle-local", "spindle-local-lite", REMOTE_MODEL)
+            .constantFrom("spindle-local", "spindle-local-lite", ...Object.keys(REMOTE_MODELS))
             .map((model) => ({ model })),
         ),
         { nil: undefined },
