@@ -338,7 +338,8 @@ describe("a request body that breaks off is the client's failure: 400, nothing s
 describe("settings that could never work are refused at the door", () => {
   it("an unknown provider, on create and in a turn's overrides", async () => {
     const id = newThreadId();
-    const message = 'provider "nope" is not configured; available here: local, openai, anthropic, openai-chat';
+    const message =
+      'provider "nope" is not configured; available here: local, openai, anthropic, openai-chat';
     expect(await problem(await post("/v1/threads", { id, provider: "nope" }))).toEqual({
       status: 400,
       code: "invalid_request",
