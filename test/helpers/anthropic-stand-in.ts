@@ -20,10 +20,8 @@
  * bytes / 4. Tests may script answers of their own (`script`), taking precedence once each.
  */
 import { createHash } from "node:crypto";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
-
-type Json = Record<string, unknown>;
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { asRecord, type Json, serveJson } from "./json-stand-in.ts";
 
 export interface AnthropicRequest {
   path: string;
@@ -70,12 +68,6 @@ class Refusal extends Error {
   ) {
     super(message);
   }
-}
-
-function asRecord(value: unknown): Json | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value)
-    ? (value as Json)
-    : undefined;
 }
 
 function records(value: unknown): Json[] {
@@ -429,34 +421,15 @@ export async function startAnthropicStandIn(
     }
   }
 
-  const server: Server = createServer((req, res) => {
-    let raw = "";
-    req.setEncoding("utf8");
-    req.on("data", (chunk: string) => {
-      raw += chunk;
-    });
-    req.on("end", () => {
-      let body: Json | undefined;
-      try {
-        body = asRecord(JSON.parse(raw));
-      } catch {
-        body = undefined;
-      }
-      const recorded: AnthropicRequest = {
-        path: new URL(req.url ?? "/", "http://127.0.0.1").pathname,
-        headers: req.headers,
-        body,
-      };
-      requests.push(recorded);
-      connections.push(new Promise((resolve) => res.on("close", () => resolve())));
-      answer(recorded, res);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
+  const server = await serveJson(({ path, headers, body }, res) => {
+    const recorded: AnthropicRequest = { path, headers, body };
+    requests.push(recorded);
+    connections.push(new Promise((resolve) => res.on("close", () => resolve())));
+    answer(recorded, res);
+  }, options.port);
 
   return {
-    url: `http://127.0.0.1:${port}/v1`,
+    url: `${server.origin}/v1`,
     requests,
     script: (...answers) => {
       scripted.push(...answers);
@@ -468,9 +441,6 @@ export async function startAnthropicStandIn(
       scripted.length = 0;
       cache.clear();
     },
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close: () => server.close(),
   };
 }

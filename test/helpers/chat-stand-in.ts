@@ -18,11 +18,9 @@
  * A test may script the next answers instead (`script`): an HTTP error, or raw SSE text written
  * as given (then the connection ends, is reset, or is held open). Every request is recorded.
  */
-import { createServer, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { ServerResponse } from "node:http";
 import { isContextualUserMessageContent } from "../../shared/context/classify.ts";
-
-type Json = Record<string, unknown>;
+import { asRecord, type Json, serveJson } from "./json-stand-in.ts";
 
 export interface ChatStandInRequest {
   path: string;
@@ -92,12 +90,6 @@ export function usage(prompt: number, completion: number, cached = 0, reasoning 
       rejected_prediction_tokens: 0,
     },
   };
-}
-
-function asRecord(value: unknown): Json | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value)
-    ? (value as Json)
-    : undefined;
 }
 
 function textOf(content: unknown): string {
@@ -246,37 +238,21 @@ export async function startChatStandIn(
     else if (script.ending !== "hang") res.end();
   }
 
-  const server: Server = createServer((req, res) => {
-    let raw = "";
-    req.setEncoding("utf8");
-    req.on("data", (piece: string) => {
-      raw += piece;
-    });
-    req.on("end", () => {
-      closings.push(new Promise((resolve) => res.on("close", () => resolve())));
-      const path = new URL(req.url ?? "/", "http://127.0.0.1").pathname;
-      let body: Json | undefined;
-      try {
-        body = asRecord(JSON.parse(raw));
-      } catch {
-        body = undefined;
-      }
-      if (req.method !== "POST" || path !== "/v1/chat/completions" || !body) {
-        const message = body ? `no route ${req.method} ${path}` : "the body is not JSON";
-        write(res, {
-          status: body ? 404 : 400,
-          body: { error: { message, type: "invalid_request_error", param: null, code: null } },
-        });
-        return;
-      }
-      requests.push({ path, headers: req.headers, body });
-      write(res, scripts.shift() ?? { sse: answerFrames(body) });
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
+  const server = await serveJson(({ method, path, headers, body }, res) => {
+    closings.push(new Promise((resolve) => res.on("close", () => resolve())));
+    if (method !== "POST" || path !== "/v1/chat/completions" || !body) {
+      const message = body ? `no route ${method} ${path}` : "the body is not JSON";
+      write(res, {
+        status: body ? 404 : 400,
+        body: { error: { message, type: "invalid_request_error", param: null, code: null } },
+      });
+      return;
+    }
+    requests.push({ path, headers, body });
+    write(res, scripts.shift() ?? { sse: answerFrames(body) });
+  }, options.port);
   return {
-    url: `http://127.0.0.1:${port}/v1`,
+    url: `${server.origin}/v1`,
     requests,
     script: (...answers) => {
       scripts.push(...answers);
@@ -288,9 +264,6 @@ export async function startChatStandIn(
       closings.length = 0;
       previousPrompt = "";
     },
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close: () => server.close(),
   };
 }

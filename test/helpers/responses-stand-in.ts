@@ -16,22 +16,13 @@
  * The last user message is the newest `user` message that is not one of Spindle's contextual
  * ones (`<environment_context>`, …). Every request is recorded in `requests`, parsed.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { ServerResponse } from "node:http";
 import { isContextualUserMessageContent } from "../../shared/context/classify.ts";
 import type { ContentItem } from "../../shared/protocol/index.ts";
+import { asRecord, type Json, type JsonRequest, serveJson } from "./json-stand-in.ts";
 
 /** One request the stand-in received. */
-export interface StandInRequest {
-  method: string;
-  /** The path, e.g. `/v1/responses`. */
-  path: string;
-  headers: IncomingMessage["headers"];
-  /** The body as sent. */
-  raw: string;
-  /** The body parsed as JSON (undefined when it was not JSON). */
-  body: Record<string, unknown> | undefined;
-}
+export type StandInRequest = JsonRequest;
 
 /** A call the stand-in makes when the last user text matches `match` and `name` is offered. */
 export interface ScriptedCall {
@@ -66,8 +57,6 @@ export interface ResponsesStandIn {
   close(): Promise<void>;
 }
 
-type Json = Record<string, unknown>;
-
 interface Answer {
   kind: "message" | "function_call";
   text: string;
@@ -76,12 +65,6 @@ interface Answer {
 }
 
 const CALL_PATTERN = /\bcall\s+([A-Za-z0-9_-]{1,64})(?:\s+(\{[\s\S]*\}))?/;
-
-function asRecord(value: unknown): Json | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value)
-    ? (value as Json)
-    : undefined;
-}
 
 /** A message's content as content parts (a string is one `input_text`). */
 function parts(content: unknown): ContentItem[] {
@@ -443,35 +426,13 @@ export async function startResponsesStandIn(
     res.end();
   }
 
-  const server: Server = createServer((req, res) => {
-    let raw = "";
-    req.setEncoding("utf8");
-    req.on("data", (chunk: string) => {
-      raw += chunk;
-    });
-    req.on("end", () => {
-      let body: Json | undefined;
-      try {
-        body = asRecord(JSON.parse(raw));
-      } catch {
-        body = undefined;
-      }
-      const recorded: StandInRequest = {
-        method: req.method ?? "",
-        path: new URL(req.url ?? "/", "http://127.0.0.1").pathname,
-        headers: req.headers,
-        raw,
-        body,
-      };
-      requests.push(recorded);
-      answer(recorded, res);
-    });
+  const server = await serveJson((request, res) => {
+    requests.push(request);
+    answer(request, res);
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
 
   return {
-    url: `http://127.0.0.1:${port}/v1`,
+    url: `${server.origin}/v1`,
     requests,
     responseBodies: () =>
       requests
@@ -483,9 +444,6 @@ export async function startResponsesStandIn(
     reset: () => {
       requests.length = 0;
     },
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close: () => server.close(),
   };
 }
