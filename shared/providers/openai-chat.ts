@@ -8,7 +8,7 @@ import {
   sseFrames,
   streamWithRetries,
 } from "./http/attempts.ts";
-import { credentialsOf } from "./http/credentials.ts";
+import { bearerStreamHeaders, credentialsOf } from "./http/credentials.ts";
 import type { ModelClient, ModelEvent, ModelPrompt } from "./model-client.ts";
 import { ProviderError } from "./model-client.ts";
 import {
@@ -77,11 +77,7 @@ export class OpenAIChatClient implements ModelClient {
   async *stream(prompt: ModelPrompt, signal?: AbortSignal): AsyncGenerator<ModelEvent> {
     signal?.throwIfAborted();
     const body = JSON.stringify(this.requestBody(prompt));
-    const headers = {
-      authorization: `Bearer ${this.#apiKey}`,
-      "content-type": "application/json",
-      accept: "text/event-stream",
-    };
+    const headers = bearerStreamHeaders(this.#apiKey);
     yield* streamWithRetries(this.#attempts, { url: this.#url, headers, body }, readChunks, signal);
   }
 }

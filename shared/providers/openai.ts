@@ -12,7 +12,7 @@ import {
   sseFrames,
   streamWithRetries,
 } from "./http/attempts.ts";
-import { credentialsOf } from "./http/credentials.ts";
+import { bearerStreamHeaders, credentialsOf } from "./http/credentials.ts";
 import type { ModelClient, ModelEvent, ModelPrompt } from "./model-client.ts";
 import { ProviderError } from "./model-client.ts";
 import { InputSerializer } from "./openai/input-text.ts";
@@ -92,11 +92,7 @@ export class OpenAIResponsesClient implements ModelClient {
     // `JSON.stringify(this.requestBody(prompt))` as UTF-8, without serializing again what the
     // thread's previous request held.
     const body = requestBodyBytes(prompt, this.#bodyOptions(), this.#serializer);
-    const headers = {
-      authorization: `Bearer ${this.#apiKey}`,
-      "content-type": "application/json",
-      accept: "text/event-stream",
-    };
+    const headers = bearerStreamHeaders(this.#apiKey);
     yield* streamWithRetries(this.#attempts, { url: this.#url, headers, body }, readEvents, signal);
   }
 }

@@ -24,3 +24,12 @@ export function credentialsOf(
   }
   return { apiKey, baseUrl: env.baseUrl?.trim() || defaultBaseUrl };
 }
+
+/** The headers of a streamed JSON request to an API that takes its key as a bearer token. */
+export function bearerStreamHeaders(apiKey: string): Record<string, string> {
+  return {
+    authorization: `Bearer ${apiKey}`,
+    "content-type": "application/json",
+    accept: "text/event-stream",
+  };
+}

@@ -6,13 +6,13 @@ import type { KnownResponseItem } from "../../../shared/protocol/index.ts";
 import {
   createOpenAIClientFromEnv,
   InputSerializer,
-  type ModelEvent,
   type ModelPrompt,
   OpenAIResponsesClient,
   type OpenAIResponsesClientConfig,
   ProviderError,
   type ScheduleFn,
 } from "../../../shared/providers/index.ts";
+import { drain, prompt, user } from "./prompts.ts";
 
 // A loopback server that speaks the Responses API SSE wire format. Each test scripts the
 // handlers for the requests it expects, in order; every request is recorded.
@@ -139,21 +139,6 @@ function status(code: number, body: unknown, headers: Record<string, string> = {
 
 // --- client builders --------------------------------------------------------------------------
 
-const user = (text: string): KnownResponseItem => ({
-  type: "message",
-  role: "user",
-  content: [{ type: "input_text", text }],
-});
-
-function prompt(input: KnownResponseItem[] = [user("hi")]): ModelPrompt {
-  return {
-    instructions: "be helpful",
-    input: PromptInput.of(input),
-    tools: [],
-    parallel_tool_calls: true,
-  };
-}
-
 interface Harness {
   client: OpenAIResponsesClient;
   sleeps: number[];
@@ -175,25 +160,6 @@ function harness(overrides: Partial<OpenAIResponsesClientConfig> = {}): Harness 
     ...overrides,
   });
   return { client, sleeps };
-}
-
-/** Drains the stream; returns what was yielded and what it threw (if anything). */
-async function drain(
-  client: OpenAIResponsesClient,
-  p: ModelPrompt = prompt(),
-  signal?: AbortSignal,
-  onEvent?: (e: ModelEvent) => void,
-): Promise<{ events: ModelEvent[]; error: unknown }> {
-  const events: ModelEvent[] = [];
-  try {
-    for await (const e of client.stream(p, signal)) {
-      events.push(e);
-      onEvent?.(e);
-    }
-    return { events, error: undefined };
-  } catch (error) {
-    return { events, error };
-  }
 }
 
 const EXPECTED_USAGE = {

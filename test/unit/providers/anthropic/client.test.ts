@@ -17,6 +17,7 @@ import {
   sse,
   startAnthropicStandIn,
 } from "../../../helpers/anthropic-stand-in.ts";
+import { drain, user } from "../prompts.ts";
 
 // The anthropic client against a loopback stand-in of the Messages API
 // (test/helpers/anthropic-stand-in.ts), which validates requests as the API does.
@@ -31,12 +32,6 @@ afterAll(async () => {
 });
 beforeEach(() => {
   api.reset();
-});
-
-const user = (text: string): KnownResponseItem => ({
-  type: "message",
-  role: "user",
-  content: [{ type: "input_text", text }],
 });
 
 const LOOKUP = {
@@ -78,24 +73,6 @@ function harness(overrides: Partial<AnthropicClientConfig> = {}) {
     ...overrides,
   });
   return { client, sleeps };
-}
-
-async function drain(
-  client: AnthropicClient,
-  p: ModelPrompt,
-  signal?: AbortSignal,
-  onEvent?: (e: ModelEvent) => void,
-): Promise<{ events: ModelEvent[]; error: unknown }> {
-  const events: ModelEvent[] = [];
-  try {
-    for await (const e of client.stream(p, signal)) {
-      events.push(e);
-      onEvent?.(e);
-    }
-    return { events, error: undefined };
-  } catch (error) {
-    return { events, error };
-  }
 }
 
 const items = (events: ModelEvent[]) =>

@@ -7,25 +7,16 @@ import {
   AnthropicClient,
   type ModelPrompt,
 } from "../../../../shared/providers/index.ts";
+import { assistant, user } from "../prompts.ts";
 
 // The request body the anthropic provider builds from a prompt (reference §2.2-2.6, §2.10).
 
 const EPHEMERAL = { type: "ephemeral" };
 
-const user = (text: string): KnownResponseItem => ({
-  type: "message",
-  role: "user",
-  content: [{ type: "input_text", text }],
-});
 const developer = (text: string): KnownResponseItem => ({
   type: "message",
   role: "developer",
   content: [{ type: "input_text", text }],
-});
-const assistant = (text: string): KnownResponseItem => ({
-  type: "message",
-  role: "assistant",
-  content: [{ type: "output_text", text }],
 });
 const call = (callId: string, name: string, args: string): KnownResponseItem => ({
   type: "function_call",

@@ -1,43 +1,10 @@
-import { PromptInput } from "../../../../shared/context-manager/index.ts";
-import type { FunctionTool, KnownResponseItem } from "../../../../shared/protocol/index.ts";
+import type { ModelEvent } from "../../../../shared/providers/index.ts";
 import {
-  type ModelEvent,
-  type ModelPrompt,
   OpenAIChatClient,
   type OpenAIChatClientConfig,
 } from "../../../../shared/providers/index.ts";
 
-export const user = (text: string): KnownResponseItem => ({
-  type: "message",
-  role: "user",
-  content: [{ type: "input_text", text }],
-});
-
-export const assistant = (text: string): KnownResponseItem => ({
-  type: "message",
-  role: "assistant",
-  content: [{ type: "output_text", text }],
-});
-
-export const LOOKUP: FunctionTool = {
-  type: "function",
-  name: "lookup",
-  description: "find things",
-  parameters: { type: "object", properties: { q: { type: "string" } } },
-};
-
-export function prompt(
-  input: KnownResponseItem[] = [user("hi")],
-  extra: Partial<ModelPrompt> = {},
-): ModelPrompt {
-  return {
-    instructions: "be helpful",
-    input: PromptInput.of(input),
-    tools: [],
-    parallel_tool_calls: true,
-    ...extra,
-  };
-}
+export { assistant, drain, LOOKUP, prompt, user } from "../prompts.ts";
 
 export interface Harness {
   client: OpenAIChatClient;
@@ -59,25 +26,6 @@ export function harness(baseUrl: string, overrides: Partial<OpenAIChatClientConf
     ...overrides,
   });
   return { client, sleeps };
-}
-
-/** Drains the stream; returns what was yielded and what it threw (if anything). */
-export async function drain(
-  client: OpenAIChatClient,
-  p: ModelPrompt = prompt(),
-  signal?: AbortSignal,
-  onEvent?: (e: ModelEvent) => void,
-): Promise<{ events: ModelEvent[]; error: unknown }> {
-  const events: ModelEvent[] = [];
-  try {
-    for await (const e of client.stream(p, signal)) {
-      events.push(e);
-      onEvent?.(e);
-    }
-    return { events, error: undefined };
-  } catch (error) {
-    return { events, error };
-  }
 }
 
 /** The items of the `output_item_done` events. */
