@@ -227,6 +227,14 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       return c.json(turn, turn.status === "in_progress" ? 202 : 200);
     },
 
+    listTurns: async (c, { param, query }) => {
+      const { limit, cursor } = query;
+      const page = await stubFor(c, param.id).listTurns(
+        cursor === undefined ? { limit } : { limit, cursor },
+      );
+      return c.json(unwrap(page));
+    },
+
     getTurn: async (c, { param }) => c.json(unwrap(await stubFor(c, param.id).getTurn(param.turn))),
 
     submitOutputs: async (c, { param, body, header }) => {

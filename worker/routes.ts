@@ -60,6 +60,7 @@ import {
   ThreadResourceSchema,
   TurnParamsSchema,
   TurnResourceSchema,
+  TurnSummarySchema,
   tenantLimits,
   turnBodyMaxBytes,
   UsageBucketSchema,
@@ -105,6 +106,7 @@ const DeliveryListSchema = z.onFirstUse(() => listResourceSchema(DeliveryResourc
 const EndpointListSchema = z.onFirstUse(() => listResourceSchema(EndpointResourceSchema));
 const WebhookDeliveryListSchema = z.onFirstUse(() => listResourceSchema(WebhookDeliverySchema));
 const McpServerListSchema = z.onFirstUse(() => listResourceSchema(McpServerResourceSchema));
+const TurnSummaryListSchema = z.onFirstUse(() => listResourceSchema(TurnSummarySchema));
 
 /** What `POST /hooks/{tenant}/{hook}` answers with 200: a duplicate's first delivery, or Slack's challenge. */
 export const HookAnswerSchema = z.onFirstUse(() =>
@@ -122,6 +124,7 @@ export const LIST_SCHEMAS = {
   WebhookEndpointList: EndpointListSchema,
   WebhookDeliveryList: WebhookDeliveryListSchema,
   McpServerList: McpServerListSchema,
+  TurnSummaryList: TurnSummaryListSchema,
 };
 
 /** The quota a turn-starting route may refuse with (429, `Retry-After` for `tokens_per_day`). */
@@ -286,6 +289,20 @@ export const API_ROUTES = {
       ...KEYED_ERRORS,
       ...QUOTA_ERRORS,
     ],
+  },
+  listTurns: {
+    method: "get",
+    path: "/v1/threads/{id}/turns",
+    access: "threads",
+    summary: "List the thread's turns, newest first",
+    description:
+      "Each turn's times, usage, previews of its input and output and the seq range of its " +
+      "rollout lines (`GET …/rollout`), without its items (`GET …/turns/{turn}`). Turns that " +
+      "ended before they started (queued, then interrupted) recorded no line and are left out.",
+    params: ThreadParamsSchema,
+    query: ListQuerySchema,
+    responses: { 200: { description: "A page of turns.", content: json(TurnSummaryListSchema) } },
+    errors: ["not_found"],
   },
   getTurn: {
     method: "get",

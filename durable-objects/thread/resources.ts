@@ -10,7 +10,7 @@ import type { ResponseItem, RolloutLine } from "../../shared/protocol/index.ts";
 import { fail, ok } from "../common/results.ts";
 import type { LiveThread } from "./live-thread.ts";
 import type { TurnRow } from "./storage/meta-store.ts";
-import { decodeTolerantly } from "./storage/rollout-log.ts";
+import { decodeTolerantly, type StoredLine } from "./storage/rollout-log.ts";
 
 /** The Thread resource; `running` when a task runs now (a paused turn is `requires_action`). */
 export function threadResource(live: LiveThread, running: boolean): ThreadResource {
@@ -81,19 +81,26 @@ export function queuedTurnResource(threadId: string, turnId: string): TurnResour
   };
 }
 
-/**
- * Lines in [first, last]: from SQLite when it still has them, else from the R2 segments that
- * hold them (SQLite read first: a line leaves it only once it is in R2).
- */
 async function linesBetween(live: LiveThread, first: number, last: number): Promise<RolloutLine[]> {
+  return decodeTolerantly(await storedLinesBetween(live, first, last)).lines;
+}
+
+/**
+ * The stored lines in [first, last], in seq order: from SQLite when it still has them, else from
+ * the R2 segments that hold them (SQLite read first: a line leaves it only once it is in R2).
+ */
+export async function storedLinesBetween(
+  live: LiveThread,
+  first: number,
+  last: number,
+): Promise<StoredLine[]> {
   if (last < first) return [];
-  const stored = live.log.firstStoredSeq();
-  if (stored !== undefined && stored <= first) return live.log.linesBetween(first, last);
   const local = live.log.rawAfter(first - 1, last - first + 1);
+  const stored = live.log.firstStoredSeq();
+  if (stored !== undefined && stored <= first) return local;
   const bySeq = new Map((await live.segments.readLines(first, last)).map((l) => [l.seq, l]));
   for (const line of local) bySeq.set(line.seq, line);
-  const raw = [...bySeq.values()].sort((a, b) => a.seq - b.seq);
-  return decodeTolerantly(raw).lines;
+  return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
 }
 
 /**

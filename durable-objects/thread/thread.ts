@@ -15,6 +15,7 @@ import type {
   InjectRequest,
   ListHistoryRequest,
   ListResource,
+  ListTurnsRequest,
   PatchThreadBody,
   RestoreRequest,
   RollbackRequest,
@@ -28,6 +29,7 @@ import type {
   ThreadRpc,
   Trace,
   TurnResource,
+  TurnSummary,
   YieldedQuota,
 } from "../../shared/api/index.ts";
 import type { Prompt, ResponseItem } from "../../shared/protocol/index.ts";
@@ -51,6 +53,7 @@ import { migrateThread } from "./storage/schema.ts";
 import { TaskControl } from "./tasks/task-control.ts";
 import { TurnQueue } from "./tasks/turn-queue.ts";
 import { TenantSync } from "./tenancy/tenant-sync.ts";
+import { turnPage } from "./turn-list.ts";
 import { Upkeep } from "./upkeep.ts";
 import { HookIntake } from "./webhooks/hook-intake.ts";
 import { WebhookOutbox } from "./webhooks/outbox.ts";
@@ -519,6 +522,10 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
 
   listHistory(req: ListHistoryRequest): Promise<RpcResult<ListResource<ResponseItem>>> {
     return this.#withThread((live) => historyPage(live, req));
+  }
+
+  listTurns(req: ListTurnsRequest): Promise<RpcResult<ListResource<TurnSummary>>> {
+    return this.#withThread((live) => turnPage(live, req));
   }
 
   getPrompt(): Promise<RpcResult<Prompt>> {

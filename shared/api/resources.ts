@@ -24,6 +24,7 @@ import {
 } from "../protocol/index.ts";
 import * as z from "../zod/index.ts";
 import { ThreadIdSchema, TurnIdSchema } from "./ids.ts";
+import { TURN_PREVIEW_MAX_CHARS } from "./previews.ts";
 import { PROBLEM_CODES } from "./problems.ts";
 import type { Same } from "./same.ts";
 import { ThreadUsageSchema } from "./tenancy.ts";
@@ -173,6 +174,49 @@ export const TurnResourceSchema = z.onFirstUse(() =>
   }),
 );
 
+const preview = (what: string) =>
+  z
+    .nullable(z.string().check(z.maxLength(TURN_PREVIEW_MAX_CHARS)))
+    .check(
+      z.describe(
+        `${what}, whitespace collapsed, at most ${TURN_PREVIEW_MAX_CHARS} UTF-16 code units (the last ` +
+          "one `…` when cut).",
+      ),
+    );
+
+/** `GET /v1/threads/{id}/turns`: a turn as the inspector lists it, without its items. */
+export const TurnSummarySchema = z.onFirstUse(() =>
+  z.object({
+    object: z.literal("turn.summary"),
+    id: TurnIdSchema,
+    kind: z
+      .enum(["turn", "compaction"])
+      .check(z.describe("`compaction`: a compaction task (manual, automatic or idle).")),
+    trigger: z
+      .optional(z.enum(COMPACTION_TRIGGERS))
+      .check(z.describe("What started a compaction, as in the Turn; absent for user turns.")),
+    status: TurnStatusSchema,
+    created_at: timestamp.check(z.describe("When the turn's first rollout line was written.")),
+    completed_at: z
+      .nullable(timestamp)
+      .check(
+        z.describe(
+          "When its last line was written, once the turn is completed, failed or interrupted; " +
+            "else null.",
+        ),
+      ),
+    usage: z
+      .nullable(TokenUsageSchema)
+      .check(z.describe("The turn's summed usage; null before the first model response.")),
+    input_preview: preview("The turn's user input text; null for a compaction"),
+    output_preview: preview("The turn's last agent message; null when it has none"),
+    first_seq: z
+      .number()
+      .check(z.int(), z.describe("The seq of the turn's first rollout line (`GET …/rollout`).")),
+    last_seq: z.number().check(z.int(), z.describe("The seq of the turn's last rollout line.")),
+  }),
+);
+
 /** A page of a cursor-paginated list; `next_cursor` is null on the last page. */
 export function listResourceSchema<T extends z.ZodMiniType>(item: T) {
   return z.object({
@@ -212,6 +256,7 @@ export type ThreadResource = z.output<typeof ThreadResourceSchema>;
 export type TurnStatus = z.output<typeof TurnStatusSchema>;
 export type TurnError = z.output<typeof TurnErrorSchema>;
 export type TurnResource = z.output<typeof TurnResourceSchema>;
+export type TurnSummary = z.output<typeof TurnSummarySchema>;
 export interface ListResource<T> {
   object: "list";
   data: T[];

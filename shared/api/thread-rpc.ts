@@ -27,7 +27,7 @@ import type {
 import type { TenantLimitName } from "./limits.ts";
 import type { FieldError, ProblemCode, QuotaName } from "./problems.ts";
 import type { BusyPolicy, PendingCallAnswerInput } from "./requests.ts";
-import type { ListResource, ThreadResource, TurnResource } from "./resources.ts";
+import type { ListResource, ThreadResource, TurnResource, TurnSummary } from "./resources.ts";
 import type { PatchThreadBody } from "./tenancy.ts";
 import type { TenantPolicy, YieldedQuota } from "./tenant-rpc.ts";
 import type { AcceptDeliveryRequest, AcceptedDelivery } from "./webhook-rpc.ts";
@@ -116,6 +116,13 @@ export interface StartTurnRequest extends WithPolicy {
 
 export interface ListHistoryRequest {
   /** 1-1000. */
+  limit: number;
+  /** Opaque; only ever a `next_cursor` this DO produced (not verified by the worker). */
+  cursor?: string;
+}
+
+export interface ListTurnsRequest {
+  /** 1-100. */
   limit: number;
   /** Opaque; only ever a `next_cursor` this DO produced (not verified by the worker). */
   cursor?: string;
@@ -254,7 +261,7 @@ export type EventStream = ReadableStream<Uint8Array>;
  *   `context_window_exceeded` (the input cannot fit the window even after a compaction, found
  *   before anything is recorded);
  * - `getTurn` → `turn_not_found`;
- * - `listHistory` → `invalid_request` for a cursor it cannot read;
+ * - `listHistory`, `listTurns` → `invalid_request` for a cursor they cannot read;
  * - the rest as documented on each method.
  *
  * "Answers when the turn ends or pauses" means: once the turn's last line (`task_complete`,
@@ -410,6 +417,8 @@ export interface ThreadRpc {
     trace?: Trace,
   ): Promise<RpcResult<ThreadResource>>;
   listHistory(req: ListHistoryRequest): Promise<RpcResult<ListResource<ResponseItem>>>;
+  /** The thread's turns that recorded lines, newest first (`GET /v1/threads/{id}/turns`). */
+  listTurns(req: ListTurnsRequest): Promise<RpcResult<ListResource<TurnSummary>>>;
   /** The exact next provider request (design §7 `GET …/prompt`). */
   getPrompt(): Promise<RpcResult<Prompt>>;
   /** Rebuilds the thread from its R2 rollout (design §6). */

@@ -114,7 +114,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List the thread's turns, newest first
+         * @description Each turn's times, usage, previews of its input and output and the seq range of its rollout lines (`GET …/rollout`), without its items (`GET …/turns/{turn}`). Turns that ended before they started (queued, then interrupted) recorded no line and are left out.
+         */
+        get: operations["listTurns"];
         put?: never;
         /**
          * Start a turn
@@ -2263,6 +2267,40 @@ export interface components {
                 message: string;
             } | null;
         };
+        TurnSummary: {
+            /** @constant */
+            object: "turn.summary";
+            id: string;
+            /**
+             * @description `compaction`: a compaction task (manual, automatic or idle).
+             * @enum {string}
+             */
+            kind: "turn" | "compaction";
+            /**
+             * @description What started a compaction, as in the Turn; absent for user turns.
+             * @enum {string}
+             */
+            trigger?: "manual" | "auto" | "idle";
+            /** @enum {string} */
+            status: "in_progress" | "completed" | "requires_action" | "interrupted" | "failed";
+            /**
+             * Format: date-time
+             * @description When the turn's first rollout line was written.
+             */
+            created_at: string;
+            /** @description When its last line was written, once the turn is completed, failed or interrupted; else null. */
+            completed_at: string | null;
+            /** @description The turn's summed usage; null before the first model response. */
+            usage: components["schemas"]["TokenUsage"] | null;
+            /** @description The turn's user input text; null for a compaction, whitespace collapsed, at most 200 UTF-16 code units (the last one `…` when cut). */
+            input_preview: string | null;
+            /** @description The turn's last agent message; null when it has none, whitespace collapsed, at most 200 UTF-16 code units (the last one `…` when cut). */
+            output_preview: string | null;
+            /** @description The seq of the turn's first rollout line (`GET …/rollout`). */
+            first_seq: number;
+            /** @description The seq of the turn's last rollout line. */
+            last_seq: number;
+        };
         ResponseItem: (({
             /** @constant */
             type: "message";
@@ -3193,6 +3231,12 @@ export interface components {
             /** @constant */
             object: "list";
             data: components["schemas"]["McpServer"][];
+            next_cursor: string | null;
+        };
+        TurnSummaryList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["TurnSummary"][];
             next_cursor: string | null;
         };
         OpenAIResponse: {
@@ -4147,6 +4191,103 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {unknown} */
                         code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Problem: `internal`. */
+            500: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "internal";
+                    };
+                };
+            };
+        };
+    };
+    listTurns: {
+        parameters: {
+            query?: {
+                /** @description Items per page: 1-100, in decimal digits; default 20. */
+                limit?: number;
+                cursor?: string;
+            };
+            header?: {
+                /** @description The client's name for this request, used as the request id when it matches the pattern (otherwise the service makes one): answered in `x-request-id`, written on the request's log lines and carried into the webhook events it causes. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of turns. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TurnSummaryList"];
+                };
+            };
+            /** @description Problem: `invalid_request`. */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Problem: `unauthorized`. */
+            401: {
+                headers: {
+                    /** @description The Bearer challenge (RFC 6750 §3). */
+                    "WWW-Authenticate"?: string;
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description Problem: `forbidden`. */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "forbidden";
+                    };
+                };
+            };
+            /** @description Problem: `not_found`. */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "not_found";
                     };
                 };
             };

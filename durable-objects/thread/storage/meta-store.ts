@@ -114,6 +114,11 @@ export class MetaStore {
     return this.#turns.get(id);
   }
 
+  /** Up to `count` turns older than ordinal `before`, newest first (`TurnRows.newest`). */
+  newestTurns(count: number, before?: number): TurnRow[] {
+    return this.#turns.newest(count, before);
+  }
+
   lastTurn(): TurnRow | undefined {
     return this.#turns.last();
   }

@@ -143,11 +143,6 @@ export class RolloutLog implements RolloutSink {
     return lines;
   }
 
-  /** Decoded lines with seq in [first, last]; one that does not decode is skipped. */
-  linesBetween(first: number, last: number): RolloutLine[] {
-    return decodeTolerantly(this.rawAfter(first - 1, last - first + 1)).lines;
-  }
-
   /** The first seq still in SQLite (lines before it live in R2 only), or undefined if empty. */
   firstStoredSeq(): number | undefined {
     const row = this.#sql<{

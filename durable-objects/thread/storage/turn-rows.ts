@@ -45,7 +45,12 @@ export const RECENT_TURN_ROWS = 8;
 /** A row whose body is longer stays a row (it may have parts; groups hold small rows). */
 const GROUPED_BODY_MAX_CHARS = 8_192;
 
-const FINISHED: ReadonlySet<string> = new Set(["completed", "failed", "interrupted"]);
+/** The statuses a turn does not leave: its row no longer changes. */
+export const FINISHED_TURN_STATUSES: ReadonlySet<string> = new Set([
+  "completed",
+  "failed",
+  "interrupted",
+]);
 
 /**
  * A turn row's body, kept small (one per turn, forever): the id and ordinal live in their
@@ -230,6 +235,34 @@ export class TurnRows {
     return row && this.#decode(row);
   }
 
+  /**
+   * Up to `count` turns with an ordinal below `before`, newest first; turns that never started
+   * (ordinal 0: they wrote no line) are left out. Groups record no ordinal range, and a turn that
+   * finished late joins a newer group than turns after it, so every group is inflated: a
+   * 5,000-turn thread's are 19 rows of about 4 KB.
+   */
+  newest(count: number, before = Number.MAX_SAFE_INTEGER): TurnRow[] {
+    const rows = this.#sql<StoredRow>`
+      SELECT turn_id, ordinal, body FROM spindle_turns WHERE ordinal > 0 AND ordinal < ${before}
+      ORDER BY ordinal DESC LIMIT ${count}`
+      .toArray()
+      .map((row) => this.#decode(row));
+    const groups = this.#sql.tables.ifExists("spindle_turn_groups", [], () =>
+      this.#sql<{ data: ArrayBuffer }>`
+        SELECT data FROM spindle_turn_groups ORDER BY grp DESC`.toArray(),
+    );
+    // A row is read before a group, and a newer group before an older one (as `get` reads).
+    const seen = new Set(rows.map((row) => row.id));
+    for (const { data } of groups) {
+      for (const row of decodeTurnGroup(data)) {
+        if (row.ordinal <= 0 || row.ordinal >= before || seen.has(row.id)) continue;
+        seen.add(row.id);
+        rows.push(row);
+      }
+    }
+    return rows.sort((a, b) => b.ordinal - a.ordinal).slice(0, count);
+  }
+
   #decode(row: StoredRow): TurnRow {
     return decodeTurnRow({ ...row, body: this.#parts.join(row.turn_id, row.body) });
   }
@@ -262,7 +295,7 @@ export class TurnRows {
       .slice(0, -RECENT_TURN_ROWS)
       .filter((r) => r.body.length <= GROUPED_BODY_MAX_CHARS)
       .map(decodeTurnRow)
-      .filter((r) => FINISHED.has(r.status));
+      .filter((r) => FINISHED_TURN_STATUSES.has(r.status));
     let written = 0;
     for (let i = 0; i + TURN_GROUP_ROWS <= finished.length; i += TURN_GROUP_ROWS) {
       const group = finished.slice(i, i + TURN_GROUP_ROWS);

@@ -11,6 +11,7 @@ import type {
   InjectRequest,
   ListHistoryRequest,
   ListResource,
+  ListTurnsRequest,
   RollbackRequest,
   RpcFailure,
   RpcResult,
@@ -21,6 +22,7 @@ import type {
   ThreadResource,
   ThreadRpc,
   TurnResource,
+  TurnSummary,
 } from "../../../shared/api/index.ts";
 import { ZERO_THREAD_USAGE } from "../../../shared/api/index.ts";
 import type { Prompt, ResponseItem } from "../../../shared/protocol/index.ts";
@@ -131,6 +133,13 @@ export class FakeThreads {
             ok: true,
             value: { object: "list", data: [userMessage("hi")], next_cursor: null },
           };
+        }),
+      listTurns: (req: ListTurnsRequest) =>
+        call("listTurns", [req], (): RpcResult<ListResource<TurnSummary>> => {
+          const found = existing();
+          return found.ok
+            ? { ok: true, value: { object: "list", data: [], next_cursor: null } }
+            : found;
         }),
       getPrompt: () =>
         call("getPrompt", [], (): RpcResult<Prompt> => {

@@ -75,6 +75,7 @@ describe("the OpenAPI document", () => {
         "GET /v1/threads/{id}",
         "DELETE /v1/threads/{id}",
         "POST /v1/threads/{id}/turns",
+        "GET /v1/threads/{id}/turns",
         "GET /v1/threads/{id}/turns/{turn}",
         "POST /v1/threads/{id}/turns/{turn}/outputs",
         "POST /v1/threads/{id}/turns/{turn}/steer",
@@ -223,7 +224,7 @@ describe("the OpenAPI document", () => {
     const threads = (byKey.get(JSON.stringify([{ apiKey: ["threads"] }])) ?? []).filter(
       (op) => !openAIOperations.has(op),
     );
-    expect(threads).toHaveLength(20);
+    expect(threads).toHaveLength(21);
     expect(threads.every((op) => op.includes(" /v1/threads"))).toBe(true);
     const hooks = byKey.get(JSON.stringify([{ apiKey: ["hooks"] }])) ?? [];
     expect(hooks).toHaveLength(14);
@@ -330,6 +331,21 @@ describe("the OpenAPI document", () => {
       description: "Items per page: 1-1000, in decimal digits; default 100.",
       schema: { type: "integer", pattern: "^[0-9]{1,4}$", default: 100, minimum: 1, maximum: 1000 },
     });
+    const turns = doc.paths["/v1/threads/{id}/turns"]?.get as Operation;
+    expect(turns.parameters?.find((p) => p.name === "limit")).toMatchObject({
+      required: false,
+      schema: { type: "integer", default: 20, minimum: 1, maximum: 100 },
+    });
+  });
+
+  it("documents each field of a turn summary", () => {
+    const summary = doc.components.schemas.TurnSummary as {
+      properties: Record<string, { description?: string }>;
+    };
+    const undocumented = Object.entries(summary.properties)
+      .filter(([name, field]) => !["object", "id", "status"].includes(name) && !field.description)
+      .map(([name]) => name);
+    expect(undocumented).toEqual([]);
   });
 
   it("a number in the query or a header is an integer, with the digits pattern it is checked by", () => {

@@ -161,6 +161,19 @@ describe("thread routes", () => {
     ]);
   });
 
+  it("GET …/turns defaults to 20 turns, passes the cursor through, and refuses a limit over 100", async () => {
+    const { request, fake } = setup();
+    fake.threads.set("A:t1", thread("t1"));
+    const first = await request("/v1/threads/t1/turns");
+    expect(await first.json()).toEqual({ object: "list", data: [], next_cursor: null });
+    await request("/v1/threads/t1/turns?limit=100&cursor=abc");
+    expect((await request("/v1/threads/t1/turns?limit=101")).status).toBe(400);
+    expect(fake.calls.map((c) => [c.method, c.args])).toEqual([
+      ["listTurns", [{ limit: 20 }]],
+      ["listTurns", [{ limit: 100, cursor: "abc" }]],
+    ]);
+  });
+
   it("GET …/prompt answers the DO's prompt as is", async () => {
     const { request, fake } = setup();
     fake.threads.set("A:t1", thread("t1"));
@@ -412,7 +425,7 @@ describe("routing errors", () => {
     const cases: [string, string, string][] = [
       ["PUT", "/v1/threads", "POST, GET"],
       ["PUT", "/v1/threads/t1", "GET, PATCH, DELETE"],
-      ["GET", "/v1/threads/t1/turns", "POST"],
+      ["PUT", "/v1/threads/t1/turns", "POST, GET"],
       ["DELETE", "/v1/threads/t1/turns/u1", "GET"],
       ["POST", "/v1/threads/t1/history", "GET"],
       ["POST", "/v1/threads/t1/prompt", "GET"],

@@ -52,6 +52,7 @@ const PROBES: Record<Exclude<OperationId, "health" | "openApiDocument" | "delive
     body: () => ({ input: "hi" }),
     expect: "denied",
   },
+  listTurns: { path: (v) => `/v1/threads/${v.thread}/turns`, expect: "denied" },
   getTurn: { path: (v) => `/v1/threads/${v.thread}/turns/${v.turn}`, expect: "denied" },
   submitOutputs: {
     path: (v) => `/v1/threads/${v.thread}/turns/${v.callTurn}/outputs`,

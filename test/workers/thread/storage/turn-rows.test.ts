@@ -137,6 +137,44 @@ describe("TurnRows: older finished turns are stored in groups", () => {
     expect(result).toEqual({ asRow: changed, written: 1, grouped: changed });
   });
 
+  it("lists the newest turns across rows and groups, page by page, each once, never-started ones left out", async () => {
+    const paused = row(1, {
+      status: "requires_action",
+      pending_calls: [{ type: "function_call", name: "f", arguments: "{}", call_id: "c" }],
+    });
+    const changed = row(7, {
+      status: "failed",
+      error: { code: "provider_error", message: "late" },
+    });
+    const unstarted = row(0, { id: "turn_queued", ordinal: 0, status: "interrupted" });
+    const total = 1 + RECENT_TURN_ROWS + 2 * TURN_GROUP_ROWS;
+    const result = await withRows((rows) => {
+      rows.put(unstarted);
+      rows.put(paused);
+      for (const n of range(2, total)) rows.put(row(n));
+      rows.pack();
+      // A row for a grouped turn is read instead of the group's copy.
+      rows.put(changed);
+      const pages: string[][] = [];
+      let before: number | undefined;
+      for (;;) {
+        const page = rows.newest(100, before);
+        if (page.length === 0) break;
+        pages.push(page.map((r) => r.id));
+        before = page.at(-1)?.ordinal;
+      }
+      return { pages, newest: rows.newest(3), seventh: rows.newest(1, row(8).ordinal) };
+    });
+    expect(result.pages.map((p) => p.length)).toEqual([100, 100, 100, 100, 100, total - 500]);
+    expect(result.pages.flat()).toEqual(
+      range(1, total)
+        .toReversed()
+        .map((n) => `turn_${n}`),
+    );
+    expect(result.newest).toEqual([row(total), row(total - 1), row(total - 2)]);
+    expect(result.seventh).toEqual([changed]);
+  });
+
   it("passes over a group whose hashes match by chance, and finds a turn only by its own hash", async () => {
     const result = await withRows((rows, sql) => {
       for (const n of range(1, RECENT_TURN_ROWS + TURN_GROUP_ROWS)) rows.put(row(n));
