@@ -335,6 +335,9 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
 
     getPrompt: async (c, { param }) => c.json(unwrap(await stubFor(c, param.id).getPrompt())),
 
+    listTurnRequests: async (c, { param }) =>
+      c.json(unwrap(await stubFor(c, param.id).turnRequests(param.turn))),
+
     exportRollout: async (c, { param, query }) => {
       const { lines, missingLines } = unwrap(
         await stubFor(c, param.id).exportRollout({ allowIncomplete: query.allow_incomplete }),

@@ -7,6 +7,7 @@
 
 import {
   ApiKeyResourceSchema,
+  CacheReportSchema,
   CreatedApiKeySchema,
   CreatedEndpointSchema,
   CreatedHookSchema,
@@ -26,6 +27,7 @@ import {
   InjectBodySchema,
   InputMessageSchema,
   McpServerResourceSchema,
+  ModelRequestResourceSchema,
   PatchEndpointBodySchema,
   PatchMcpServerBodySchema,
   PatchTenantBodySchema,
@@ -51,6 +53,7 @@ import {
   ThreadResourceSchema,
   ThreadUsageSchema,
   TurnInputSchema,
+  TurnRequestsResourceSchema,
   TurnResourceSchema,
   TurnSummarySchema,
   UsageBucketSchema,
@@ -159,6 +162,9 @@ const RESPONSE_COMPONENTS: ReadonlyMap<z.ZodMiniType, string> = new Map<z.ZodMin
   [ThreadEventSchema, "ThreadEvent"],
   [HistoryPageSchema, "HistoryPage"],
   [PromptResourceSchema, "Prompt"],
+  [TurnRequestsResourceSchema, "TurnRequests"],
+  [ModelRequestResourceSchema, "ModelRequest"],
+  [CacheReportSchema, "CacheReport"],
   [ProblemSchema, "Problem"],
   [FieldErrorSchema, "FieldError"],
   [RolloutLineDocSchema, "RolloutLine"],

@@ -59,6 +59,7 @@ import {
   ThreadParamsSchema,
   ThreadResourceSchema,
   TurnParamsSchema,
+  TurnRequestsResourceSchema,
   TurnResourceSchema,
   TurnSummarySchema,
   tenantLimits,
@@ -311,6 +312,19 @@ export const API_ROUTES = {
     summary: "Get a turn",
     params: TurnParamsSchema,
     responses: { 200: { description: "The turn.", content: json(TurnResourceSchema) } },
+    errors: ["not_found", "turn_not_found"],
+  },
+  listTurnRequests: {
+    method: "get",
+    path: "/v1/threads/{id}/turns/{turn}/requests",
+    access: "threads",
+    summary: "The provider requests of a turn",
+    description:
+      "Each provider request the turn made, rebuilt from the rollout: instructions, input and tools as the provider received them, its usage, and its cache report against the thread's previous request (design §14); with the turn's raw rollout lines. Requests of a turn imported from a Codex rollout were not recorded: `data` is empty.",
+    params: TurnParamsSchema,
+    responses: {
+      200: { description: "The turn's requests.", content: json(TurnRequestsResourceSchema) },
+    },
     errors: ["not_found", "turn_not_found"],
   },
   submitOutputs: {

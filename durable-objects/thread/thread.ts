@@ -28,6 +28,7 @@ import type {
   ThreadResource,
   ThreadRpc,
   Trace,
+  TurnRequestsResource,
   TurnResource,
   TurnSummary,
   YieldedQuota,
@@ -44,6 +45,7 @@ import { IdleCompaction } from "./idle-compaction.ts";
 import { KeyedRequests } from "./keyed-requests.ts";
 import { LiveThread, type StorageParts, storagePartsOf } from "./live-thread.ts";
 import { threadServerTools } from "./mcp/server-tools.ts";
+import { turnRequestsResource } from "./model-requests.ts";
 import { QuotaGate } from "./quotas/quota-gate.ts";
 import { historyPage, queuedTurnResource, threadResource, turnResource } from "./resources.ts";
 import { exportedRollout, rolloutPrefix } from "./rollouts/export.ts";
@@ -526,6 +528,14 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
 
   listTurns(req: ListTurnsRequest): Promise<RpcResult<ListResource<TurnSummary>>> {
     return this.#withThread((live) => turnPage(live, req));
+  }
+
+  turnRequests(turnId: string): Promise<RpcResult<TurnRequestsResource>> {
+    return this.#withThread(async (live) => {
+      const row = this.#parts.meta.turn(turnId);
+      if (row === undefined) return fail("turn_not_found", `No turn "${turnId}" in this thread.`);
+      return ok(await turnRequestsResource(live, row));
+    });
   }
 
   getPrompt(): Promise<RpcResult<Prompt>> {

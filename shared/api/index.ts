@@ -8,6 +8,7 @@ export * from "./events.ts";
 export * from "./ids.ts";
 export * from "./limits.ts";
 export * from "./mcp-servers.ts";
+export * from "./model-requests.ts";
 export * from "./previews.ts";
 export * from "./problems.ts";
 export * from "./requests.ts";

@@ -25,6 +25,7 @@ import type {
   ThreadMetadata,
 } from "../protocol/index.ts";
 import type { TenantLimitName } from "./limits.ts";
+import type { TurnRequestsResource } from "./model-requests.ts";
 import type { FieldError, ProblemCode, QuotaName } from "./problems.ts";
 import type { BusyPolicy, PendingCallAnswerInput } from "./requests.ts";
 import type { ListResource, ThreadResource, TurnResource, TurnSummary } from "./resources.ts";
@@ -421,6 +422,8 @@ export interface ThreadRpc {
   listTurns(req: ListTurnsRequest): Promise<RpcResult<ListResource<TurnSummary>>>;
   /** The exact next provider request (design §7 `GET …/prompt`). */
   getPrompt(): Promise<RpcResult<Prompt>>;
+  /** A turn's provider requests, rebuilt from the rollout (design §13); `turn_not_found`. */
+  turnRequests(turnId: string): Promise<RpcResult<TurnRequestsResource>>;
   /** Rebuilds the thread from its R2 rollout (design §6). */
   restore(req: RestoreRequest): Promise<RpcResult<ThreadResource>>;
   /**

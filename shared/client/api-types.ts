@@ -148,6 +148,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/threads/{id}/turns/{turn}/requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The provider requests of a turn
+         * @description Each provider request the turn made, rebuilt from the rollout: instructions, input and tools as the provider received them, its usage, and its cache report against the thread's previous request (design §14); with the turn's raw rollout lines. Requests of a turn imported from a Codex rollout were not recorded: `data` is empty.
+         */
+        get: operations["listTurnRequests"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/threads/{id}/turns/{turn}/outputs": {
         parameters: {
             query?: never;
@@ -2863,6 +2883,283 @@ export interface components {
                 verbosity: "low" | "medium" | "high";
             };
         };
+        TurnRequests: {
+            /** @constant */
+            object: "turn.requests";
+            turn_id: string;
+            data: components["schemas"]["ModelRequest"][];
+            lines: {
+                seq: number;
+                line: components["schemas"]["RolloutLine"];
+            }[];
+        };
+        ModelRequest: {
+            instructions: string;
+            input: (({
+                /** @constant */
+                type: "message";
+                id?: string | null;
+                /** @enum {string} */
+                role: "user" | "assistant" | "developer" | "system";
+                content: (({
+                    /** @constant */
+                    type: "input_text";
+                    text: string;
+                } & {
+                    [key: string]: unknown;
+                }) | ({
+                    /** @constant */
+                    type: "input_image";
+                    image_url: string;
+                    /** @enum {string} */
+                    detail?: "auto" | "low" | "high" | "original";
+                } & {
+                    [key: string]: unknown;
+                }) | ({
+                    /** @constant */
+                    type: "output_text";
+                    text: string;
+                } & {
+                    [key: string]: unknown;
+                }))[];
+                phase?: ("commentary" | "final_answer") | null;
+                internal_chat_message_metadata_passthrough?: {
+                    turn_id?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            } & {
+                [key: string]: unknown;
+            }) | ({
+                /** @constant */
+                type: "reasoning";
+                id?: string | null;
+                summary: ({
+                    /** @constant */
+                    type: "summary_text";
+                    text: string;
+                } & {
+                    [key: string]: unknown;
+                })[];
+                content?: ({
+                    /** @enum {string} */
+                    type: "reasoning_text" | "text";
+                    text: string;
+                } & {
+                    [key: string]: unknown;
+                })[] | null;
+                encrypted_content?: string | null;
+                internal_chat_message_metadata_passthrough?: {
+                    turn_id?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            } & {
+                [key: string]: unknown;
+            }) | ({
+                /** @constant */
+                type: "local_shell_call";
+                id?: string | null;
+                call_id: string | null;
+                /** @enum {string} */
+                status: "completed" | "in_progress" | "incomplete";
+                action: {
+                    /** @constant */
+                    type: "exec";
+                    command: string[];
+                    timeout_ms?: number | null;
+                    working_directory?: string | null;
+                    env?: {
+                        [key: string]: string;
+                    } | null;
+                    user?: string | null;
+                } & {
+                    [key: string]: unknown;
+                };
+                internal_chat_message_metadata_passthrough?: {
+                    turn_id?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            } & {
+                [key: string]: unknown;
+            }) | ({
+                /** @constant */
+                type: "function_call";
+                id?: string | null;
+                name: string;
+                namespace?: string | null;
+                arguments: string;
+                call_id: string;
+                internal_chat_message_metadata_passthrough?: {
+                    turn_id?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            } & {
+                [key: string]: unknown;
+            }) | ({
+                /** @constant */
+                type: "function_call_output";
+                id?: string | null;
+                call_id: string;
+                output: string | (({
+                    /** @constant */
+                    type: "input_text";
+                    text: string;
+                } & {
+                    [key: string]: unknown;
+                }) | ({
+                    /** @constant */
+                    type: "input_image";
+                    image_url: string;
+                    /** @enum {string} */
+                    detail?: "auto" | "low" | "high" | "original";
+                } & {
+                    [key: string]: unknown;
+                }) | ({
+                    /** @constant */
+                    type: "encrypted_content";
+                    encrypted_content: string;
+                } & {
+                    [key: string]: unknown;
+                }))[];
+                internal_chat_message_metadata_passthrough?: {
+                    turn_id?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            } & {
+                [key: string]: unknown;
+            }) | ({
+                /** @constant */
+                type: "custom_tool_call";
+                id?: string | null;
+                status?: string | null;
+                call_id: string;
+                name: string;
+                namespace?: string | null;
+                input: string;
+                internal_chat_message_metadata_passthrough?: {
+                    turn_id?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            } & {
+                [key: string]: unknown;
+            }) | ({
+                /** @constant */
+                type: "custom_tool_call_output";
+                id?: string | null;
+                call_id: string;
+                name?: string | null;
+                output: string | (({
+                    /** @constant */
+                    type: "input_text";
+                    text: string;
+                } & {
+                    [key: string]: unknown;
+                }) | ({
+                    /** @constant */
+                    type: "input_image";
+                    image_url: string;
+                    /** @enum {string} */
+                    detail?: "auto" | "low" | "high" | "original";
+                } & {
+                    [key: string]: unknown;
+                }) | ({
+                    /** @constant */
+                    type: "encrypted_content";
+                    encrypted_content: string;
+                } & {
+                    [key: string]: unknown;
+                }))[];
+                internal_chat_message_metadata_passthrough?: {
+                    turn_id?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            } & {
+                [key: string]: unknown;
+            }) | ({
+                /** @constant */
+                type: "web_search_call";
+                id?: string | null;
+                status?: string | null;
+                action?: ({
+                    type: string;
+                } & {
+                    [key: string]: unknown;
+                }) | null;
+                internal_chat_message_metadata_passthrough?: {
+                    turn_id?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            } & {
+                [key: string]: unknown;
+            }) | ({
+                /** @constant */
+                type: "compaction";
+                id?: string | null;
+                encrypted_content: string;
+                internal_chat_message_metadata_passthrough?: {
+                    turn_id?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            } & {
+                [key: string]: unknown;
+            }))[];
+            tools: {
+                /**
+                 * @default function
+                 * @constant
+                 */
+                type: "function";
+                name: string;
+                /** @default  */
+                description: string;
+                /**
+                 * @default {
+                 *       "type": "object",
+                 *       "properties": {}
+                 *     }
+                 */
+                parameters: {
+                    [key: string]: unknown;
+                };
+                strict?: boolean;
+            }[];
+            parallel_tool_calls: boolean;
+            reasoning?: {
+                /** @enum {string} */
+                effort?: "none" | "minimal" | "low" | "medium" | "high" | "xhigh" | "max" | "ultra";
+                /** @enum {string} */
+                summary?: "auto" | "concise" | "detailed";
+            };
+            text?: {
+                /** @enum {string} */
+                verbosity: "low" | "medium" | "high";
+            };
+            /** @constant */
+            object: "model.request";
+            step: number;
+            /** @enum {string} */
+            kind: "sampling" | "compaction";
+            model: string;
+            created_at: string;
+            seq: number;
+            usage: components["schemas"]["TokenUsage"] | null;
+            cache: components["schemas"]["CacheReport"];
+        };
+        CacheReport: {
+            reused_prefix_items: number;
+            reused_prefix_bytes: number;
+            new_bytes: number;
+            provider_cached_tokens: number | null;
+            break_reason: ("first_request" | "compaction" | "rollback" | "model_switch" | "instructions_changed" | "tools_changed" | "expired" | "history_changed") | null;
+        };
         Problem: {
             type: string;
             title: string;
@@ -4506,6 +4803,100 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Turn"];
+                };
+            };
+            /** @description Problem: `invalid_request`. */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Problem: `unauthorized`. */
+            401: {
+                headers: {
+                    /** @description The Bearer challenge (RFC 6750 §3). */
+                    "WWW-Authenticate"?: string;
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "unauthorized";
+                    };
+                };
+            };
+            /** @description Problem: `forbidden`. */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "forbidden";
+                    };
+                };
+            };
+            /** @description Problem: `not_found`, `turn_not_found`. */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "not_found" | "turn_not_found";
+                    };
+                };
+            };
+            /** @description Problem: `internal`. */
+            500: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "internal";
+                    };
+                };
+            };
+        };
+    };
+    listTurnRequests: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The client's name for this request, used as the request id when it matches the pattern (otherwise the service makes one): answered in `x-request-id`, written on the request's log lines and carried into the webhook events it causes. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+                turn: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The turn's requests. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TurnRequests"];
                 };
             };
             /** @description Problem: `invalid_request`. */

@@ -1,6 +1,7 @@
 import * as z from "../zod/index.ts";
+import { PromptSchema } from "./prompt.ts";
 import { ResponseItemSchema } from "./response-item.ts";
-import { SessionConfigurationSchema } from "./thread-config.ts";
+import { FunctionToolSchema, SessionConfigurationSchema } from "./thread-config.ts";
 import { ThreadMetadataSchema } from "./thread-metadata.ts";
 import { TokenUsageInfoSchema } from "./token-usage.ts";
 import { TurnContextItemSchema } from "./turn-context.ts";
@@ -231,10 +232,32 @@ const KnownEventMsgSchema = z.onFirstUse(() =>
 export const EventMsgSchema = z.onFirstUse(() => z.union([KnownEventMsgSchema, OtherEventSchema]));
 
 /**
+ * `spindle_request`: one provider request, written right before it is sent. Its input is not
+ * stored: it is the history the lines before this one rebuild (`forPrompt` of its modalities;
+ * a compaction request adds the summary request). The other channels are written only when they
+ * differ from the previous `spindle_request` line's (absent: as that line's, carried forward
+ * when read), so a thread's requests cost a few bytes each.
+ */
+export const ModelRequestLineSchema = z.onFirstUse(() =>
+  z.looseObject({
+    kind: z.enum(["sampling", "compaction"]),
+    model: z.string(),
+    instructions: z.optional(z.string()),
+    tools: z.optional(z.array(FunctionToolSchema)),
+    options: z.optional(
+      z.extend(z.pick(PromptSchema, { parallel_tool_calls: true, reasoning: true, text: true }), {
+        input_modalities: z.array(z.enum(["text", "image"])),
+      }),
+    ),
+  }),
+);
+export type ModelRequestLine = z.infer<typeof ModelRequestLineSchema>;
+
+/**
  * Spindle's own lines, which Codex readers skip as unknown line types: `spindle_config`, the
  * thread's resolved configuration, written at creation and whenever a turn's overrides change
  * it, and `spindle_metadata`, the thread's metadata, written whenever it is set; so a thread
- * rebuilt from R2 alone gets both back.
+ * rebuilt from R2 alone gets both back; and `spindle_request` (above).
  */
 const envelope = () => ({ timestamp: z.string(), ordinal: z.nullish(z.number()) });
 /**
@@ -257,6 +280,7 @@ export const RolloutLineSchema = z.onFirstUse(() =>
         type: z.literal("spindle_config"),
         payload: SessionConfigurationSchema,
       }),
+      line({ ...envelope(), type: z.literal("spindle_request"), payload: ModelRequestLineSchema }),
       z.object({
         ...envelope(),
         type: z.literal("spindle_metadata"),

@@ -40,6 +40,7 @@ const KNOWN_LINE_TYPES: ReadonlySet<string> = new Set([
   "compacted",
   "event_msg",
   "spindle_config",
+  "spindle_request",
 ]);
 
 /**

@@ -1,6 +1,7 @@
 import {
   CompactedItemSchema,
   KnownResponseItemSchema,
+  ModelRequestLineSchema,
   type ResponseItem,
   type RolloutLine,
   SessionConfigurationSchema,
@@ -33,6 +34,7 @@ const CONSEQUENCE: Readonly<Record<string, string>> = {
   compacted: "its history replacement is not applied",
   response_item: "the item is not in history",
   spindle_config: "the configuration it records is not used",
+  spindle_request: "the provider request it records is not shown",
 };
 
 const SCHEMAS = {
@@ -42,6 +44,7 @@ const SCHEMAS = {
   compacted: CompactedItemSchema,
   response_item: KnownResponseItemSchema,
   spindle_config: SessionConfigurationSchema,
+  spindle_request: ModelRequestLineSchema,
 } as const;
 
 function isSchemaType(type: string): type is keyof typeof SCHEMAS {

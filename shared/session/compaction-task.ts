@@ -14,6 +14,7 @@ import { effectiveBaseInstructions } from "./configuration.ts";
 import { buildInitialContext } from "./context-updates.ts";
 import { CompactionFailedError } from "./errors.ts";
 import { buildCompactionPrompt } from "./prompt.ts";
+import { recordModelRequest } from "./request-lines.ts";
 import { isAssistantMessage, messageText, streamModel } from "./streaming.ts";
 import { taskCompleteLine, taskStartedLine, turnAbortedLine } from "./task-lines.ts";
 import type { CompactionOutcome, SessionState, TaskScope, TurnEvent } from "./task-scope.ts";
@@ -142,17 +143,15 @@ async function* compactHistory(
   const client = scope.deps.modelClient(summarizer.model, provider);
   let summary: string | undefined;
   let usage: TokenUsage | undefined;
-  const interrupted = await streamModel(
-    client,
-    buildCompactionPrompt(history, summarizer),
-    signal,
-    (event) => {
-      if (event.type === "completed") usage = event.usage;
-      else if (event.type === "output_item_done" && isAssistantMessage(event.item)) {
-        summary = messageText(event.item);
-      }
-    },
-  );
+  const prompt = buildCompactionPrompt(history, summarizer);
+  // A request an abort stops before it is sent is not recorded (`streamModel` sends none).
+  if (signal?.aborted !== true) recordModelRequest(scope, prompt, summarizer.model, "compaction");
+  const interrupted = await streamModel(client, prompt, signal, (event) => {
+    if (event.type === "completed") usage = event.usage;
+    else if (event.type === "output_item_done" && isAssistantMessage(event.item)) {
+      summary = messageText(event.item);
+    }
+  });
   if (interrupted) return { interrupted: true };
   if (summary === undefined || summary.trim() === "") {
     throw new CompactionFailedError(summarizer.turnId);

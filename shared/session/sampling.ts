@@ -12,6 +12,7 @@ import { recordWorldStateUpdate } from "./context-updates.ts";
 import { RoundNotAdmittedError } from "./errors.ts";
 import { turnAbortedMessage } from "./notices.ts";
 import { buildPrompt } from "./prompt.ts";
+import { recordModelRequest } from "./request-lines.ts";
 import {
   recordApprovalRequests,
   runServerCalls,
@@ -93,6 +94,7 @@ export async function* sampleTurn(
     }
 
     const prompt = buildPrompt(history, turn, step);
+    recordModelRequest(scope, prompt, turn.model, "sampling");
     const used = step;
     step = undefined;
     const result = yield* streamStep(scope, client, prompt, turn, signal);

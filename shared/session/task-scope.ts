@@ -14,6 +14,7 @@ import type {
 } from "../protocol/index.ts";
 import type { ModelClient } from "../providers/index.ts";
 import type { CompactionTrigger } from "./compaction.ts";
+import type { RequestChannels } from "./request-lines.ts";
 import type { RolloutSink } from "./rollout-sink.ts";
 import type { TurnContext } from "./turn-context.ts";
 
@@ -40,6 +41,8 @@ export interface SessionState {
   history: ContextManager;
   /** undefined: no real user turn has run yet (or none survived a rollback). */
   previousTurnSettings?: PreviousTurnSettings;
+  /** The channels of the newest `spindle_request` line written since the load (`recordModelRequest`). */
+  lastRequest?: RequestChannels;
 }
 
 export interface UserInput {

@@ -221,6 +221,7 @@ export const QUIET_TURN_LINES = [
   "turn_context",
   "response_item/user",
   "event_msg/user_message",
+  "spindle_request",
   "response_item/assistant",
   "event_msg/token_count",
   "event_msg/task_complete",
@@ -229,6 +230,7 @@ export const QUIET_TURN_LINES = [
 /** The lines of an automatic compaction task before a turn (it re-injects the turn's context). */
 export const AUTO_COMPACTION_TASK_LINES = [
   "event_msg/task_started",
+  "spindle_request",
   "compacted",
   "world_state",
   "turn_context",

@@ -148,13 +148,13 @@ describe("automatic compaction before a turn (the layout Codex 0.169 sends)", ()
     ]);
     const [firstWorldState] = linesOfType(h.sink.items, "world_state");
     const [firstTurnContext] = linesOfType(h.sink.items, "turn_context");
-    expect(lines[2]).toEqual(firstWorldState);
-    expect(lines[3]).toEqual({
+    expect(lines[3]).toEqual(firstWorldState);
+    expect(lines[4]).toEqual({
       type: "turn_context",
       payload: { ...firstTurnContext?.payload, turn_id: compactionId },
     });
     // The user turn's request: the replacement, then its input. Nothing re-sent after the summary.
-    const third = lines[8]?.type === "response_item" ? lines[8].payload : undefined;
+    const third = lines[9]?.type === "response_item" ? lines[9].payload : undefined;
     expect(h.client.prompts.at(-1)?.input).toEqual([...(replacement ?? []), third]);
     expect(outcome.status).toBe("completed");
     expect(h.session.history.referenceContextItem?.turn_id).toBe(outcome.turn_id);
@@ -242,10 +242,12 @@ describe("compaction within a turn (between sampling steps)", () => {
     const lines = h.sink.items.slice(mark);
     expect(shapeOf(lines)).toEqual([
       "response_item/function_call_output",
+      "spindle_request",
       "compacted",
       "world_state",
       "turn_context",
       "event_msg/token_count",
+      "spindle_request",
       "response_item/assistant",
       "event_msg/token_count",
       "event_msg/task_complete",
@@ -264,8 +266,8 @@ describe("compaction within a turn (between sampling steps)", () => {
     expect(next?.input).toEqual(replacement);
     // The turn's own turn_context again, and the same snapshot as its context describes.
     const turnContexts = linesOfType(h.sink.items, "turn_context");
-    expect(lines[3]).toEqual(turnContexts.find((l) => l.payload.turn_id === paused.turn_id));
-    expect(lines[2]).toEqual(linesOfType(h.sink.items, "world_state")[0]);
+    expect(lines[4]).toEqual(turnContexts.find((l) => l.payload.turn_id === paused.turn_id));
+    expect(lines[3]).toEqual(linesOfType(h.sink.items, "world_state")[0]);
   });
 
   it("replays to the live state (checkpoints too) and the next turn sends only its input", async () => {
@@ -309,6 +311,7 @@ describe("compaction within a turn (between sampling steps)", () => {
     expect(outcome).toEqual({ status: "interrupted", turn_id: paused.turn_id });
     expect(shapeOf(h.sink.items.slice(mark))).toEqual([
       "response_item/function_call_output",
+      "spindle_request",
       "response_item/user",
       "event_msg/turn_aborted",
     ]);

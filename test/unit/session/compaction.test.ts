@@ -69,11 +69,12 @@ describe("manual compaction (reference §5.6)", () => {
     const lines = h.sink.items.slice(mark);
     expect(shapeOf(lines)).toEqual([
       "event_msg/task_started",
+      "spindle_request",
       "compacted",
       "event_msg/token_count",
       "event_msg/task_complete",
     ]);
-    for (const line of [lines[0], lines[3]]) {
+    for (const line of [lines[0], lines[4]]) {
       expect(line?.type === "event_msg" && "turn_id" in line.payload && line.payload.turn_id).toBe(
         outcome.turn_id,
       );
@@ -83,7 +84,7 @@ describe("manual compaction (reference §5.6)", () => {
     const summarized = (prompt?.input.length ?? 0) - 1;
     const summary = `Summary of ${summarized} earlier items; last user request: "second"`;
     expect(outcome.summary).toBe(summary);
-    expect(lines[1]).toEqual({
+    expect(lines[2]).toEqual({
       type: "compacted",
       payload: { message: summary, replacement_history: outcome.replacement_history },
     });
@@ -117,7 +118,7 @@ describe("manual compaction (reference §5.6)", () => {
     expect(info?.last_token_usage.total_tokens).toBe(
       h.session.history.estimateTokenCount(SPINDLE_LOCAL.instructions),
     );
-    expect(lines[2]).toEqual({
+    expect(lines[3]).toEqual({
       type: "event_msg",
       payload: { type: "token_count", info, rate_limits: null },
     });
@@ -153,6 +154,7 @@ describe("manual compaction (reference §5.6)", () => {
       "world_state",
       "response_item/user",
       "event_msg/user_message",
+      "spindle_request",
       "response_item/assistant",
       "event_msg/token_count",
       "event_msg/task_complete",
@@ -325,7 +327,7 @@ describe("auto-compaction before a turn", () => {
     expect(outcome.status).toBe("completed");
     expect(compactedLines(h)).toHaveLength(1);
     const shape = shapeOf(h.sink.items.slice(mark));
-    expect(shape.slice(0, 7)).toEqual([...AUTO_COMPACTION_TASK_LINES, "event_msg/task_started"]);
+    expect(shape.slice(0, 8)).toEqual([...AUTO_COMPACTION_TASK_LINES, "event_msg/task_started"]);
     expect(events.filter((e) => e.type === "turn.started").map((e) => e.kind)).toEqual([
       "compaction",
       "turn",
@@ -334,7 +336,7 @@ describe("auto-compaction before a turn", () => {
     expect(compaction).toMatchObject({ trigger: "auto" });
     expect(compaction?.turn_id).not.toBe(outcome.turn_id);
     // The compaction re-injected the context, so the user turn sends no context of its own.
-    expect(shape.slice(7, 9)).toEqual(["turn_context", "response_item/user"]);
+    expect(shape.slice(8, 10)).toEqual(["turn_context", "response_item/user"]);
     expect(h.session.history.items.some((i) => textOf(i).startsWith(SUMMARY_PREFIX))).toBe(true);
   });
 

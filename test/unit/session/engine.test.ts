@@ -18,6 +18,7 @@ describe("ThreadSession.runTurn (design §5)", () => {
       "world_state",
       "response_item/user",
       "event_msg/user_message",
+      "spindle_request",
       "response_item/assistant",
       "event_msg/token_count",
       "event_msg/task_complete",

@@ -69,10 +69,11 @@ describe("interrupting a turn", () => {
       "world_state",
       "response_item/user",
       "event_msg/user_message",
+      "spindle_request",
       "response_item/user",
       "event_msg/turn_aborted",
     ]);
-    const marker = h.sink.items[7];
+    const marker = h.sink.items[8];
     expect(marker?.type === "response_item" && marker.payload).toEqual({
       type: "message",
       role: "user",
@@ -85,7 +86,7 @@ describe("interrupting a turn", () => {
       ],
       internal_chat_message_metadata_passthrough: { turn_id: outcome.turn_id },
     });
-    expect(h.sink.items[8]).toMatchObject({
+    expect(h.sink.items[9]).toMatchObject({
       type: "event_msg",
       payload: { type: "turn_aborted", turn_id: outcome.turn_id, reason: "interrupted" },
     });

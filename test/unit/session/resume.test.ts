@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import type { FunctionCallItem, ResponseItem } from "../../../shared/protocol/index.ts";
+import type {
+  FunctionCallItem,
+  ResponseItem,
+  RolloutItem,
+} from "../../../shared/protocol/index.ts";
 import {
   DuplicateCallOutputError,
   MissingCallOutputsError,
@@ -50,6 +54,7 @@ describe("ThreadSession.resumeTurn (client tool outputs)", () => {
     });
     expect(shapeOf(h.sink.items.slice(mark))).toEqual([
       "response_item/function_call_output",
+      "spindle_request",
       "response_item/assistant",
       "event_msg/token_count",
       "event_msg/task_complete",
@@ -130,7 +135,16 @@ describe("ThreadSession.resumeTurn (client tool outputs)", () => {
     const b = await resume(fresh, evicted.outcome, answers("found it"));
     expect(b).toEqual(a);
     expect(b.status).toBe("completed");
-    expect(fresh.sink.items).toEqual(live.h.sink.items);
+    // A rebuilt session has no request line to compare with: its first one writes every channel.
+    const requestKinds = (items: readonly RolloutItem[]) =>
+      items.map((item) =>
+        item.type === "spindle_request"
+          ? { ...item, payload: { kind: item.payload.kind, model: item.payload.model } }
+          : item,
+      );
+    expect(requestKinds(fresh.sink.items)).toEqual(requestKinds(live.h.sink.items));
+    const firstRequest = fresh.sink.items.find((item) => item.type === "spindle_request");
+    expect(firstRequest?.payload).toHaveProperty("instructions");
     expect(fresh.session.history.toState()).toEqual(live.h.session.history.toState());
     expect(fresh.client.prompts.at(-1)).toEqual(live.h.client.prompts.at(-1));
   });
@@ -201,6 +215,7 @@ describe("ThreadSession.resumeTurn (client tool outputs)", () => {
       "response_item/function_call_output",
       "response_item/user",
       "world_state",
+      "spindle_request",
       "response_item/assistant",
       "event_msg/token_count",
       "event_msg/task_complete",

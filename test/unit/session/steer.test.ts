@@ -63,10 +63,12 @@ describe("ThreadSession.steer", () => {
     expect(shapeOf(h.sink.items).slice(5)).toEqual([
       "response_item/user",
       "event_msg/user_message",
+      "spindle_request",
       "response_item/assistant",
       "event_msg/token_count",
       "response_item/user",
       "event_msg/user_message",
+      "spindle_request",
       "response_item/assistant",
       "event_msg/token_count",
       "event_msg/task_complete",

@@ -148,6 +148,11 @@ export class FakeThreads {
           return { ok: true, value: prompt };
         }),
       restore: (req) => call("restore", [req], existing),
+      turnRequests: (turnId) =>
+        call("turnRequests", [turnId], () => ({
+          ok: false,
+          error: { code: "turn_not_found", detail: `No turn "${turnId}".` },
+        })),
       acceptDelivery: (req) =>
         call("acceptDelivery", [req], () => ({
           ok: false,

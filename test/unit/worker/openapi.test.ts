@@ -77,6 +77,7 @@ describe("the OpenAPI document", () => {
         "POST /v1/threads/{id}/turns",
         "GET /v1/threads/{id}/turns",
         "GET /v1/threads/{id}/turns/{turn}",
+        "GET /v1/threads/{id}/turns/{turn}/requests",
         "POST /v1/threads/{id}/turns/{turn}/outputs",
         "POST /v1/threads/{id}/turns/{turn}/steer",
         "POST /v1/threads/{id}/turns/{turn}/interrupt",
@@ -224,7 +225,7 @@ describe("the OpenAPI document", () => {
     const threads = (byKey.get(JSON.stringify([{ apiKey: ["threads"] }])) ?? []).filter(
       (op) => !openAIOperations.has(op),
     );
-    expect(threads).toHaveLength(21);
+    expect(threads).toHaveLength(22);
     expect(threads.every((op) => op.includes(" /v1/threads"))).toBe(true);
     const hooks = byKey.get(JSON.stringify([{ apiKey: ["hooks"] }])) ?? [];
     expect(hooks).toHaveLength(14);

@@ -54,6 +54,10 @@ const PROBES: Record<Exclude<OperationId, "health" | "openApiDocument" | "delive
   },
   listTurns: { path: (v) => `/v1/threads/${v.thread}/turns`, expect: "denied" },
   getTurn: { path: (v) => `/v1/threads/${v.thread}/turns/${v.turn}`, expect: "denied" },
+  listTurnRequests: {
+    path: (v) => `/v1/threads/${v.thread}/turns/${v.turn}/requests`,
+    expect: "denied",
+  },
   submitOutputs: {
     path: (v) => `/v1/threads/${v.thread}/turns/${v.callTurn}/outputs`,
     body: (v) => ({ items: item(v) }),

@@ -1,0 +1,200 @@
+import { describe, expect, it } from "vitest";
+import type { ModelRequestResource } from "../../../shared/api/index.ts";
+import { type SeqLine, turnRequests } from "../../../shared/model-requests/index.ts";
+import {
+  modelVisibleItem,
+  type Prompt,
+  type RolloutItem,
+  type RolloutLine,
+} from "../../../shared/protocol/index.ts";
+import { truncationPolicyOf } from "../../../shared/session/index.ts";
+import {
+  drain,
+  type Harness,
+  LOOKUP_TOOL,
+  newSession,
+  replayed,
+  resume,
+  runTurn,
+  T0,
+} from "../helpers/engine.ts";
+
+const TOOLS = { tools: [LOOKUP_TOOL] };
+
+/** The sink's items as stored lines: seq from 1, each line a second after the one before. */
+function linesOf(items: readonly RolloutItem[], gapAfter?: number, gapMs = 0): SeqLine[] {
+  return items.map((item, i) => ({
+    seq: i + 1,
+    line: {
+      timestamp: new Date(
+        T0 + i * 1000 + (gapAfter !== undefined && i > gapAfter ? gapMs : 0),
+      ).toISOString(),
+      ...item,
+    } as RolloutLine,
+  }));
+}
+
+/** Each task's line range, from its `task_started` to the line before the next one. */
+function taskRanges(lines: readonly SeqLine[]): { first: number; last: number }[] {
+  const starts = lines.filter(
+    (l) => l.line.type === "event_msg" && l.line.payload.type === "task_started",
+  );
+  return starts.map((start, i) => ({
+    first: start.seq,
+    last: (starts[i + 1]?.seq ?? (lines.at(-1)?.seq ?? 0) + 1) - 1,
+  }));
+}
+
+function allRequests(h: Harness, lines = linesOf(h.sink.items), ttlS: number | null = null) {
+  const opts = {
+    truncation: truncationPolicyOf(h.session.state.config),
+    cacheTtlS: () => ttlS,
+  };
+  return taskRanges(lines).flatMap(({ first, last }) => turnRequests(lines, first, last, opts));
+}
+
+/** What the provider was sent, without Spindle's bookkeeping, as `GET …/requests` shows it. */
+function sent(prompt: Prompt) {
+  return { ...prompt, input: prompt.input.map(modelVisibleItem) };
+}
+
+function asPrompt(r: ModelRequestResource): Prompt {
+  const { instructions, input, tools, parallel_tool_calls, reasoning, text } = r;
+  return {
+    instructions,
+    input,
+    tools,
+    parallel_tool_calls,
+    ...(reasoning === undefined ? {} : { reasoning }),
+    ...(text === undefined ? {} : { text }),
+  };
+}
+
+describe("a thread's provider requests, rebuilt from its rollout", () => {
+  it("rebuilds every request byte for byte: turns, tool rounds, a compaction, a rollback, a model switch", async () => {
+    let h = newSession({ cwd: "/repo", ...TOOLS });
+    await runTurn(h, "first");
+    const paused = await runTurn(h, '/call lookup {"q":1}');
+    await resume(h, paused, (calls) => calls.map((c) => ({ call_id: c.call_id, output: "ok" })));
+    await drain(h.session.compact("manual"));
+    await runTurn(h, "after the summary");
+    await runTurn(h, "to be rolled back");
+    h.session.recordRollback(1);
+    // The Durable Object rebuilds from the rollout after a rollback, as after a cold start.
+    h = replayed(h);
+    await runTurn(h, "after the rollback");
+    await runTurn(h, "on the lite model", { model: "spindle-local-lite" });
+    await runTurn(h, "with no tools", { tools: [] });
+    await runTurn(h, "told otherwise", { base_instructions: "Answer briefly." });
+
+    const requests = allRequests(h);
+    expect(requests.map(asPrompt)).toEqual(h.client.prompts.map(sent));
+    expect(requests.map((r) => JSON.stringify(asPrompt(r)))).toEqual(
+      h.client.prompts.map((p) => JSON.stringify(sent(p))),
+    );
+    expect(requests.map((r) => r.kind)).toEqual([
+      "sampling",
+      "sampling",
+      "sampling",
+      "compaction",
+      "sampling",
+      "sampling",
+      "sampling",
+      "sampling",
+      "sampling",
+      "sampling",
+    ]);
+    expect(requests.map((r) => r.cache.break_reason)).toEqual([
+      "first_request",
+      null,
+      null,
+      // The summary request offers no tools, so its prefix ends after the instructions.
+      "tools_changed",
+      "compaction",
+      null,
+      "rollback",
+      "model_switch",
+      "tools_changed",
+      "instructions_changed",
+    ]);
+    expect(requests.map((r) => r.step)).toEqual([1, 1, 2, 1, 1, 1, 1, 1, 1, 1]);
+    // A turn's overrides stay the thread's: the last three run on the lite model.
+    expect(requests.map((r) => r.model)).toEqual([
+      ...Array(7).fill("spindle-local"),
+      ...Array(3).fill("spindle-local-lite"),
+    ]);
+  });
+
+  it("a request that extends its predecessor reports it reused all of it, and only the rest as new", async () => {
+    const h = newSession({ cwd: "/repo" });
+    await runTurn(h, "first");
+    await runTurn(h, "second");
+    const [one, two] = allRequests(h);
+    const bytes = (p: Prompt) =>
+      [
+        JSON.stringify(p.instructions),
+        JSON.stringify(p.tools),
+        ...p.input.map((i) => JSON.stringify(i)),
+      ]
+        .map((s) => new TextEncoder().encode(s).length)
+        .reduce((a, b) => a + b, 0);
+    if (one === undefined || two === undefined) throw new Error("expected two requests");
+    expect(one.cache).toMatchObject({
+      reused_prefix_items: 0,
+      reused_prefix_bytes: 0,
+      new_bytes: bytes(asPrompt(one)),
+      break_reason: "first_request",
+    });
+    expect(two.cache).toMatchObject({
+      reused_prefix_items: one.input.length,
+      reused_prefix_bytes: bytes(asPrompt(one)),
+      new_bytes: bytes(asPrompt(two)) - bytes(asPrompt(one)),
+      break_reason: null,
+    });
+    expect(two.input.slice(0, one.input.length)).toEqual(one.input);
+  });
+
+  it("says expired when the prefix held but the model's cache lifetime passed between them", async () => {
+    const h = newSession({ cwd: "/repo" });
+    await runTurn(h, "first");
+    const firstTurnLines = h.sink.items.length;
+    await runTurn(h, "much later");
+    const late = linesOf(h.sink.items, firstTurnLines - 1, 301_000);
+    expect(allRequests(h, late, 300).map((r) => r.cache.break_reason)).toEqual([
+      "first_request",
+      "expired",
+    ]);
+    expect(allRequests(h, linesOf(h.sink.items), 300)[1]?.cache.break_reason).toBeNull();
+    expect(allRequests(h, late, null)[1]?.cache.break_reason).toBeNull();
+  });
+
+  it("takes each request's usage from the token_count that answers it, and none for a request without one", async () => {
+    const h = newSession({ cwd: "/repo" });
+    await runTurn(h, "first");
+    await runTurn(h, "second");
+    const lines = linesOf(h.sink.items);
+    const [one, two] = allRequests(h, lines);
+    const totals = lines.flatMap((l) =>
+      l.line.type === "event_msg" && l.line.payload.type === "token_count" && l.line.payload.info
+        ? [l.line.payload.info.total_token_usage]
+        : [],
+    );
+    expect(one?.usage).toEqual(totals[0]);
+    expect(two?.usage?.input_tokens).toBe(
+      (totals[1]?.input_tokens ?? 0) - (totals[0]?.input_tokens ?? 0),
+    );
+    expect(one?.cache.provider_cached_tokens).toBe(one?.usage?.cached_input_tokens);
+    // Cut the rollout right after the second request: it has no answer yet.
+    const cut = lines.slice(0, lines.findLastIndex((l) => l.line.type === "spindle_request") + 1);
+    expect(allRequests(h, cut).at(-1)?.usage).toBeNull();
+    expect(allRequests(h, cut).at(-1)?.cache.provider_cached_tokens).toBeNull();
+  });
+
+  it("a rollout without request lines (a Codex rollout) has no requests to show", () => {
+    const h = newSession({ cwd: "/repo" });
+    const lines = linesOf([
+      { type: "event_msg", payload: { type: "task_started", turn_id: "t1" } },
+    ] as RolloutItem[]);
+    expect(allRequests(h, lines)).toEqual([]);
+  });
+});
