@@ -238,6 +238,10 @@ describe("the inspector with the turn list and requests routes", () => {
     await page.waitForSelector("#turn-detail .request-tab");
     await page.click('#turn-detail .request-tab[data-step="1"]');
     await page.waitForSelector("#turn-detail .request .items .item.new");
+    // What the previous request sent too is folded away until asked for.
+    expect(await page.$$("#turn-detail .request details.reused .item")).toHaveLength(0);
+    await page.click("#turn-detail .request details.reused summary");
+    await page.waitForSelector("#turn-detail .request details.reused .item");
     const items = await page.$$eval("#turn-detail .request .items .item", (els) =>
       els.map((el) => ({
         isNew: (el as unknown as PageElement).classList.contains("new"),

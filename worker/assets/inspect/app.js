@@ -3,7 +3,7 @@
  * provider request of a turn, what the model saw. Plain ES modules, no build step.
  */
 import { Api, ApiProblem } from "./api.js";
-import { h, replace, svg } from "./dom.js";
+import { append, h, replace, svg } from "./dom.js";
 import * as m from "./model.js";
 
 const KEY_STORAGE = "spindle.inspector.key";
@@ -776,13 +776,18 @@ function renderRequest(el, requests, index, lines) {
           ),
         )
       : null,
-    toolPairs(request.input, servers, recorded),
+    toolPairs(request.input.slice(firstNew), servers, recorded),
     h(
       "h4",
       { id: "input-heading" },
       `Input: ${request.input.length} items, ${request.input.length - firstNew} new since the previous request`,
     ),
-    itemList(request.input, { firstNew, recorded }),
+    firstNew > 0
+      ? lazyDetails("reused", `${firstNew} items the previous request sent too`, () =>
+          itemList(request.input.slice(0, firstNew), { firstNew, recorded }),
+        )
+      : null,
+    itemList(request.input.slice(firstNew), { firstNew: 0, recorded, offset: firstNew }),
     h(
       "details",
       { class: "raw" },
@@ -857,36 +862,78 @@ function toolPairs(items, servers, recorded) {
   );
 }
 
-/** Items in order; those from `firstNew` on are highlighted as new; context items labelled. */
-function itemList(items, { firstNew, recorded = null }) {
+/**
+ * A `<details>` whose content is built when first opened: a long thread's request repeats
+ * thousands of items the previous request sent, which nobody reads unless they ask.
+ */
+function lazyDetails(className, label, build) {
+  let built = false;
+  const details = h(
+    "details",
+    {
+      class: className,
+      ontoggle: () => {
+        if (built || !details.open) return;
+        built = true;
+        details.append(build());
+      },
+    },
+    h("summary", {}, label),
+  );
+  return details;
+}
+
+/** Items a list shows at once; "Show more" adds as many again. */
+const ITEMS_PER_PAGE = 200;
+
+/**
+ * Items in order, a page at a time; those from `firstNew` on (indexes counted from `offset`) are
+ * highlighted as new; context items labelled.
+ */
+function itemList(items, { firstNew, recorded = null, offset = 0 }) {
+  const list = h("ol", { class: "items", start: offset + 1 });
+  let shown = 0;
+  const more = h("button", { type: "button", class: "more", onclick: () => showMore() });
+  const showMore = () => {
+    const next = items.slice(shown, shown + ITEMS_PER_PAGE);
+    append(
+      list,
+      next.map((item, i) =>
+        itemEntry(item, offset + shown + i, offset + shown + i >= firstNew, recorded),
+      ),
+    );
+    shown += next.length;
+    const left = items.length - shown;
+    more.hidden = left === 0;
+    replace(more, `Show ${Math.min(left, ITEMS_PER_PAGE)} more of ${left} items`);
+  };
+  showMore();
+  return h("div", { class: "item-list" }, list, more);
+}
+
+/** One item of a list: its kind, context section, synthetic mark and text. */
+function itemEntry(item, index, isNew, recorded) {
+  const section = m.contextSectionOf(item);
+  // Only a request's input can hold made-up outputs; recorded items are what the rollout has.
+  const synthetic = recorded !== null && m.isSyntheticOutput(item, recorded);
   return h(
-    "ol",
-    { class: "items" },
-    items.map((item, index) => {
-      const section = m.contextSectionOf(item);
-      const isNew = index >= firstNew;
-      // Only a request's input can hold made-up outputs; recorded items are what the rollout has.
-      const synthetic = recorded !== null && m.isSyntheticOutput(item, recorded);
-      return h(
-        "li",
-        {
-          class: ["item", `item-${item.type}`, isNew ? "new" : null, section ? "context" : null]
-            .filter(Boolean)
-            .join(" "),
-          dataset: { index, ...(section?.section ? { section: section.section } : {}) },
-        },
-        h(
-          "div",
-          { class: "item-head" },
-          isNew ? h("span", { class: "badge badge-new" }, "new") : null,
-          h("span", { class: "kind" }, item.type === "message" ? item.role : item.type),
-          section ? h("span", { class: "badge badge-context" }, section.label) : null,
-          synthetic ? h("span", { class: "badge badge-synthetic" }, "synthetic") : null,
-          item.call_id ? h("code", { class: "call-id" }, item.call_id) : null,
-        ),
-        h("pre", {}, clip(itemText(item))),
-      );
-    }),
+    "li",
+    {
+      class: ["item", `item-${item.type}`, isNew ? "new" : null, section ? "context" : null]
+        .filter(Boolean)
+        .join(" "),
+      dataset: { index, ...(section?.section ? { section: section.section } : {}) },
+    },
+    h(
+      "div",
+      { class: "item-head" },
+      isNew ? h("span", { class: "badge badge-new" }, "new") : null,
+      h("span", { class: "kind" }, item.type === "message" ? item.role : item.type),
+      section ? h("span", { class: "badge badge-context" }, section.label) : null,
+      synthetic ? h("span", { class: "badge badge-synthetic" }, "synthetic") : null,
+      item.call_id ? h("code", { class: "call-id" }, item.call_id) : null,
+    ),
+    h("pre", {}, clip(itemText(item))),
   );
 }
 
