@@ -214,6 +214,21 @@ export const TurnSummarySchema = z.onFirstUse(() =>
       .number()
       .check(z.int(), z.describe("The seq of the turn's first rollout line (`GET …/rollout`).")),
     last_seq: z.number().check(z.int(), z.describe("The seq of the turn's last rollout line.")),
+    rollback_before: z
+      .nullable(
+        z.object({
+          turns: z
+            .number()
+            .check(z.int(), z.describe("The turns rolled back (summed over the rollbacks).")),
+          at: timestamp.check(z.describe("When the newest of them was recorded.")),
+        }),
+      )
+      .check(
+        z.describe(
+          "The rollback(s) (`POST …/rollback`) recorded after the previous turn and before this " +
+            "one; null when none. The rolled-back turns stay listed.",
+        ),
+      ),
   }),
 );
 

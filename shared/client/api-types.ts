@@ -2320,6 +2320,16 @@ export interface components {
             first_seq: number;
             /** @description The seq of the turn's last rollout line. */
             last_seq: number;
+            /** @description The rollback(s) (`POST …/rollback`) recorded after the previous turn and before this one; null when none. The rolled-back turns stay listed. */
+            rollback_before: {
+                /** @description The turns rolled back (summed over the rollbacks). */
+                turns: number;
+                /**
+                 * Format: date-time
+                 * @description When the newest of them was recorded.
+                 */
+                at: string;
+            } | null;
         };
         ResponseItem: (({
             /** @constant */

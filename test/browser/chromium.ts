@@ -53,6 +53,7 @@ export interface PageElement {
   textContent: string | null;
   classList: { contains(name: string): boolean };
   hasAttribute(name: string): boolean;
+  getAttribute(name: string): string | null;
   querySelector(selector: string): PageElement | null;
   querySelectorAll(selector: string): Iterable<PageElement> & { length: number };
 }

@@ -214,6 +214,29 @@ describe("the inspector with the turn list and requests routes", () => {
     await page.waitForSelector("#usage-chart svg rect");
   });
 
+  it("marks a rollback below the turn that follows it", async () => {
+    await createThread("rolled");
+    await turn("rolled", "kept");
+    await turn("rolled", "dropped");
+    await json(await call(worker.url, "POST", "/v1/threads/rolled/rollback", { turns: 1 }));
+    const after = await turn("rolled", "after the rollback");
+    await signIn(DEV_KEY, "#/thread/rolled");
+    await page.waitForSelector("#turn-list li.rollback");
+    // Newest first: the turn after the rollback, the marker, then the turns before it.
+    const rows = await page.$$eval("#turn-list > li", (els) =>
+      els.map((el) => ({
+        rollback: (el as unknown as PageElement).classList.contains("rollback"),
+        text: (el as unknown as PageElement).textContent ?? "",
+        at: (el as unknown as PageElement).querySelector("time")?.getAttribute("datetime"),
+      })),
+    );
+    expect(rows.map((r) => r.rollback)).toEqual([false, true, false, false]);
+    expect(rows[0]?.text).toContain(after.id);
+    expect(rows[1]?.text).toContain("Rolled back 1 turn");
+    expect(Date.parse(rows[1]?.at ?? "")).not.toBeNaN();
+    expect(rows[2]?.text).toContain("dropped");
+  });
+
   it("moves between turns with the keyboard", async () => {
     await createThread("keys");
     const one = await turn("keys", "one");

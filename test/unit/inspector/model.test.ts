@@ -8,6 +8,7 @@ import {
   isSyntheticOutput,
   pairToolCalls,
   recordedOutputIds,
+  rollbackText,
   sseDecoder,
   worldStateLinesFor,
 } from "../../../worker/assets/inspect/model.js";
@@ -96,6 +97,11 @@ describe("the inspector's request model", () => {
     const requests = [{ seq: 3 }, { seq: 5 }];
     expect(worldStateLinesFor(requests, 0, lines).map((l) => l.seq)).toEqual([1]);
     expect(worldStateLinesFor(requests, 1, lines).map((l) => l.seq)).toEqual([4]);
+  });
+
+  it("says how many turns a rollback dropped", () => {
+    expect(rollbackText(1)).toBe("Rolled back 1 turn");
+    expect(rollbackText(3)).toBe("Rolled back 3 turns");
   });
 
   it("decodes server-sent events across chunks, skipping keep-alives", () => {

@@ -18,6 +18,7 @@ interface Summary {
   output_preview: string | null;
   first_seq: number;
   last_seq: number;
+  rollback_before: { turns: number; at: string } | null;
 }
 interface Page {
   object: string;
@@ -40,6 +41,17 @@ async function allPages(id: string, limit: number): Promise<Page[]> {
   } while (cursor !== null);
   return pages;
 }
+
+/** The thread's exported rollout lines, seq 1 first. */
+async function rolloutLines(id: string) {
+  return (await (await api("GET", `/v1/threads/${id}/rollout`)).text())
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as { timestamp: string; type: string; payload: { type?: string } });
+}
+
+const rollback = async (id: string, turns: number) =>
+  json(await post(`/v1/threads/${id}/rollback`, { turns }));
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -91,6 +103,7 @@ describe("GET /v1/threads/{id}/turns", () => {
       kind: "turn",
       status: "completed",
       output_preview: previewText(text(line)),
+      rollback_before: null,
     });
     expect(summary?.trigger).toBeUndefined();
     expect(summary?.input_preview).toBe(`${"word ".repeat(30)}${"x".repeat(49)}…`);
@@ -168,6 +181,53 @@ describe("GET /v1/threads/{id}/turns", () => {
       "compaction",
       "turn",
     ]);
+  });
+
+  it("marks the turn after a rollback, the same on every page and after a restore", async () => {
+    const id = newThreadId();
+    await createThread(id);
+    const one = (await turn(id, "one")).id;
+    const two = (await turn(id, "two")).id;
+    await rollback(id, 1);
+    const three = (await turn(id, "three")).id;
+    const four = (await turn(id, "four")).id;
+    // Two rollbacks in a row read as one: their turns summed, the newer one's time.
+    await rollback(id, 1);
+    await rollback(id, 1);
+    const five = (await turn(id, "five")).id;
+
+    const whole = await page(id);
+    expect(whole.data.map((t) => t.id)).toEqual([five, four, three, two, one]);
+    const lines = await rolloutLines(id);
+    const rolledBack = lines.filter(
+      (l) => l.type === "event_msg" && l.payload.type === "thread_rolled_back",
+    );
+    expect(rolledBack).toHaveLength(3);
+    expect(whole.data.map((t) => t.rollback_before)).toEqual([
+      { turns: 2, at: rolledBack[2]?.timestamp },
+      null,
+      { turns: 1, at: rolledBack[0]?.timestamp },
+      null,
+      null,
+    ]);
+
+    // A page boundary between a turn and the rollback before it changes nothing.
+    for (const limit of [1, 2, 3, 4]) {
+      expect(
+        (await allPages(id, limit)).flatMap((p) => p.data),
+        `limit ${limit}`,
+      ).toEqual(whole.data);
+    }
+
+    await runDurableObjectAlarm(threadStub(id));
+    await json(await post(`/v1/threads/${id}/restore`));
+    // The rollback lines are now read from R2 with the turns'.
+    const [{ first } = { first: null }] = await sqlRows<{ first: number | null }>(
+      id,
+      "SELECT MIN(seq) AS first FROM spindle_rollout",
+    );
+    expect(first ?? Number.POSITIVE_INFINITY).toBeGreaterThan(whole.data[0]?.last_seq ?? 0);
+    expect((await allPages(id, 2)).flatMap((p) => p.data)).toEqual(whole.data);
   });
 
   it("answers 400 with the parameter for a limit out of bounds and for a bad cursor", async () => {

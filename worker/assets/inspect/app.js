@@ -293,7 +293,8 @@ function threadView(threadId, initialTurn) {
   const renderTurns = () => {
     replace(
       list,
-      state.turns.map((turn) => turnRow(turn, state)),
+      // Newest first: a rollback recorded before a turn goes right below it.
+      state.turns.map((turn) => [turnRow(turn, state), rollbackRow(turn.rollback_before)]),
     );
     renderChart(chart, state.turns);
     more.hidden = !state.nextCursor;
@@ -562,6 +563,18 @@ function turnRow(turn, state) {
       turn.output_preview ? h("span", { class: "preview out" }, "‹ ", turn.output_preview) : null,
       h("code", { class: "turn-id" }, turn.id),
     ),
+  );
+}
+
+/** The marker for rollbacks between two turns: text says it, not the colour or the dashes. */
+function rollbackRow(rollback) {
+  if (!rollback) return null;
+  return h(
+    "li",
+    { class: "rollback" },
+    h("span", { class: "badge badge-rollback" }, m.rollbackText(rollback.turns)),
+    " ",
+    h("time", { datetime: rollback.at }, time(rollback.at)),
   );
 }
 

@@ -47,3 +47,4 @@ export function sseDecoder(): (
 ) => { id: string | null; event: string; data: unknown }[];
 export function parseMetadataFilter(text: string): { filters?: [string, string][]; error?: string };
 export function tokens(n: unknown): string;
+export function rollbackText(turns: number): string;

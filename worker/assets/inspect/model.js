@@ -249,3 +249,6 @@ export function tokens(n) {
   if (n >= 1000) return `${(n / 1000).toFixed(1)}k`;
   return String(n);
 }
+
+/** A turn summary's `rollback_before.turns` in words: "Rolled back 2 turns". */
+export const rollbackText = (turns) => `Rolled back ${turns} ${turns === 1 ? "turn" : "turns"}`;
