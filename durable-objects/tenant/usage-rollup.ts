@@ -1,11 +1,12 @@
-import type {
-  EntryMark,
-  LedgerEntry,
-  ListResource,
-  RpcResult,
-  UsageBucket,
-  UsageGroup,
-  UsageQuery,
+import {
+  type EntryMark,
+  type LedgerEntry,
+  type ListResource,
+  type RpcResult,
+  type UsageBucket,
+  type UsageGroup,
+  type UsageQuery,
+  withCacheHitRatio,
 } from "../../shared/api/index.ts";
 import * as z from "../../shared/zod/index.ts";
 import { utcDay } from "../common/clock.ts";
@@ -137,7 +138,7 @@ export class UsageRollup {
       pageOf(
         rows,
         query.limit,
-        (row): UsageBucket => ({ object: "usage_bucket", ...row }),
+        (row): UsageBucket => withCacheHitRatio({ object: "usage_bucket", ...row }),
         (last) => ({ g: query.group_by, b: last.bucket }),
       ),
     );

@@ -1,10 +1,11 @@
-import type {
-  ListHistoryRequest,
-  ListResource,
-  RpcResult,
-  ThreadResource,
-  ThreadStatus,
-  TurnResource,
+import {
+  type ListHistoryRequest,
+  type ListResource,
+  type RpcResult,
+  type ThreadResource,
+  type ThreadStatus,
+  type TurnResource,
+  withCacheHitRatio,
 } from "../../shared/api/index.ts";
 import type { ResponseItem, RolloutLine } from "../../shared/protocol/index.ts";
 import { fail, ok } from "../common/results.ts";
@@ -29,7 +30,7 @@ export function threadResource(live: LiveThread, running: boolean): ThreadResour
     turn_count: meta.turn_count,
     ...(last === undefined ? {} : { last_turn_id: last.id }),
     token_usage: live.session.history.tokenInfo ?? null,
-    usage: live.ledger.totals(),
+    usage: withCacheHitRatio(live.ledger.totals()),
     metadata: meta.metadata ?? {},
     created_at: meta.created_at,
     updated_at: meta.updated_at,

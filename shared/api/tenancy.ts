@@ -237,11 +237,31 @@ const usageCounts = () => ({
   turns: z.number().check(z.int(), z.nonnegative()),
 });
 
-/** A thread's own totals: what its provider requests used (a fork starts from zero). */
-export const ThreadUsageSchema = z.onFirstUse(() => z.object(usageCounts()));
-export type ThreadUsage = z.output<typeof ThreadUsageSchema>;
+/** The share of prompt tokens served from the provider's cache, derived from the counts. */
+const cacheHitRatio = () =>
+  z
+    .nullable(z.number().check(z.gte(0), z.lte(1)))
+    .check(
+      z.describe(
+        "`cached_input_tokens` ÷ `input_tokens`: the share of the prompt tokens the provider read from its cache (design §14); null before any input.",
+      ),
+    );
 
-export const ZERO_THREAD_USAGE: ThreadUsage = Object.freeze({
+/** A thread's own totals: what its provider requests used (a fork starts from zero). */
+export const ThreadUsageSchema = z.onFirstUse(() =>
+  z.object({ ...usageCounts(), cache_hit_ratio: cacheHitRatio() }),
+);
+export type ThreadUsage = z.output<typeof ThreadUsageSchema>;
+/** The counts a ledger keeps; the ratio is derived when they are shown (`withCacheHitRatio`). */
+export type UsageCounts = Omit<ThreadUsage, "cache_hit_ratio">;
+
+/** Counts with their `cache_hit_ratio`. */
+export function withCacheHitRatio<T extends UsageCounts>(counts: T): T & ThreadUsage {
+  const ratio = counts.input_tokens > 0 ? counts.cached_input_tokens / counts.input_tokens : null;
+  return { ...counts, cache_hit_ratio: ratio === null ? null : Math.min(1, ratio) };
+}
+
+export const ZERO_THREAD_USAGE: UsageCounts = Object.freeze({
   input_tokens: 0,
   cached_input_tokens: 0,
   output_tokens: 0,
@@ -283,6 +303,7 @@ export const UsageBucketSchema = z.onFirstUse(() =>
     object: z.literal("usage_bucket"),
     bucket: z.string(),
     ...usageCounts(),
+    cache_hit_ratio: cacheHitRatio(),
   }),
 );
 export type UsageBucket = z.output<typeof UsageBucketSchema>;

@@ -3225,6 +3225,8 @@ export interface components {
             reasoning_tokens: number;
             requests: number;
             turns: number;
+            /** @description `cached_input_tokens` ÷ `input_tokens`: the share of the prompt tokens the provider read from its cache (design §14); null before any input. */
+            cache_hit_ratio: number | null;
         };
         Tenant: {
             /** @constant */
@@ -3279,6 +3281,8 @@ export interface components {
             reasoning_tokens: number;
             requests: number;
             turns: number;
+            /** @description `cached_input_tokens` ÷ `input_tokens`: the share of the prompt tokens the provider read from its cache (design §14); null before any input. */
+            cache_hit_ratio: number | null;
         };
         Hook: {
             /** @constant */

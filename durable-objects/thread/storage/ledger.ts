@@ -1,7 +1,7 @@
 import {
   type EntryMark,
   type LedgerEntry,
-  type ThreadUsage,
+  type UsageCounts,
   ZERO_THREAD_USAGE,
 } from "../../../shared/api/index.ts";
 import {
@@ -22,7 +22,7 @@ interface LedgerState {
   last_turn: string | null;
   /** That turn's usage so far: its row takes it, so a turn cut short keeps what it used. */
   last_turn_usage: TokenUsage | null;
-  totals: ThreadUsage;
+  totals: UsageCounts;
 }
 
 const STATE_KEY = "ledger";
@@ -97,7 +97,7 @@ export class ThreadLedger {
   }
 
   /** The thread's totals. */
-  totals(): ThreadUsage {
+  totals(): UsageCounts {
     return this.#state().totals;
   }
 
@@ -188,7 +188,7 @@ export function addTurnUsage(
   return addTokenUsage(sum ?? ZERO_TOKEN_USAGE, request);
 }
 
-function addToTotals(totals: ThreadUsage, usage: TokenUsage, firstOfTurn: boolean): ThreadUsage {
+function addToTotals(totals: UsageCounts, usage: TokenUsage, firstOfTurn: boolean): UsageCounts {
   return {
     input_tokens: totals.input_tokens + usage.input_tokens,
     cached_input_tokens: totals.cached_input_tokens + usage.cached_input_tokens,

@@ -24,7 +24,7 @@ import type {
   TurnResource,
   TurnSummary,
 } from "../../../shared/api/index.ts";
-import { ZERO_THREAD_USAGE } from "../../../shared/api/index.ts";
+import { withCacheHitRatio, ZERO_THREAD_USAGE } from "../../../shared/api/index.ts";
 import type { Prompt, ResponseItem } from "../../../shared/protocol/index.ts";
 import { createApp } from "../../../worker/app.ts";
 
@@ -288,7 +288,7 @@ export function thread(id: string): ThreadResource {
     },
     turn_count: 0,
     token_usage: null,
-    usage: ZERO_THREAD_USAGE,
+    usage: withCacheHitRatio(ZERO_THREAD_USAGE),
     metadata: {},
     created_at: "2026-01-01T00:00:00.000Z",
     updated_at: "2026-01-01T00:00:00.000Z",

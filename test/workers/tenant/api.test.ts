@@ -585,7 +585,9 @@ describe("usage", () => {
     const byDay = await vi.waitFor(
       async () => {
         const page = await usage("");
-        expect(page.data.map(({ object: _, bucket: __, ...counts }) => counts)).toEqual([totals]);
+        expect(page.data.map(({ object: _, bucket: __, ...counts }) => counts)).toEqual([
+          { ...totals, cache_hit_ratio: totals.cached_input_tokens / totals.input_tokens },
+        ]);
         return page;
       },
       { timeout: 5_000, interval: 20 },

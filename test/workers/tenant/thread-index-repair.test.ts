@@ -151,6 +151,7 @@ describe("the ledger after a failed push", () => {
         reasoning_tokens: turn.usage.reasoning_output_tokens,
         requests: 1,
         turns: 1,
+        cache_hit_ratio: (turn.usage.cached_input_tokens ?? 0) / (turn.usage.input_tokens ?? 1),
       },
     ]);
   });

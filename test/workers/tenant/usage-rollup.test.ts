@@ -62,6 +62,7 @@ describe("UsageRollup", () => {
       reasoning_tokens: 0,
       requests: n,
       turns,
+      cache_hit_ratio: 0.1,
     });
     expect(result.byModel).toEqual([bucket("m", 3, 2), bucket("n", 1, 1)]);
     expect(result.tokens).toBe(48);

@@ -110,15 +110,19 @@ describe("the anthropic provider", () => {
     });
     expect(content.some((b) => String(b.text).includes("<environment_context>"))).toBe(true);
 
-    const thread = await json<{ token_usage: { last_token_usage: Record<string, number> } }>(
-      await api("GET", `/v1/threads/${id}`),
-    );
+    const thread = await json<{
+      token_usage: { last_token_usage: Record<string, number> };
+      usage: Record<string, number | null>;
+    }>(await api("GET", `/v1/threads/${id}`));
     expect(thread.token_usage.last_token_usage).toMatchObject({
       input_tokens: 480,
       cached_input_tokens: 400,
       output_tokens: 7,
       total_tokens: 487,
     });
+    // The thread's share of prompt tokens read from the provider's cache.
+    expect(thread.usage).toMatchObject({ input_tokens: 480, cached_input_tokens: 400 });
+    expect(thread.usage.cache_hit_ratio).toBeCloseTo(400 / 480);
   });
 
   it("a client tool round trip: tool_use pauses the turn, the outputs go back as tool_result and it completes", async () => {
