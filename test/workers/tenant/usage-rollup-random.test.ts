@@ -133,7 +133,9 @@ async function ownUsage(
 ): Promise<{ turns: Counts; thread: Counts } | undefined> {
   const res = await call(r, "GET", `/v1/threads/${id}`);
   if (res.status === 404) return undefined;
-  const thread = await json<{ usage: Counts }>(res);
+  const { usage } = await json<{ usage: Counts & { cache_hit_ratio: number | null } }>(res);
+  const { cache_hit_ratio: ratio, ...thread } = usage;
+  expect(ratio).toBe(ratioOf(thread));
   const { tasks, ownRequests } = await rolloutOf(r, id);
   const inherited = r.inherited.get(id) ?? new Set();
   let sum = zero();
@@ -152,7 +154,12 @@ async function ownUsage(
     });
   }
   sum.requests = ownRequests;
-  return { turns: sum, thread: thread.usage };
+  return { turns: sum, thread };
+}
+
+/** The `cache_hit_ratio` the API derives from counts. */
+function ratioOf(c: Counts): number | null {
+  return c.input_tokens > 0 ? Math.min(1, c.cached_input_tokens / c.input_tokens) : null;
 }
 
 /** What must hold after every step: each thread's totals are its turns' usage. */
@@ -181,8 +188,12 @@ async function checkLedger(m: Model, r: Real): Promise<void> {
   const counts = ({
     bucket: _,
     object: __,
+    cache_hit_ratio: ratio,
     ...rest
-  }: Counts & { bucket: string; object?: string }) => rest;
+  }: Counts & { bucket: string; object?: string; cache_hit_ratio?: number | null }) => {
+    expect(ratio).toBe(ratioOf(rest));
+    return rest;
+  };
   await vi.waitFor(
     async () => {
       for (const id of new Set([...m.ids, ...r.deleted.keys()])) {

@@ -98,7 +98,7 @@ describe("threadResource: the thread as the API shows it", () => {
       },
       turn_count: 0,
       token_usage: null,
-      usage: ZERO_THREAD_USAGE,
+      usage: { ...ZERO_THREAD_USAGE, cache_hit_ratio: null },
       metadata: {},
       created_at: result.meta.created_at,
       updated_at: result.meta.updated_at,
