@@ -158,7 +158,12 @@ export async function principalForKey(
     tenant: tenant.id,
     keyId: parts.keyId,
     scopes,
-    policy: { jurisdiction: tenant.jurisdiction, quotas: tenant.quotas, incarnation },
+    policy: {
+      jurisdiction: tenant.jurisdiction,
+      quotas: tenant.quotas,
+      threadDefaults: tenant.thread_defaults,
+      incarnation,
+    },
   };
   cache.set(cacheKey, principal, askedAt);
   return principal;

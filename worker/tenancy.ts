@@ -10,6 +10,7 @@ import {
   NO_QUOTAS,
   OPERATOR,
   patchQuotas,
+  patchThreadDefaults,
   SCOPES,
   type TenantCaller,
   type TenantHome,
@@ -150,6 +151,7 @@ export function tenancyHandlers(
         name: body.name ?? null,
         jurisdiction,
         quotas: patchQuotas(NO_QUOTAS, body.quotas ?? {}),
+        thread_defaults: patchThreadDefaults(undefined, body.thread_defaults),
         status: "active",
         created_at: new Date().toISOString(),
       };
@@ -168,6 +170,7 @@ export function tenancyHandlers(
         ...record,
         ...(body.name === undefined ? {} : { name: body.name }),
         quotas: patchQuotas(record.quotas, body.quotas ?? {}),
+        thread_defaults: patchThreadDefaults(record.thread_defaults, body.thread_defaults),
       };
       // The directory first: a failure after it is mended by a retry, which writes both again.
       unwrap(await directoryStub(c.env).put(next));

@@ -1,11 +1,12 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../../env.ts";
-import type {
-  DirectoryRpc,
-  ListQuery,
-  ListResource,
-  RpcResult,
-  TenantResource,
+import {
+  type DirectoryRpc,
+  type ListQuery,
+  type ListResource,
+  type RpcResult,
+  type TenantResource,
+  tenantRecordOf,
 } from "../../shared/api/index.ts";
 import * as z from "../../shared/zod/index.ts";
 import { badCursor, decodeCursor, pageOf } from "../common/cursor.ts";
@@ -34,7 +35,7 @@ export class TenantDirectory extends DurableObject<Env> implements DirectoryRpc 
     const row = this.#sql<{
       body: string;
     }>`SELECT body FROM directory_tenants WHERE id = ${id}`.toArray()[0];
-    return row === undefined ? undefined : (JSON.parse(row.body) as TenantResource);
+    return row === undefined ? undefined : tenantRecordOf(JSON.parse(row.body) as TenantResource);
   }
 
   async claim(record: TenantResource): Promise<RpcResult<TenantResource>> {
@@ -74,7 +75,7 @@ export class TenantDirectory extends DurableObject<Env> implements DirectoryRpc 
       pageOf(
         rows,
         req.limit,
-        (row) => JSON.parse(row.body) as TenantResource,
+        (row) => tenantRecordOf(JSON.parse(row.body) as TenantResource),
         (last) => ({ i: last.id }),
       ),
     );

@@ -33,6 +33,7 @@ import {
   type TenantRpc,
   type ThreadResource,
   type ThreadSync,
+  tenantRecordOf,
   type UsageBucket,
   type UsageQuery,
   type VerifiedKey,
@@ -165,7 +166,8 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
   }
 
   #record(): TenantResource | undefined {
-    return this.#meta<TenantResource>("record");
+    const record = this.#meta<TenantResource>("record");
+    return record && tenantRecordOf(record);
   }
 
   /**
@@ -435,6 +437,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
             policy: {
               jurisdiction: record.jurisdiction,
               quotas: record.quotas,
+              threadDefaults: record.thread_defaults,
               incarnation: this.#incarnation(),
             },
           }

@@ -1,6 +1,7 @@
 import type { RpcResult, TurnResource } from "../../shared/api/index.ts";
 import type { Clock } from "../../shared/ports/index.ts";
-import { idleCompactionDueMs } from "../../shared/session/index.ts";
+import type { IdleCompactionConfig } from "../../shared/protocol/index.ts";
+import { idleCompactionDueMs, idleCompactionOf } from "../../shared/session/index.ts";
 import type { AlarmSchedule } from "../common/alarms.ts";
 import { objectLog } from "../common/log.ts";
 import type { LiveThread } from "./live-thread.ts";
@@ -25,6 +26,8 @@ export interface IdleCompactionDeps {
   queue: TurnQueue;
   /** The task running now, if any. */
   running: () => RunningTask | undefined;
+  /** The tenant's default, as the newest request that carried its policy said. */
+  tenantDefault: () => IdleCompactionConfig | null;
   /** Starts an `idle` compaction task when nothing runs and the tenant's quotas admit it. */
   compact: (live: LiveThread) => Promise<RpcResult<RunningTask>>;
 }
@@ -67,7 +70,7 @@ export class IdleCompaction {
   /** When the idle compaction after `ended` is due; undefined: there is none to do. */
   #dueAfter(live: LiveThread, ended: TurnResource): number | undefined {
     const { config } = live.session.state;
-    const settings = config.idle_compaction;
+    const settings = this.#settings(live);
     const requestStartedMs = live.provider.requestStartedMs;
     const model = live.parts.catalog.get(config.model);
     if (ended.kind !== "turn" || ended.status === "requires_action") return undefined;
@@ -78,6 +81,10 @@ export class IdleCompaction {
       promptCacheTtlS: model.promptCacheTtlS,
       afterIdleS: settings.after_idle_s,
     });
+  }
+
+  #settings(live: LiveThread): IdleCompactionConfig | null {
+    return idleCompactionOf(live.session.state.config, this.#deps.tenantDefault());
   }
 
   /**
@@ -97,7 +104,7 @@ export class IdleCompaction {
     meta.put(IDLE_COMPACTION_KEY, null);
     const log = objectLog.with({ tenant: live.meta.tenant, thread: live.meta.id });
     const last = meta.lastTurn();
-    const settings = live.session.state.config.idle_compaction;
+    const settings = this.#settings(live);
     if (last?.id !== scheduled.after_turn || last.status === "requires_action" || !settings) return;
     const tokens = live.session.contextTokens();
     if (tokens < settings.min_context_tokens) return;

@@ -156,6 +156,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
       clock: systemClock,
       queue: this.#queue,
       running: () => this.#tasks.running,
+      tenantDefault: () => this.#sync.policy.threadDefaults?.idle_compaction ?? null,
       compact: (live) => this.#tasks.startCompaction(live, "idle"),
     });
     this.#upkeep = new Upkeep({

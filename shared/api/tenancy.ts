@@ -1,4 +1,6 @@
 import {
+  type IdleCompactionConfig,
+  IdleCompactionConfigSchema,
   METADATA_MAX_KEYS,
   MetadataFilterSchema,
   metadataRecordOf,
@@ -89,6 +91,48 @@ export function patchQuotas(base: Quotas, patch: z.output<typeof QuotasInputSche
   return next;
 }
 
+/**
+ * What a tenant's threads use where they set nothing of their own: today `idle_compaction`
+ * (null: none). A thread's own value wins, and a thread's explicit null turns it off.
+ */
+export const ThreadDefaultsSchema = z.onFirstUse(() =>
+  z.object({
+    idle_compaction: z
+      .nullable(IdleCompactionConfigSchema)
+      .check(
+        z.describe(
+          "The idle compaction of the tenant's threads whose configuration has no idle_compaction.",
+        ),
+      ),
+  }),
+);
+export type ThreadDefaults = z.output<typeof ThreadDefaultsSchema>;
+
+export const NO_THREAD_DEFAULTS: ThreadDefaults = Object.freeze({ idle_compaction: null });
+
+/** `thread_defaults` in a create or patch: each field present sets it, null removes it. */
+export const ThreadDefaultsInputSchema = z.onFirstUse(() =>
+  z.strictObject({
+    idle_compaction: z.optional(z.nullable(IdleCompactionConfigSchema)),
+  }),
+);
+
+/** `thread_defaults` as stored after applying `patch` (absent keeps, null removes). */
+export function patchThreadDefaults(
+  base: ThreadDefaults | undefined,
+  patch: z.output<typeof ThreadDefaultsInputSchema> | undefined,
+): ThreadDefaults {
+  const idle: IdleCompactionConfig | null | undefined = patch?.idle_compaction;
+  return { idle_compaction: idle === undefined ? (base?.idle_compaction ?? null) : idle };
+}
+
+/** A stored tenant record, with the fields records written before them lacked. */
+export function tenantRecordOf(record: TenantResource): TenantResource {
+  return record.thread_defaults === undefined
+    ? { ...record, thread_defaults: NO_THREAD_DEFAULTS }
+    : record;
+}
+
 const timestamp = z.onFirstUse(() => z.iso.datetime());
 const TenantNameSchema = z.onFirstUse(() => z.string().check(z.minLength(1), z.maxLength(256)));
 
@@ -99,14 +143,19 @@ export const CreateTenantBodySchema = z.onFirstUse(() =>
     name: z.optional(z.nullable(TenantNameSchema)),
     jurisdiction: z.optional(JurisdictionSchema),
     quotas: z.optional(QuotasInputSchema),
+    thread_defaults: z.optional(ThreadDefaultsInputSchema),
   }),
 );
 
-/** `PATCH /v1/admin/tenants/{tenant}`: the name and quotas; the jurisdiction is fixed. */
+/**
+ * `PATCH /v1/admin/tenants/{tenant}`: the name, quotas and thread defaults; the jurisdiction is
+ * fixed.
+ */
 export const PatchTenantBodySchema = z.onFirstUse(() =>
   z.strictObject({
     name: z.optional(z.nullable(TenantNameSchema)),
     quotas: z.optional(QuotasInputSchema),
+    thread_defaults: z.optional(ThreadDefaultsInputSchema),
   }),
 );
 
@@ -117,6 +166,7 @@ export const TenantResourceSchema = z.onFirstUse(() =>
     name: z.nullable(z.string()),
     jurisdiction: JurisdictionSchema,
     quotas: QuotasSchema,
+    thread_defaults: ThreadDefaultsSchema,
     /** `deleting` from the delete until its threads are gone; then the tenant no longer exists. */
     status: z.enum(["active", "deleting"]),
     created_at: timestamp,

@@ -23,6 +23,7 @@ import type {
   Quotas,
   Scope,
   TenantResource,
+  ThreadDefaults,
   UsageBucket,
   UsageQuery,
 } from "./tenancy.ts";
@@ -33,6 +34,8 @@ import type { DeliveryEntry, TenantWebhookRpc, WebhookSubscriptions } from "./we
 export interface TenantPolicy {
   jurisdiction: Jurisdiction;
   quotas: Quotas;
+  /** The tenant's `thread_defaults`; absent in a placement stored before they existed: none. */
+  threadDefaults?: ThreadDefaults;
   /**
    * The incarnation of the tenant id this policy was read in (design §18 invariant 19); null for
    * a tenant created before incarnations existed.

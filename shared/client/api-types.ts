@@ -1423,10 +1423,22 @@ export interface components {
             /** @description Data residency, fixed at creation: `eu`, `fedramp`, or null (no restriction). */
             jurisdiction?: ("eu" | "fedramp") | null;
             quotas?: components["schemas"]["QuotasInput"];
+            thread_defaults?: {
+                idle_compaction?: {
+                    after_idle_s: number;
+                    min_context_tokens: number;
+                } | null;
+            };
         };
         PatchTenantBody: {
             name?: string | null;
             quotas?: components["schemas"]["QuotasInput"];
+            thread_defaults?: {
+                idle_compaction?: {
+                    after_idle_s: number;
+                    min_context_tokens: number;
+                } | null;
+            };
         };
         QuotasInput: {
             /** @description Threads the tenant may hold. */
@@ -2235,7 +2247,7 @@ export interface components {
             idle_compaction?: {
                 after_idle_s: number;
                 min_context_tokens: number;
-            };
+            } | null;
         };
         Turn: {
             /** @constant */
@@ -3236,6 +3248,13 @@ export interface components {
             /** @description Data residency, fixed at creation: `eu`, `fedramp`, or null (no restriction). */
             jurisdiction: ("eu" | "fedramp") | null;
             quotas: components["schemas"]["Quotas"];
+            thread_defaults: {
+                /** @description The idle compaction of the tenant's threads whose configuration has no idle_compaction. */
+                idle_compaction: {
+                    after_idle_s: number;
+                    min_context_tokens: number;
+                } | null;
+            };
             /** @enum {string} */
             status: "active" | "deleting";
             /** Format: date-time */

@@ -189,8 +189,8 @@ export const ThreadConfigSchema = z.onFirstUse(() =>
     /**
      * Compacts the thread once it has been idle `after_idle_s` with at least `min_context_tokens`
      * of context, shortly before the model's prompt cache (`prompt_cache_ttl_s`) expires, so the
-     * summary request reuses the cached prefix. Not model-visible. `null` turns it off (the
-     * default).
+     * summary request reuses the cached prefix. Not model-visible. Absent: the tenant's default
+     * (`thread_defaults.idle_compaction`, none unless set); `null` turns it off.
      */
     idle_compaction: z.optional(z.nullable(IdleCompactionConfigSchema)),
   }),
@@ -244,8 +244,8 @@ export const SessionConfigurationSchema = z.onFirstUse(() =>
     include_environment_context: z.optional(z.boolean()),
     /** Unset: no current-time reminder. */
     current_time_reminder: z.optional(CurrentTimeReminderConfigSchema),
-    /** Unset: no idle compaction. */
-    idle_compaction: z.optional(IdleCompactionConfigSchema),
+    /** Unset: the tenant's default (`thread_defaults`); null: none. */
+    idle_compaction: z.optional(z.nullable(IdleCompactionConfigSchema)),
   }),
 );
 export type SessionConfiguration = z.output<typeof SessionConfigurationSchema>;

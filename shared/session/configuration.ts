@@ -89,7 +89,10 @@ export function resolveSessionConfiguration(
     update.current_time_reminder,
     current?.current_time_reminder,
   );
-  setOptional(next, "idle_compaction", update.idle_compaction, current?.idle_compaction);
+  // Kept when null: a thread's null turns idle compaction off even under a tenant default.
+  const idle =
+    update.idle_compaction === undefined ? current?.idle_compaction : update.idle_compaction;
+  if (idle !== undefined) next.idle_compaction = idle;
   checkConfigurationSize(next);
   return next;
 }

@@ -4,6 +4,19 @@
  * prefix instead of paying for the whole context again at the next turn.
  */
 
+import type { IdleCompactionConfig, SessionConfiguration } from "../protocol/index.ts";
+
+/**
+ * The idle compaction a thread runs under: its own setting, null when it turned it off, else its
+ * tenant's default (`thread_defaults.idle_compaction`).
+ */
+export function idleCompactionOf(
+  config: Pick<SessionConfiguration, "idle_compaction">,
+  tenantDefault: IdleCompactionConfig | null,
+): IdleCompactionConfig | null {
+  return config.idle_compaction === undefined ? tenantDefault : config.idle_compaction;
+}
+
 /** The most that idle compaction fires ahead of the cache's expiry (a tenth of a shorter one). */
 export const IDLE_COMPACTION_MARGIN_MAX_MS = 30_000;
 

@@ -218,13 +218,17 @@ describe("resolveSessionConfiguration", () => {
     );
   });
 
-  it("carries idle_compaction as a new default; null turns it off; bounds are checked", () => {
+  it("carries idle_compaction as a new default; null turns it off and is kept; bounds are checked", () => {
     const settings = { after_idle_s: 240, min_context_tokens: 50_000 };
     const first = resolve(undefined, { idle_compaction: settings });
     expect(first.idle_compaction).toEqual(settings);
     const second = resolve(first, { timezone: "UTC" });
     expect(second.idle_compaction).toEqual(settings);
-    expect(resolve(second, { idle_compaction: null })).not.toHaveProperty("idle_compaction");
+    // Kept as null, not removed: a thread's null outranks its tenant's default.
+    const off = resolve(second, { idle_compaction: null });
+    expect(off.idle_compaction).toBeNull();
+    expect(resolve(off, {}).idle_compaction).toBeNull();
+    expect(resolve(undefined, {})).not.toHaveProperty("idle_compaction");
     const issues = (idle_compaction: unknown) =>
       ThreadConfigSchema.safeParse({ idle_compaction }).error?.issues.map((i) => i.path.join("."));
     expect(issues(settings)).toBeUndefined();

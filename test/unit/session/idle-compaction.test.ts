@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { idleCompactionDueMs, idleCompactionMarginMs } from "../../../shared/session/index.ts";
+import {
+  idleCompactionDueMs,
+  idleCompactionMarginMs,
+  idleCompactionOf,
+} from "../../../shared/session/index.ts";
 
 const START = Date.UTC(2026, 11, 3, 12);
 
@@ -47,5 +51,23 @@ describe("idleCompactionDueMs", () => {
       afterIdleS: 1,
     });
     expect(due).toBeUndefined();
+  });
+});
+
+describe("idleCompactionOf", () => {
+  const own = { after_idle_s: 600, min_context_tokens: 10_000 };
+  const tenant = { after_idle_s: 60, min_context_tokens: 2_000 };
+
+  it("takes the thread's own setting over the tenant's default", () => {
+    expect(idleCompactionOf({ idle_compaction: own }, tenant)).toEqual(own);
+  });
+
+  it("takes the tenant's default where the thread sets nothing, and none without one", () => {
+    expect(idleCompactionOf({}, tenant)).toEqual(tenant);
+    expect(idleCompactionOf({}, null)).toBeNull();
+  });
+
+  it("is off where the thread set null, whatever the tenant's default", () => {
+    expect(idleCompactionOf({ idle_compaction: null }, tenant)).toBeNull();
   });
 });

@@ -13,7 +13,7 @@ import type {
   ThreadResource,
   ThreadSync,
 } from "../../../shared/api/index.ts";
-import { NO_QUOTAS } from "../../../shared/api/index.ts";
+import { NO_QUOTAS, NO_THREAD_DEFAULTS } from "../../../shared/api/index.ts";
 import { newTenantId } from "./tenancy.ts";
 
 /** Key ids are tagged with the development secret. */
@@ -36,6 +36,7 @@ export const tenant: TenantResource = {
   name: null,
   jurisdiction: "eu",
   quotas: NO_QUOTAS,
+  thread_defaults: NO_THREAD_DEFAULTS,
   status: "active",
   created_at: "2026-12-01T00:00:00.000Z",
 };

@@ -3,7 +3,7 @@
  * and metadata, the usage ledger's route, and how the index follows threads. Quotas, residency,
  * revocation and the index's repairs have their own files.
  */
-import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { idTagsOf } from "../../../durable-objects/tenant/id-tags.ts";
@@ -86,6 +86,7 @@ describe("the admin API", () => {
       name: "Acme EU",
       jurisdiction: null,
       quotas: { ...NO_QUOTAS, max_threads: 5 },
+      thread_defaults: { idle_compaction: null },
       status: "active",
       created_at: expect.any(String),
     });
@@ -108,6 +109,32 @@ describe("the admin API", () => {
     expect(await json(await api("GET", `/v1/admin/tenants/${id}`, undefined, ADMIN_KEY))).toEqual(
       patched,
     );
+  });
+
+  it("reads a record stored before thread_defaults existed as having none", async () => {
+    const { id } = await json<Tenant>(
+      await api("POST", "/v1/admin/tenants", { id: newTenantId() }, ADMIN_KEY),
+      201,
+    );
+    // Both stores of the record, as a tenant created before the field was written them.
+    await runInDurableObject(env.TENANT_DIRECTORY.getByName("directory"), (_, state) => {
+      state.storage.sql.exec(
+        "UPDATE directory_tenants SET body = json_remove(body, '$.thread_defaults') WHERE id = ?",
+        id,
+      );
+    });
+    await runInDurableObject(env.TENANT.getByName(id), (_, state) => {
+      state.storage.sql.exec(
+        "UPDATE tenant_meta SET value = json_remove(value, '$.thread_defaults') WHERE key = 'record'",
+      );
+    });
+    await evictDurableObject(env.TENANT.getByName(id));
+    const got = await json(await api("GET", `/v1/admin/tenants/${id}`, undefined, ADMIN_KEY));
+    expect(got).toMatchObject({ id, thread_defaults: { idle_compaction: null } });
+    const listed = await json<{ data: Tenant[] }>(
+      await api("GET", "/v1/admin/tenants?limit=100", undefined, ADMIN_KEY),
+    );
+    for (const tenant of listed.data) expect(tenant).toHaveProperty("thread_defaults");
   });
 
   it("lists tenants in pages by id, every one once", async () => {

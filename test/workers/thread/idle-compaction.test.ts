@@ -16,7 +16,7 @@ import { TurnQueue } from "../../../durable-objects/thread/tasks/turn-queue.ts";
 import { api, json, newThreadId, post, readSse, threadStub, untilRunning } from "../helpers/api.ts";
 import { answerEvents, responsesStream } from "../helpers/openai.ts";
 import { receiver } from "../helpers/receiver.ts";
-import { tenantWithKey, threadObjectOf } from "../helpers/tenancy.ts";
+import { ADMIN_KEY, tenantWithKey, threadObjectOf } from "../helpers/tenancy.ts";
 import { createThread, type Turn, turn, until, untilTurnStatus } from "../helpers/turns.ts";
 import {
   createEndpoint,
@@ -155,7 +155,8 @@ describe("idle compaction", () => {
     const config = (
       await json<{ config: Record<string, unknown> }>(await api("GET", `/v1/threads/${id}`))
     ).config;
-    expect(config).not.toHaveProperty("idle_compaction");
+    // Kept as null: off even where the tenant has a default.
+    expect(config.idle_compaction).toBeNull();
   });
 
   it("a compaction's end cancels it: the context is compacted already", async () => {
@@ -312,5 +313,100 @@ describe("idle compaction", () => {
       code: "invalid_request",
       errors: [{ path: expect.stringMatching(/^\/overrides\/idle_compaction/) }],
     });
+  });
+});
+
+describe("a tenant's default idle compaction", () => {
+  const patchTenant = (tenant: string, body: unknown) =>
+    api("PATCH", `/v1/admin/tenants/${tenant}`, body, ADMIN_KEY);
+
+  it("is shown on the tenant, set on create and patch, and refused when invalid", async () => {
+    const { tenant } = await tenantWithKey();
+    expect(tenant).toMatchObject({ thread_defaults: { idle_compaction: null } });
+    const set = await json(
+      await patchTenant(tenant.id, { thread_defaults: { idle_compaction: IDLE } }),
+    );
+    expect(set).toMatchObject({ thread_defaults: { idle_compaction: IDLE } });
+    // A patch without thread_defaults keeps them.
+    expect(await json(await patchTenant(tenant.id, { name: "acme" }))).toMatchObject({
+      thread_defaults: { idle_compaction: IDLE },
+    });
+    const got = await json(
+      await api("GET", `/v1/admin/tenants/${tenant.id}`, undefined, ADMIN_KEY),
+    );
+    expect(got).toMatchObject({ thread_defaults: { idle_compaction: IDLE } });
+    for (const idle of [{ after_idle_s: 0, min_context_tokens: 1 }, { after_idle_s: 60 }]) {
+      const refused = await patchTenant(tenant.id, { thread_defaults: { idle_compaction: idle } });
+      expect(await json(refused, 400)).toMatchObject({
+        code: "invalid_request",
+        errors: [{ path: expect.stringMatching(/^\/thread_defaults\/idle_compaction/) }],
+      });
+    }
+    const unknown = await patchTenant(tenant.id, { thread_defaults: { auto_compact: true } });
+    expect(await json(unknown, 400)).toMatchObject({ code: "invalid_request" });
+    // Nothing refused was stored.
+    const after = await json(
+      await api("GET", `/v1/admin/tenants/${tenant.id}`, undefined, ADMIN_KEY),
+    );
+    expect(after).toMatchObject({ thread_defaults: { idle_compaction: IDLE } });
+  });
+
+  it("compacts a large idle thread that sets nothing of its own", async () => {
+    const { tenant, key } = await tenantWithKey({ thread_defaults: { idle_compaction: IDLE } });
+    const id = newThreadId();
+    await tenantThread(key)(id);
+    const large = await tenantTurn(key)(id, LARGE);
+    const stub = await threadObjectOf(tenant.id, id);
+    expect(await scheduledOf(stub)).toMatchObject({ after_turn: large.id });
+    await bringDue(stub);
+    await runDurableObjectAlarm(stub);
+    await vi.waitUntil(
+      async () => {
+        const turns = await json<{ data: { kind: string; trigger?: string; status: string }[] }>(
+          await api("GET", `/v1/threads/${id}/turns`, undefined, key),
+        );
+        return turns.data[0]?.kind === "compaction" && turns.data[0].status === "completed"
+          ? turns.data[0]
+          : undefined;
+      },
+      { timeout: 5_000, interval: 20 },
+    );
+    const turns = await json<{ data: { kind: string; trigger?: string }[] }>(
+      await api("GET", `/v1/threads/${id}/turns`, undefined, key),
+    );
+    expect(turns.data[0]).toMatchObject({ kind: "compaction", trigger: "idle" });
+  });
+
+  it("yields to the thread's own setting, and a thread's null turns it off", async () => {
+    const { tenant, key } = await tenantWithKey({ thread_defaults: { idle_compaction: IDLE } });
+    const own = newThreadId();
+    await tenantThread(key)(own, {
+      idle_compaction: { after_idle_s: 3_000, min_context_tokens: 2_000 },
+    });
+    await tenantTurn(key)(own, LARGE);
+    const ended = Date.now();
+    // Its own after_idle_s (3,000 s, past the 5-minute cache), not the default's 60 s.
+    const scheduled = await scheduledOf(await threadObjectOf(tenant.id, own));
+    expect(scheduled?.due_ms).toBeGreaterThanOrEqual(ended - 5_000 + 3_000_000);
+
+    const off = newThreadId();
+    await tenantThread(key)(off, { idle_compaction: null });
+    await tenantTurn(key)(off, LARGE);
+    expect(await scheduledOf(await threadObjectOf(tenant.id, off))).toBeUndefined();
+  });
+
+  it("a change of the default reaches an existing thread at its next turn", async () => {
+    const { tenant, key } = await tenantWithKey();
+    const id = newThreadId();
+    await tenantThread(key)(id);
+    await tenantTurn(key)(id, LARGE);
+    const stub = await threadObjectOf(tenant.id, id);
+    expect(await scheduledOf(stub)).toBeUndefined();
+    await json(await patchTenant(tenant.id, { thread_defaults: { idle_compaction: IDLE } }));
+    const next = await tenantTurn(key)(id, "and this");
+    expect(await scheduledOf(stub)).toMatchObject({ after_turn: next.id });
+    await json(await patchTenant(tenant.id, { thread_defaults: { idle_compaction: null } }));
+    await tenantTurn(key)(id, "and that");
+    expect(await scheduledOf(stub)).toBeUndefined();
   });
 });
