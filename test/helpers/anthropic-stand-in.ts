@@ -21,7 +21,7 @@
  */
 import { createHash } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { asRecord, type Json, serveJson } from "./json-stand-in.ts";
+import { asRecord, cacheAlive, type Json, serveJson } from "./json-stand-in.ts";
 
 export interface AnthropicRequest {
   path: string;
@@ -95,15 +95,18 @@ interface Answer {
   call?: { name: string; input: string };
 }
 
-/** `port`: 0 (the default) takes any free one. */
+/**
+ * `port`: 0 (the default) takes any free one. `cacheTtlMs`: the simulated prompt cache's
+ * lifetime, refreshed by each read (unset: it never expires).
+ */
 export async function startAnthropicStandIn(
-  options: { port?: number } = {},
+  options: { port?: number; cacheTtlMs?: number } = {},
 ): Promise<AnthropicStandIn> {
   const requests: AnthropicRequest[] = [];
   const connections: Promise<void>[] = [];
   const scripted: ScriptedAnswer[] = [];
-  /** Prefix digest → its token count, for every prefix a breakpoint wrote. */
-  const cache = new Map<string, number>();
+  /** Prefix digest → its token count and last use, for every prefix a breakpoint wrote. */
+  const cache = new Map<string, { tokens: number; atMs: number }>();
   /** Signature → the thinking it signed. */
   const signed = new Map<string, string>();
   let counter = 0;
@@ -246,14 +249,17 @@ export async function startAnthropicStandIn(
     for (const mark of marks) {
       for (let i = mark; i >= Math.max(0, mark - LOOKBACK_BLOCKS); i--) {
         const hit = cache.get(digests[i] as string);
-        if (hit !== undefined) {
-          read = Math.max(read, hit);
+        if (hit !== undefined && cacheAlive(hit.atMs, options.cacheTtlMs)) {
+          read = Math.max(read, hit.tokens);
+          hit.atMs = Date.now();
           break;
         }
       }
     }
     const cachedUpTo = marks.length > 0 ? (counts[marks.at(-1) as number] as number) : 0;
-    for (const mark of marks) cache.set(digests[mark] as string, counts[mark] as number);
+    for (const mark of marks) {
+      cache.set(digests[mark] as string, { tokens: counts[mark] as number, atMs: Date.now() });
+    }
     const creation = Math.max(0, cachedUpTo - read);
     return {
       input_tokens: total - read - creation,

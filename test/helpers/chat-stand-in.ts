@@ -20,7 +20,7 @@
  */
 import type { ServerResponse } from "node:http";
 import { isContextualUserMessageContent } from "../../shared/context/classify.ts";
-import { asRecord, type Json, serveJson } from "./json-stand-in.ts";
+import { asRecord, cacheAlive, type Json, serveJson } from "./json-stand-in.ts";
 
 export interface ChatStandInRequest {
   path: string;
@@ -160,8 +160,11 @@ function pieces(text: string, size: number): string[] {
 }
 
 export async function startChatStandIn(
-  /** `port`: 0 (the default) takes any free one. */
-  options: { deltaChars?: number; port?: number } = {},
+  /**
+   * `port`: 0 (the default) takes any free one. `cacheTtlMs`: the simulated prompt cache's
+   * lifetime (unset: it never expires).
+   */
+  options: { deltaChars?: number; port?: number; cacheTtlMs?: number } = {},
 ): Promise<ChatStandIn> {
   const deltaChars = options.deltaChars ?? 6;
   const requests: ChatStandInRequest[] = [];
@@ -169,6 +172,7 @@ export async function startChatStandIn(
   const closings: Promise<void>[] = [];
   let calls = 0;
   let previousPrompt = "";
+  let previousAt = 0;
 
   /** The frames of a rule-based answer. */
   function answerFrames(body: Json): string[] {
@@ -209,11 +213,13 @@ export async function startChatStandIn(
       // Cached: the prefix this request shares with the previous one, as whole tokens.
       const prompt = JSON.stringify([body.messages, body.tools]);
       let common = 0;
-      while (common < Math.min(prompt.length, previousPrompt.length)) {
-        if (prompt.charCodeAt(common) !== previousPrompt.charCodeAt(common)) break;
+      const cached = cacheAlive(previousAt, options.cacheTtlMs) ? previousPrompt : "";
+      while (common < Math.min(prompt.length, cached.length)) {
+        if (prompt.charCodeAt(common) !== cached.charCodeAt(common)) break;
         common++;
       }
       previousPrompt = prompt;
+      previousAt = Date.now();
       const promptTokens = Math.ceil(prompt.length / 4);
       frames.push(
         sse(

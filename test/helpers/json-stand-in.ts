@@ -65,3 +65,11 @@ export async function serveJson(
     },
   };
 }
+
+/**
+ * Whether a prompt-cache entry last used at `atMs` is still alive under a `ttlMs` lifetime
+ * (undefined: it never expires), as a provider's cache drops a prefix unused that long.
+ */
+export function cacheAlive(atMs: number, ttlMs: number | undefined, nowMs = Date.now()): boolean {
+  return ttlMs === undefined || nowMs - atMs <= ttlMs;
+}

@@ -19,7 +19,7 @@
 import type { ServerResponse } from "node:http";
 import { isContextualUserMessageContent } from "../../shared/context/classify.ts";
 import type { ContentItem } from "../../shared/protocol/index.ts";
-import { asRecord, type Json, type JsonRequest, serveJson } from "./json-stand-in.ts";
+import { asRecord, cacheAlive, type Json, type JsonRequest, serveJson } from "./json-stand-in.ts";
 
 /** One request the stand-in received. */
 export type StandInRequest = JsonRequest;
@@ -41,6 +41,8 @@ export interface ResponsesStandInOptions {
   doneSentinel?: boolean;
   /** Characters per text or argument delta (default 8). */
   deltaChars?: number;
+  /** The simulated prompt cache's lifetime (unset: it never expires). */
+  cacheTtlMs?: number;
 }
 
 export interface ResponsesStandIn {
@@ -212,7 +214,7 @@ export async function startResponsesStandIn(
   let counter = 0;
   let failure: { status: number; message: string } | undefined;
   /** Per `prompt_cache_key`: the previous request's serialized input, for `cached_tokens`. */
-  const lastPrompt = new Map<string, string>();
+  const lastPrompt = new Map<string, { prompt: string; atMs: number }>();
 
   const nextId = (prefix: string) => `${prefix}_standin${String(++counter).padStart(4, "0")}`;
 
@@ -221,14 +223,16 @@ export async function startResponsesStandIn(
     const inputTokens = approxTokens(prompt);
     let cached = 0;
     if (typeof body.prompt_cache_key === "string") {
-      const previous = lastPrompt.get(body.prompt_cache_key);
+      const entry = lastPrompt.get(body.prompt_cache_key);
+      const previous =
+        entry && cacheAlive(entry.atMs, options.cacheTtlMs) ? entry.prompt : undefined;
       if (previous !== undefined) {
         let common = 0;
         const max = Math.min(previous.length, prompt.length);
         while (common < max && previous.charCodeAt(common) === prompt.charCodeAt(common)) common++;
         cached = Math.min(inputTokens, Math.floor(common / 4));
       }
-      lastPrompt.set(body.prompt_cache_key, prompt);
+      lastPrompt.set(body.prompt_cache_key, { prompt, atMs: Date.now() });
     }
     const reasoningTokens = asRecord(body.reasoning) ? 8 : 0;
     const outputTokens =
