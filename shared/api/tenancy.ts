@@ -1,5 +1,4 @@
 import {
-  type IdleCompactionConfig,
   IdleCompactionConfigSchema,
   METADATA_MAX_KEYS,
   MetadataFilterSchema,
@@ -122,7 +121,7 @@ export function patchThreadDefaults(
   base: ThreadDefaults | undefined,
   patch: z.output<typeof ThreadDefaultsInputSchema> | undefined,
 ): ThreadDefaults {
-  const idle: IdleCompactionConfig | null | undefined = patch?.idle_compaction;
+  const idle = patch?.idle_compaction;
   return { idle_compaction: idle === undefined ? (base?.idle_compaction ?? null) : idle };
 }
 
