@@ -154,8 +154,10 @@ export function captureStepContext(
   if (c.agents_md) input.agentsMd = c.agents_md;
   if (c.network) input.network = c.network;
   if (c.personality !== undefined) {
-    // A name the catalog does not know is taken as the personality text itself.
-    const message = turn.model.personalities[c.personality] ?? c.personality;
+    // A name the catalog does not know is taken as the personality text itself (own names only:
+    // `constructor` or `__proto__` is text, not the prototype's member).
+    const known = turn.model.personalities;
+    const message = Object.hasOwn(known, c.personality) ? known[c.personality] : c.personality;
     input.personality = { name: c.personality, message };
   }
   return Object.freeze({ worldState: Object.freeze(input), tools: c.tools, serverTools: [] });

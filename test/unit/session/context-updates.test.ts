@@ -80,6 +80,14 @@ describe("build_initial_context (reference §5.3)", () => {
     expect(user).toHaveLength(3);
   });
 
+  it("takes a personality named like an Object member (`__proto__`, `constructor`) as its text", () => {
+    for (const personality of ["__proto__", "constructor", "toString"]) {
+      const { result } = update(new ContextManager(), { personality });
+      const spec = partTexts(result.items[0]).find((t) => t.startsWith("<personality_spec>"));
+      expect(spec, personality).toContain(`\n\n${personality}\n</personality_spec>`);
+    }
+  });
+
   it("build_initial_context prepends the model switch when the previous turn ran another model", () => {
     const { result } = update(
       new ContextManager(),
