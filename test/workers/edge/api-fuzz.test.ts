@@ -555,7 +555,8 @@ function learn(req: FuzzRequest, res: Response, text: string): void {
     threads.add(id);
     known.deleted[req.tenant].delete(id);
   }
-  const path = new URL(req.url).pathname;
+  // The router takes a trailing slash as none (`…/items/..` normalizes to `/v1/conversations/{id}/`).
+  const path = new URL(req.url).pathname.replace(/\/+$/, "");
   // A conversation is a thread: deleting one deletes the thread (200, OpenAI's answer).
   const conversation = /^\/v1\/conversations\/[^/]+$/.test(path);
   if (req.method === "DELETE" && res.status === 200 && conversation) {
