@@ -157,8 +157,9 @@ export function captureStepContext(
     // A name the catalog does not know is taken as the personality text itself (own names only:
     // `constructor` or `__proto__` is text, not the prototype's member).
     const known = turn.model.personalities;
-    const message = Object.hasOwn(known, c.personality) ? known[c.personality] : c.personality;
-    input.personality = { name: c.personality, message };
+    const name = c.personality;
+    const message = Object.hasOwn(known, name) ? (known[name] ?? name) : name;
+    input.personality = { name, message };
   }
   return Object.freeze({ worldState: Object.freeze(input), tools: c.tools, serverTools: [] });
 }
