@@ -79,6 +79,10 @@ export interface Env {
    */
   OPENAI_CHAT_BASE_URL?: string;
   OPENAI_CHAT_API_KEY?: string;
+  /** Where openai-chat sends its key: `authorization` (Bearer, the default) or `api-key` (Azure). */
+  OPENAI_CHAT_API_KEY_HEADER?: string;
+  /** Sent as openai-chat's `api-version` query parameter (Azure OpenAI deployment URLs). */
+  OPENAI_CHAT_API_VERSION?: string;
   /**
    * JSON array of models served by openai-chat (`shared/models/configured.ts`); an entry may
    * add `chat`, its host's wire options (`shared/providers/openai-chat/models.ts`).

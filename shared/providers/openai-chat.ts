@@ -8,7 +8,12 @@ import {
   sseFrames,
   streamWithRetries,
 } from "./http/attempts.ts";
-import { bearerStreamHeaders, credentialsOf } from "./http/credentials.ts";
+import {
+  API_KEY_HEADERS,
+  type ApiKeyHeader,
+  credentialsOf,
+  keyedStreamHeaders,
+} from "./http/credentials.ts";
 import type { ModelClient, ModelEvent, ModelPrompt } from "./model-client.ts";
 import { ProviderError } from "./model-client.ts";
 import {
@@ -34,6 +39,10 @@ export interface OpenAIChatClientConfig extends RetryOptions {
   wire?: ChatWireOptions;
   /** The provider its errors name: another wire's provider may speak this one (`workers-ai`). */
   provider?: string;
+  /** Where the key goes: `authorization` (`Bearer`, the default) or Azure OpenAI's `api-key`. */
+  apiKeyHeader?: ApiKeyHeader;
+  /** Sent as the `api-version` query parameter (Azure OpenAI's deployment URLs need one). */
+  apiVersion?: string;
 }
 
 /**
@@ -48,6 +57,7 @@ export class OpenAIChatClient implements ModelClient {
   readonly model: string;
   readonly #url: string;
   readonly #apiKey: string;
+  readonly #apiKeyHeader: ApiKeyHeader;
   readonly #maxOutputTokens: number | undefined;
   readonly #wire: ChatWireOptions;
   readonly #attempts: Attempts;
@@ -58,8 +68,12 @@ export class OpenAIChatClient implements ModelClient {
     if (!config.model) throw new ProviderError(`${provider}: a model name is required`);
     this.model = config.model;
     const base = normalizeBaseUrl(provider, config.baseUrl ?? OPENAI_CHAT_DEFAULT_BASE_URL);
-    this.#url = `${base}/chat/completions`;
+    const version = config.apiVersion
+      ? `?api-version=${encodeURIComponent(config.apiVersion)}`
+      : "";
+    this.#url = `${base}/chat/completions${version}`;
     this.#apiKey = config.apiKey;
+    this.#apiKeyHeader = config.apiKeyHeader ?? "authorization";
     this.#maxOutputTokens = config.maxOutputTokens;
     this.#wire = config.wire ?? defaultChatWireOptions();
     this.#attempts = attemptsOf(provider, config.fetch, config);
@@ -77,7 +91,7 @@ export class OpenAIChatClient implements ModelClient {
   async *stream(prompt: ModelPrompt, signal?: AbortSignal): AsyncGenerator<ModelEvent> {
     signal?.throwIfAborted();
     const body = JSON.stringify(this.requestBody(prompt));
-    const headers = bearerStreamHeaders(this.#apiKey);
+    const headers = keyedStreamHeaders(this.#apiKey, this.#apiKeyHeader);
     yield* streamWithRetries(this.#attempts, { url: this.#url, headers, body }, readChunks, signal);
   }
 }
@@ -97,6 +111,8 @@ async function* readChunks(response: Response, scope: AttemptScope): AsyncGenera
 export interface OpenAIChatEnv {
   OPENAI_CHAT_BASE_URL?: string;
   OPENAI_CHAT_API_KEY?: string;
+  OPENAI_CHAT_API_KEY_HEADER?: string;
+  OPENAI_CHAT_API_VERSION?: string;
   SPINDLE_OPENAI_CHAT_MODELS?: string;
 }
 
@@ -108,12 +124,12 @@ export function openAIChatCatalogModels(env: OpenAIChatEnv): string | undefined 
 /**
  * Builds the `openai-chat` client from the environment: `OPENAI_CHAT_API_KEY` is required (a
  * local host that checks none takes any), `OPENAI_CHAT_BASE_URL` defaults to
- * `https://api.openai.com/v1`, and the model's wire options come from its entry in
- * `SPINDLE_OPENAI_CHAT_MODELS`.
+ * `https://api.openai.com/v1`, `OPENAI_CHAT_API_KEY_HEADER` and `OPENAI_CHAT_API_VERSION` fit
+ * Azure OpenAI, and the model's wire options come from its entry in `SPINDLE_OPENAI_CHAT_MODELS`.
  */
 export function createOpenAIChatClientFromEnv(
   env: OpenAIChatEnv,
-  deps: Omit<OpenAIChatClientConfig, "apiKey" | "baseUrl" | "wire">,
+  deps: Omit<OpenAIChatClientConfig, "apiKey" | "baseUrl" | "wire" | "apiKeyHeader" | "apiVersion">,
 ): OpenAIChatClient {
   const credentials = credentialsOf(
     "openai-chat",
@@ -122,5 +138,24 @@ export function createOpenAIChatClientFromEnv(
     OPENAI_CHAT_DEFAULT_BASE_URL,
   );
   const wire = readChatModels(env.SPINDLE_OPENAI_CHAT_MODELS).options.get(deps.model);
-  return new OpenAIChatClient({ ...deps, ...credentials, wire });
+  const apiVersion = env.OPENAI_CHAT_API_VERSION?.trim();
+  return new OpenAIChatClient({
+    ...deps,
+    ...credentials,
+    wire,
+    apiKeyHeader: apiKeyHeaderOf(env.OPENAI_CHAT_API_KEY_HEADER),
+    ...(apiVersion ? { apiVersion } : {}),
+  });
+}
+
+/** `OPENAI_CHAT_API_KEY_HEADER`, case-insensitive; unset or blank is `authorization`. */
+function apiKeyHeaderOf(value: string | undefined): ApiKeyHeader {
+  const name = value?.trim().toLowerCase() || "authorization";
+  const header = API_KEY_HEADERS.find((h) => h === name);
+  if (header === undefined) {
+    throw new ProviderError(
+      `openai-chat: OPENAI_CHAT_API_KEY_HEADER must be ${API_KEY_HEADERS.join(" or ")}, not "${value}"`,
+    );
+  }
+  return header;
 }

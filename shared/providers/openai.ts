@@ -12,7 +12,7 @@ import {
   sseFrames,
   streamWithRetries,
 } from "./http/attempts.ts";
-import { bearerStreamHeaders, credentialsOf } from "./http/credentials.ts";
+import { credentialsOf, keyedStreamHeaders } from "./http/credentials.ts";
 import type { ModelClient, ModelEvent, ModelPrompt } from "./model-client.ts";
 import { ProviderError } from "./model-client.ts";
 import { InputSerializer } from "./openai/input-text.ts";
@@ -92,7 +92,7 @@ export class OpenAIResponsesClient implements ModelClient {
     // `JSON.stringify(this.requestBody(prompt))` as UTF-8, without serializing again what the
     // thread's previous request held.
     const body = requestBodyBytes(prompt, this.#bodyOptions(), this.#serializer);
-    const headers = bearerStreamHeaders(this.#apiKey);
+    const headers = keyedStreamHeaders(this.#apiKey);
     yield* streamWithRetries(this.#attempts, { url: this.#url, headers, body }, readEvents, signal);
   }
 }

@@ -25,10 +25,21 @@ export function credentialsOf(
   return { apiKey, baseUrl: env.baseUrl?.trim() || defaultBaseUrl };
 }
 
-/** The headers of a streamed JSON request to an API that takes its key as a bearer token. */
-export function bearerStreamHeaders(apiKey: string): Record<string, string> {
+/**
+ * Where an API takes its key: `authorization` as a bearer token (OpenAI and most hosts), or
+ * Azure OpenAI's `api-key` header.
+ */
+export type ApiKeyHeader = "authorization" | "api-key";
+
+export const API_KEY_HEADERS: readonly ApiKeyHeader[] = ["authorization", "api-key"];
+
+/** The headers of a streamed JSON request carrying `apiKey` in `header`. */
+export function keyedStreamHeaders(
+  apiKey: string,
+  header: ApiKeyHeader = "authorization",
+): Record<string, string> {
   return {
-    authorization: `Bearer ${apiKey}`,
+    ...(header === "api-key" ? { "api-key": apiKey } : { authorization: `Bearer ${apiKey}` }),
     "content-type": "application/json",
     accept: "text/event-stream",
   };

@@ -63,6 +63,57 @@ describe("createOpenAIChatClientFromEnv", () => {
     ]);
   });
 
+  it("sends the key as Azure OpenAI's api-key header, and an api-version, when configured", async () => {
+    const sent: { url: string; headers: Headers }[] = [];
+    const recording = {
+      ...deps,
+      fetch: async (url: string, init?: RequestInit) => {
+        sent.push({ url, headers: new Headers(init?.headers) });
+        return new Response("{}", { status: 400 });
+      },
+    };
+    const azure = createOpenAIChatClientFromEnv(
+      {
+        OPENAI_CHAT_API_KEY: "az-key",
+        OPENAI_CHAT_BASE_URL: "http://127.0.0.1:9/openai/deployments/gpt-4o",
+        OPENAI_CHAT_API_KEY_HEADER: "API-Key",
+        OPENAI_CHAT_API_VERSION: "2024-10-21",
+      },
+      recording,
+    );
+    const bearer = createOpenAIChatClientFromEnv(
+      { OPENAI_CHAT_API_KEY: "sk", OPENAI_CHAT_API_KEY_HEADER: " " },
+      recording,
+    );
+    for (const client of [azure, bearer]) {
+      await expect(async () => {
+        for await (const _ of client.stream(prompt()));
+      }).rejects.toThrow("openai-chat: HTTP 400");
+    }
+    const [toAzure, toOpenAI] = sent;
+    expect(toAzure?.url).toBe(
+      "http://127.0.0.1:9/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21",
+    );
+    expect([toAzure?.headers.get("api-key"), toAzure?.headers.get("authorization")]).toEqual([
+      "az-key",
+      null,
+    ]);
+    expect(toOpenAI?.url).toBe("https://api.openai.com/v1/chat/completions");
+    expect([toOpenAI?.headers.get("api-key"), toOpenAI?.headers.get("authorization")]).toEqual([
+      null,
+      "Bearer sk",
+    ]);
+  });
+
+  it("refuses an OPENAI_CHAT_API_KEY_HEADER it cannot send", () => {
+    expect(() =>
+      createOpenAIChatClientFromEnv(
+        { OPENAI_CHAT_API_KEY: "k", OPENAI_CHAT_API_KEY_HEADER: "x-api-key" },
+        deps,
+      ),
+    ).toThrow('OPENAI_CHAT_API_KEY_HEADER must be authorization or api-key, not "x-api-key"');
+  });
+
   it("takes the model's wire options from its SPINDLE_OPENAI_CHAT_MODELS entry, by provider model", () => {
     const env = { OPENAI_CHAT_API_KEY: "k", SPINDLE_OPENAI_CHAT_MODELS: MODELS };
     const developer = {
