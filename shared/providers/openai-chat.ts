@@ -118,7 +118,7 @@ export interface OpenAIChatEnv {
 
 /** `SPINDLE_OPENAI_CHAT_MODELS` as `parseConfiguredModels` reads it: without the `chat` members. */
 export function openAIChatCatalogModels(env: OpenAIChatEnv): string | undefined {
-  return readChatModels(env.SPINDLE_OPENAI_CHAT_MODELS).catalog;
+  return readChatModels(env.SPINDLE_OPENAI_CHAT_MODELS, "SPINDLE_OPENAI_CHAT_MODELS").catalog;
 }
 
 /**
@@ -137,7 +137,10 @@ export function createOpenAIChatClientFromEnv(
     { key: env.OPENAI_CHAT_API_KEY, baseUrl: env.OPENAI_CHAT_BASE_URL },
     OPENAI_CHAT_DEFAULT_BASE_URL,
   );
-  const wire = readChatModels(env.SPINDLE_OPENAI_CHAT_MODELS).options.get(deps.model);
+  const wire = readChatModels(
+    env.SPINDLE_OPENAI_CHAT_MODELS,
+    "SPINDLE_OPENAI_CHAT_MODELS",
+  ).options.get(deps.model);
   const apiVersion = env.OPENAI_CHAT_API_VERSION?.trim();
   return new OpenAIChatClient({
     ...deps,

@@ -56,7 +56,7 @@ export function createWorkersAiClient(config: WorkersAiClientConfig): ModelClien
 
 /** `SPINDLE_WORKERS_AI_MODELS` as `parseConfiguredModels` reads it (entries may carry `chat`). */
 export function workersAiCatalogModels(env: WorkersAiEnv): string | undefined {
-  return readChatModels(env.SPINDLE_WORKERS_AI_MODELS).catalog;
+  return readChatModels(env.SPINDLE_WORKERS_AI_MODELS, "SPINDLE_WORKERS_AI_MODELS").catalog;
 }
 
 /** The client of one Workers AI model of the catalog, with its entry's wire options. */
@@ -66,7 +66,10 @@ export function createWorkersAiClientFromEnv(
   deps: Omit<WorkersAiClientConfig, "ai" | "wire" | "gatewayId">,
 ): ModelClient {
   const gatewayId = env.SPINDLE_WORKERS_AI_GATEWAY?.trim();
-  const wire = readChatModels(env.SPINDLE_WORKERS_AI_MODELS).options.get(deps.model);
+  const wire = readChatModels(
+    env.SPINDLE_WORKERS_AI_MODELS,
+    "SPINDLE_WORKERS_AI_MODELS",
+  ).options.get(deps.model);
   return createWorkersAiClient({
     ...deps,
     ai,

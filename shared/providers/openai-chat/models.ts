@@ -1,10 +1,9 @@
 /**
- * `SPINDLE_OPENAI_CHAT_MODELS`: the configured models of `openai-chat`, whose entries may carry a
- * `chat` member saying how the model's host lays out a request (hosts and chat
- * templates differ in the roles and fields they take). The rest of an entry is the common
- * `ConfiguredModel` (`shared/models/configured.ts`).
+ * The `chat` member of an `openai-chat` (or `workers-ai`) model entry: how the model's host lays
+ * out a request (hosts and chat templates differ in the roles and fields they take).
  */
 import * as z from "../../zod/index.ts";
+import { readWireModels, type WireModels } from "../wire-models.ts";
 
 export const ChatWireOptionsSchema = z.onFirstUse(() =>
   z.strictObject({
@@ -36,42 +35,10 @@ export function defaultChatWireOptions(): ChatWireOptions {
   return defaults;
 }
 
-interface ChatModels {
-  /** The entries without their `chat` member, as JSON (for `parseConfiguredModels`). */
-  catalog: string | undefined;
-  /** Each provider model's options (`model`, else `slug`, of its entry). */
-  options: ReadonlyMap<string, ChatWireOptions>;
-}
-
-/**
- * Splits the configuration. What is not a JSON array of objects is passed on unchanged, for
- * `parseConfiguredModels` to reject with its own message; an invalid `chat` member throws here.
- * Two entries naming one provider model must agree on its options, since a client is made for
- * the provider model.
- */
-export function readChatModels(json: string | undefined): ChatModels {
-  const options = new Map<string, ChatWireOptions>();
-  let entries: unknown;
-  try {
-    entries = JSON.parse(json ?? "");
-  } catch {
-    return { catalog: json, options };
-  }
-  if (!Array.isArray(entries) || !entries.every(isRecord)) return { catalog: json, options };
-  const catalog = entries.map(({ chat, ...entry }) => {
-    const name = entry.model ?? entry.slug;
-    if (typeof name !== "string") return entry;
-    const parsed = ChatWireOptionsSchema.parse(chat ?? {});
-    const known = options.get(name);
-    if (known && JSON.stringify(known) !== JSON.stringify(parsed)) {
-      throw new Error(`SPINDLE_OPENAI_CHAT_MODELS: entries for model "${name}" differ in "chat"`);
-    }
-    options.set(name, parsed);
-    return entry;
-  });
-  return { catalog: JSON.stringify(catalog), options };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
+/** The entries of `variable` (`SPINDLE_OPENAI_CHAT_MODELS`, `SPINDLE_WORKERS_AI_MODELS`), split. */
+export function readChatModels(
+  json: string | undefined,
+  variable: string,
+): WireModels<ChatWireOptions> {
+  return readWireModels(json, { variable, member: "chat", schema: ChatWireOptionsSchema });
 }
