@@ -7,6 +7,7 @@ import {
 } from "../../shared/models/index.ts";
 import {
   type AiRunner,
+  anthropicCatalogModels,
   createAnthropicClientFromEnv,
   createOpenAIChatClientFromEnv,
   createOpenAIClientFromEnv,
@@ -52,7 +53,7 @@ const HTTP_PROVIDERS: readonly HttpProvider[] = [
   },
   {
     name: "anthropic",
-    models: (env) => env.SPINDLE_ANTHROPIC_MODELS,
+    models: (env) => anthropicCatalogModels(env),
     configured: (env) => Boolean(env.ANTHROPIC_API_KEY?.trim()),
     client: (env, deps) => createAnthropicClientFromEnv(env, deps),
   },

@@ -1,3 +1,4 @@
+import { type AnthropicWireOptions, readAnthropicModels } from "./anthropic/models.ts";
 import { MessageAssembly } from "./anthropic/stream.ts";
 import { buildRequestBody, DEFAULT_MAX_TOKENS, type RequestBodyOptions } from "./anthropic/wire.ts";
 import {
@@ -30,6 +31,8 @@ export interface AnthropicClientConfig extends RetryOptions {
   model: string;
   /** Sent as `max_tokens`, which the API requires (default `ANTHROPIC_DEFAULT_MAX_TOKENS`). */
   maxOutputTokens?: number;
+  /** How the model takes a request (the entry's `anthropic` member). Default: budgeted thinking. */
+  wire?: AnthropicWireOptions;
 }
 
 /**
@@ -47,6 +50,7 @@ export class AnthropicClient implements ModelClient {
   readonly #url: string;
   readonly #apiKey: string;
   readonly #maxOutputTokens: number | undefined;
+  readonly #thinking: AnthropicWireOptions["thinking"];
   readonly #attempts: Attempts;
 
   constructor(config: AnthropicClientConfig) {
@@ -57,12 +61,13 @@ export class AnthropicClient implements ModelClient {
     this.#url = `${base}/messages`;
     this.#apiKey = config.apiKey;
     this.#maxOutputTokens = config.maxOutputTokens;
+    this.#thinking = config.wire?.thinking ?? "budget";
     this.#attempts = attemptsOf("anthropic", config.fetch, config);
   }
 
   /** The JSON body `stream` posts for `prompt`. */
   requestBody(prompt: ModelPrompt): Record<string, unknown> {
-    const options: RequestBodyOptions = { model: this.model };
+    const options: RequestBodyOptions = { model: this.model, thinking: this.#thinking };
     if (this.#maxOutputTokens !== undefined) options.maxTokens = this.#maxOutputTokens;
     return buildRequestBody(prompt, options);
   }
@@ -100,16 +105,23 @@ async function* readEvents(
 export interface AnthropicEnv {
   ANTHROPIC_BASE_URL?: string;
   ANTHROPIC_API_KEY?: string;
+  SPINDLE_ANTHROPIC_MODELS?: string;
+}
+
+/** `SPINDLE_ANTHROPIC_MODELS` as `parseConfiguredModels` reads it: without the `anthropic` members. */
+export function anthropicCatalogModels(env: AnthropicEnv): string | undefined {
+  return readAnthropicModels(env.SPINDLE_ANTHROPIC_MODELS).catalog;
 }
 
 /**
  * Builds the `anthropic` client from the environment: `ANTHROPIC_API_KEY` is required (a missing
  * or blank key throws a `ProviderError` that says so), `ANTHROPIC_BASE_URL` defaults to
- * `https://api.anthropic.com/v1` and must be an http(s) URL.
+ * `https://api.anthropic.com/v1` and must be an http(s) URL; the model's options come from its
+ * entry in `SPINDLE_ANTHROPIC_MODELS`.
  */
 export function createAnthropicClientFromEnv(
   env: AnthropicEnv,
-  deps: Omit<AnthropicClientConfig, "apiKey" | "baseUrl">,
+  deps: Omit<AnthropicClientConfig, "apiKey" | "baseUrl" | "wire">,
 ): AnthropicClient {
   const credentials = credentialsOf(
     "anthropic",
@@ -117,5 +129,6 @@ export function createAnthropicClientFromEnv(
     { key: env.ANTHROPIC_API_KEY, baseUrl: env.ANTHROPIC_BASE_URL },
     ANTHROPIC_DEFAULT_BASE_URL,
   );
-  return new AnthropicClient({ ...deps, ...credentials });
+  const wire = readAnthropicModels(env.SPINDLE_ANTHROPIC_MODELS).options.get(deps.model);
+  return new AnthropicClient({ ...deps, ...credentials, ...(wire ? { wire } : {}) });
 }

@@ -5,6 +5,7 @@ export {
   AnthropicClient,
   type AnthropicClientConfig,
   type AnthropicEnv,
+  anthropicCatalogModels,
   createAnthropicClientFromEnv,
 } from "./anthropic.ts";
 export type {

@@ -11,6 +11,7 @@ import type {
   ToolOutput,
 } from "../../protocol/index.ts";
 import type { ModelPrompt } from "../model-client.ts";
+import type { AnthropicWireOptions } from "./models.ts";
 import { thinkingBlockOf } from "./thinking.ts";
 
 /** Anthropic requires `max_tokens`; this is it when the catalog entry sets no output limit. */
@@ -32,11 +33,27 @@ const THINKING_BUDGETS: Record<Exclude<ReasoningEffort, "none">, number> = {
   ultra: 65_536,
 };
 
+/**
+ * Spindle's efforts as adaptive thinking's `output_config.effort` (`low`, `medium`, `high`,
+ * `max`): the API has no `minimal`, and `max` is its most.
+ */
+const ADAPTIVE_EFFORTS: Record<Exclude<ReasoningEffort, "none">, string> = {
+  minimal: "low",
+  low: "low",
+  medium: "medium",
+  high: "high",
+  xhigh: "max",
+  max: "max",
+  ultra: "max",
+};
+
 export interface RequestBodyOptions {
   /** The provider's model name: sent as `model`, and the owner of replayable thinking. */
   model: string;
   /** Sent as `max_tokens` (default `DEFAULT_MAX_TOKENS`). */
   maxTokens?: number;
+  /** The thinking the model takes (default `budget`). */
+  thinking?: AnthropicWireOptions["thinking"];
 }
 
 type Json = Record<string, unknown>;
@@ -51,7 +68,7 @@ const EPHEMERAL = { type: "ephemeral" } as const;
 /** The `POST /messages` body for one sampling request. */
 export function buildRequestBody(prompt: ModelPrompt, options: RequestBodyOptions): Json {
   const maxTokens = options.maxTokens ?? DEFAULT_MAX_TOKENS;
-  const thinking = thinkingOf(prompt, maxTokens);
+  const thinking = thinkingOf(prompt, maxTokens, options.thinking ?? "budget");
   const system: Block[] = prompt.instructions.trim()
     ? [{ type: "text", text: prompt.instructions, cache_control: EPHEMERAL }]
     : [];
@@ -71,19 +88,33 @@ export function buildRequestBody(prompt: ModelPrompt, options: RequestBodyOption
       ? { type: "auto" }
       : { type: "auto", disable_parallel_tool_use: true };
   }
-  if (thinking !== undefined) body.thinking = thinking;
+  if (thinking !== undefined) {
+    body.thinking = thinking.thinking;
+    if (thinking.effort !== undefined) body.output_config = { effort: thinking.effort };
+  }
   body.stream = true;
   return body;
 }
 
-/** `thinking` for a reasoning model (§2.6), or undefined: the model does not think. */
-function thinkingOf(prompt: ModelPrompt, maxTokens: number): Json | undefined {
+/**
+ * `thinking` (and adaptive thinking's effort) for a reasoning model (§2.6), or undefined: the
+ * model does not think.
+ */
+function thinkingOf(
+  prompt: ModelPrompt,
+  maxTokens: number,
+  form: AnthropicWireOptions["thinking"],
+): { thinking: Json; effort?: string } | undefined {
   const effort = prompt.reasoning?.effort ?? "medium";
   if (prompt.reasoning === undefined || effort === "none") return undefined;
+  // The model sizes its own thinking within `max_tokens`: no budget to fit.
+  if (form === "adaptive") {
+    return { thinking: { type: "adaptive" }, effort: ADAPTIVE_EFFORTS[effort] };
+  }
   const budget = Math.min(THINKING_BUDGETS[effort], Math.floor(maxTokens / 2));
   // Too small an output limit leaves no room for the API's minimum budget.
   if (budget < MIN_THINKING_BUDGET) return undefined;
-  return { type: "enabled", budget_tokens: budget };
+  return { thinking: { type: "enabled", budget_tokens: budget } };
 }
 
 function toWireTool(tool: FunctionTool): Json {

@@ -395,6 +395,36 @@ describe("the anthropic request's thinking", () => {
     expect(body(prompt([user("hi")]), 64_000).thinking).toBeUndefined();
   });
 
+  it("is adaptive for a model that takes only that: the effort in output_config, no budget", () => {
+    const adaptive = new AnthropicClient({
+      fetch: () => Promise.reject(new Error("no requests here")),
+      apiKey: "sk-ant-test",
+      model: "claude-test",
+      maxOutputTokens: 2000,
+      wire: { thinking: "adaptive" },
+    });
+    const sent = (effort?: NonNullable<Prompt["reasoning"]>["effort"]) => {
+      const b = adaptive.requestBody(
+        prompt([user("hi"), thought, call("toolu_1", "ping", "{}"), output("toolu_1", "pong")], {
+          reasoning: effort === undefined ? {} : { effort },
+        }),
+      ) as {
+        thinking?: unknown;
+        output_config?: unknown;
+        messages: { content: { type: string }[] }[];
+      };
+      return [b.thinking, b.output_config, b.messages[1]?.content[0]?.type];
+    };
+    // Even a max_tokens too small for a budget: the model sizes its own thinking.
+    expect(sent()).toEqual([{ type: "adaptive" }, { effort: "medium" }, "thinking"]);
+    expect(sent("minimal")[1]).toEqual({ effort: "low" });
+    expect(sent("high")[1]).toEqual({ effort: "high" });
+    expect(sent("xhigh")[1]).toEqual({ effort: "max" });
+    expect(sent("none")).toEqual([undefined, undefined, "tool_use"]);
+    const plain = adaptive.requestBody(prompt([user("hi")]));
+    expect([plain.thinking, plain.output_config]).toEqual([undefined, undefined]);
+  });
+
   it("sends recorded thinking back unchanged, in order, in the assistant turn of its tool use", () => {
     const b = body(prompt(history, { reasoning: { effort: "low" } }), 32_000);
     expect(b.messages[1]).toEqual({
