@@ -14,6 +14,7 @@ import { MetaStore } from "../../../durable-objects/thread/storage/meta-store.ts
 import { sqlOf } from "../../../durable-objects/thread/storage/sql.ts";
 import { TurnQueue } from "../../../durable-objects/thread/tasks/turn-queue.ts";
 import { api, json, newThreadId, post, readSse, threadStub, untilRunning } from "../helpers/api.ts";
+import { createHook, signedDelivery } from "../helpers/hooks.ts";
 import { answerEvents, responsesStream } from "../helpers/openai.ts";
 import { receiver } from "../helpers/receiver.ts";
 import { ADMIN_KEY, tenantWithKey, threadObjectOf } from "../helpers/tenancy.ts";
@@ -390,6 +391,26 @@ describe("a tenant's default idle compaction", () => {
     await tenantThread(key)(off, { idle_compaction: null });
     await tenantTurn(key)(off, LARGE);
     expect(await scheduledOf(await threadObjectOf(tenant.id, off))).toBeUndefined();
+  });
+
+  it("applies to a turn a signed webhook started: the hook's tenant policy carries it", async () => {
+    const { tenant, key } = await tenantWithKey({ thread_defaults: { idle_compaction: IDLE } });
+    const hook = await createHook("standard", { input: "{{body.text}}" }, key);
+    const accepted = await json<{ turn_id: string; thread_id: string }>(
+      await signedDelivery(hook, { thread: "idle", text: LARGE }),
+      202,
+    );
+    const turnUrl = `/v1/threads/${accepted.thread_id}/turns/${accepted.turn_id}`;
+    await vi.waitUntil(
+      async () =>
+        (await json<Turn>(await api("GET", turnUrl, undefined, key))).status === "completed",
+      { timeout: 5_000, interval: 20 },
+    );
+    const stub = await threadObjectOf(tenant.id, accepted.thread_id);
+    await vi.waitUntil(async () => (await scheduledOf(stub))?.after_turn === accepted.turn_id, {
+      timeout: 5_000,
+      interval: 20,
+    });
   });
 
   it("a change of the default reaches an existing thread at its next turn", async () => {
