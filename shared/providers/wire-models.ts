@@ -4,6 +4,7 @@
  * `anthropic` in `SPINDLE_ANTHROPIC_MODELS`. The rest of an entry is the common `ConfiguredModel`
  * (`shared/models/configured.ts`).
  */
+import { isPlainObject } from "../protocol/index.ts";
 import type * as z from "../zod/index.ts";
 
 export interface WireModels<O> {
@@ -36,7 +37,7 @@ export function readWireModels<O>(json: string | undefined, wire: WireMember<O>)
   } catch {
     return { catalog: json, options };
   }
-  if (!Array.isArray(entries) || !entries.every(isRecord)) return { catalog: json, options };
+  if (!Array.isArray(entries) || !entries.every(isPlainObject)) return { catalog: json, options };
   const catalog = entries.map(({ [wire.member]: member, ...entry }) => {
     const name = entry.model ?? entry.slug;
     if (typeof name !== "string") return entry;
@@ -49,8 +50,4 @@ export function readWireModels<O>(json: string | undefined, wire: WireMember<O>)
     return entry;
   });
   return { catalog: JSON.stringify(catalog), options };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

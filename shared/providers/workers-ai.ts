@@ -2,8 +2,8 @@
  * The `workers-ai` provider: a deployment's Workers AI models through the `AI` binding. Its
  * Chat-shaped models take a Chat Completions request and stream its chunks (reference
  * providers.md §3), so the client is `openai-chat`'s over the binding (`bindingFetch`): one
- * mapping of history, one chunk parser, one attempt loop. Legacy text-generation models (string
- * content, calls without ids) are not served.
+ * mapping of history, one chunk parser, one attempt loop. The older text-generation models'
+ * native answers are read as Chat chunks on the way (`workers-ai/native-answers.ts`).
  */
 import type { RetryOptions } from "./http/attempts.ts";
 import type { ModelClient } from "./model-client.ts";

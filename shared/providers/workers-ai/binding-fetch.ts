@@ -2,10 +2,12 @@
  * The Workers AI binding (`env.AI.run`) as a `fetch`: the `workers-ai` provider is the
  * `openai-chat` client over this, so the Chat Completions mapping, the chunk parser and the
  * attempt loop (retries, timeouts, aborts) are the same code for both. Chat-shaped models take
- * the Chat Completions body as their inputs and stream its chunks as SSE (reference
- * providers.md §3.2–3.3).
+ * the Chat Completions body as their inputs and stream its chunks as SSE; the older models'
+ * native answers are rewritten as such chunks (reference providers.md §3.2–3.3).
  */
+import { isPlainObject } from "../../protocol/index.ts";
 import type { FetchFn } from "../http/attempts.ts";
+import { asChatStream, chatCallOf, chatChunkOf, isNativeAnswer } from "./native-answers.ts";
 
 /** The part of the `AI` binding the provider uses; the Durable Object passes `env.AI` in. */
 export interface AiRunner {
@@ -67,7 +69,7 @@ export function bindingFetch(ai: AiRunner, options: BindingFetchOptions): FetchF
       if (init.signal?.aborted) throw error;
       return failure(error);
     }
-    const body = answer instanceof ReadableStream ? answer : chunkStream(answer);
+    const body = answer instanceof ReadableStream ? asChatStream(answer) : chunkStream(answer);
     return new Response(body, { status: 200, headers: { "content-type": "text/event-stream" } });
   };
 }
@@ -94,7 +96,7 @@ interface CompletionOutput {
     message?: {
       content?: string | null;
       reasoning_content?: string | null;
-      tool_calls?: { id?: string; function?: { name?: string; arguments?: unknown } }[];
+      tool_calls?: unknown[];
     };
     finish_reason?: string | null;
   }[];
@@ -106,22 +108,26 @@ interface CompletionOutput {
  * streamed as the one chunk it amounts to, then `[DONE]`, so the one chunk parser reads both.
  */
 function chunkStream(answer: unknown): ReadableStream<Uint8Array> {
+  const chunk = isNativeAnswer(answer) ? wholeNativeChunk(answer) : wholeChatChunk(answer);
+  const text = `data: ${JSON.stringify(chunk)}\n\ndata: [DONE]\n\n`;
+  return new Blob([text]).stream();
+}
+
+/** A whole native answer as one chunk: finished, since nothing follows it. */
+function wholeNativeChunk(answer: Record<string, unknown>) {
+  const chunk = chatChunkOf(answer);
+  const [choice] = chunk.choices;
+  choice.finish_reason ??= choice.delta.tool_calls ? "tool_calls" : "stop";
+  return chunk;
+}
+
+/** A whole Chat completion as the one chunk it amounts to. */
+function wholeChatChunk(answer: unknown) {
   const output = (typeof answer === "object" && answer !== null ? answer : {}) as CompletionOutput;
   const choice = output.choices?.[0];
   const message = choice?.message ?? {};
-  const toolCalls = (message.tool_calls ?? []).map((call, index) => ({
-    index,
-    ...(call.id ? { id: call.id } : {}),
-    type: "function",
-    function: {
-      name: call.function?.name ?? "",
-      arguments:
-        typeof call.function?.arguments === "string"
-          ? call.function.arguments
-          : JSON.stringify(call.function?.arguments ?? {}),
-    },
-  }));
-  const chunk = {
+  const toolCalls = (message.tool_calls ?? []).filter(isPlainObject).map(chatCallOf);
+  return {
     choices: [
       {
         index: 0,
@@ -136,6 +142,4 @@ function chunkStream(answer: unknown): ReadableStream<Uint8Array> {
     ],
     ...(output.usage === undefined ? {} : { usage: output.usage }),
   };
-  const text = `data: ${JSON.stringify(chunk)}\n\ndata: [DONE]\n\n`;
-  return new Blob([text]).stream();
 }

@@ -151,6 +151,91 @@ describe("the workers-ai provider", () => {
     ]);
   });
 
+  it("reads a legacy model's native stream: response text, calls without ids, a closing null fragment, [DONE] without finish_reason", async () => {
+    const native = (...bodies: unknown[]) =>
+      new Blob([
+        `${bodies.map((b) => `data: ${JSON.stringify(b)}\n\n`).join("")}data: [DONE]\n\n`,
+      ]).stream();
+    const { ai } = fakeAi(
+      native(
+        { response: "Let me ", p: "abcd" },
+        { response: "look." },
+        { tool_calls: [{ index: 0, type: "function", function: { name: "lookup" } }] },
+        { tool_calls: [{ index: 0, function: { arguments: '{"q":' } }] },
+        { tool_calls: [{ index: 0, function: { arguments: '"wool"}' } }] },
+        { tool_calls: [{ id: null, type: null, function: { name: null, arguments: null } }] },
+        { response: "", usage: { prompt_tokens: 30, completion_tokens: 7, total_tokens: 37 } },
+      ),
+      native({ response: "Done." }),
+    );
+    const client = createWorkersAiClient({ ai, model: "@cf/meta/llama-3.1-8b-instruct" });
+    const first = await collect(client.stream(prompt([user("find wool")], { tools: [LOOKUP] })));
+    expect(first.filter((e) => e.type === "output_text_delta").map((e) => e.delta)).toEqual([
+      "Let me ",
+      "look.",
+    ]);
+    const items = first.flatMap((e) => (e.type === "output_item_done" ? [e.item] : []));
+    expect(items).toEqual([
+      expect.objectContaining({
+        type: "message",
+        content: [expect.objectContaining({ text: "Let me look." })],
+      }),
+      expect.objectContaining({
+        type: "function_call",
+        name: "lookup",
+        arguments: '{"q":"wool"}',
+        call_id: expect.stringMatching(/^call_/),
+      }),
+    ]);
+    expect(first.at(-1)).toMatchObject({
+      type: "completed",
+      usage: { input_tokens: 30, output_tokens: 7 },
+    });
+    // Text only, and no finish_reason either: [DONE] finishes it as stop.
+    const second = await collect(client.stream(prompt([user("thanks")])));
+    expect(second.at(-1)).toMatchObject({ type: "completed" });
+  });
+
+  it("reads a legacy model's whole answer: arguments as an object, no call id", async () => {
+    const ai: AiRunner = {
+      run: async () => ({
+        response: "",
+        tool_calls: [{ name: "lookup", arguments: { q: "wool" } }],
+        usage: { prompt_tokens: 12, completion_tokens: 4, total_tokens: 16 },
+      }),
+    };
+    const client = createWorkersAiClient({ ai, model: "@hf/nousresearch/hermes-2-pro-mistral-7b" });
+    const events = await collect(client.stream(prompt([user("find wool")], { tools: [LOOKUP] })));
+    const items = events.flatMap((e) => (e.type === "output_item_done" ? [e.item] : []));
+    expect(items).toEqual([
+      expect.objectContaining({ type: "function_call", name: "lookup", arguments: '{"q":"wool"}' }),
+    ]);
+    expect(events.at(-1)).toMatchObject({ type: "completed", usage: { input_tokens: 12 } });
+  });
+
+  it("takes a legacy stream that ends without [DONE] as cut short: tried again before any text, failed after", async () => {
+    const cutCall = new Blob([
+      'data: {"tool_calls":[{"index":0,"function":{"name":"lookup","arguments":"{"}}]}\n\n',
+    ]).stream();
+    const whole = new Blob(['data: {"response":"Hello"}\n\ndata: [DONE]\n\n']).stream();
+    const retried = fakeAi(cutCall, whole);
+    const client = createWorkersAiClient({
+      ai: retried.ai,
+      model: "@cf/meta/llama-3.1-8b-instruct",
+      ...noSleep,
+    });
+    const events = await collect(client.stream(prompt([user("hi")], { tools: [LOOKUP] })));
+    expect(retried.calls).toHaveLength(2);
+    expect(events.flatMap((e) => (e.type === "output_item_done" ? [e.item] : []))).toEqual([
+      expect.objectContaining({ content: [expect.objectContaining({ text: "Hello" })] }),
+    ]);
+    // Text already streamed cannot be taken back: the request fails instead.
+    const cutText = fakeAi(new Blob(['data: {"response":"Hal"}\n\n']).stream());
+    const failing = createWorkersAiClient({ ai: cutText.ai, model: "m", ...noSleep });
+    await expect(collect(failing.stream(prompt([user("hi")])))).rejects.toThrow(ProviderError);
+    expect(cutText.calls).toHaveLength(1);
+  });
+
   it("retries the binding's out-of-capacity error, then answers; another coded error fails at once", async () => {
     const ok = chunks({
       choices: [{ index: 0, delta: { content: "fine" }, finish_reason: "stop" }],
