@@ -32,7 +32,7 @@ export interface AnthropicClientConfig extends RetryOptions {
   /** Sent as `max_tokens`, which the API requires (default `ANTHROPIC_DEFAULT_MAX_TOKENS`). */
   maxOutputTokens?: number;
   /** How the model takes a request (the entry's `anthropic` member). Default: budgeted thinking. */
-  wire?: AnthropicWireOptions;
+  wire?: Partial<AnthropicWireOptions>;
 }
 
 /**
@@ -51,6 +51,7 @@ export class AnthropicClient implements ModelClient {
   readonly #apiKey: string;
   readonly #maxOutputTokens: number | undefined;
   readonly #thinking: AnthropicWireOptions["thinking"];
+  readonly #cacheTtl: AnthropicWireOptions["cache_ttl"];
   readonly #attempts: Attempts;
 
   constructor(config: AnthropicClientConfig) {
@@ -62,12 +63,17 @@ export class AnthropicClient implements ModelClient {
     this.#apiKey = config.apiKey;
     this.#maxOutputTokens = config.maxOutputTokens;
     this.#thinking = config.wire?.thinking ?? "budget";
+    this.#cacheTtl = config.wire?.cache_ttl ?? "5m";
     this.#attempts = attemptsOf("anthropic", config.fetch, config);
   }
 
   /** The JSON body `stream` posts for `prompt`. */
   requestBody(prompt: ModelPrompt): Record<string, unknown> {
-    const options: RequestBodyOptions = { model: this.model, thinking: this.#thinking };
+    const options: RequestBodyOptions = {
+      model: this.model,
+      thinking: this.#thinking,
+      cacheTtl: this.#cacheTtl,
+    };
     if (this.#maxOutputTokens !== undefined) options.maxTokens = this.#maxOutputTokens;
     return buildRequestBody(prompt, options);
   }

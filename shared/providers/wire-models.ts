@@ -21,6 +21,8 @@ export interface WireMember<O> {
   member: string;
   /** The options' schema; an entry without the member gets what it parses `{}` to. */
   schema: z.ZodMiniType<O>;
+  /** The catalog's entry given the model's options (default: the entry without the member). */
+  entryOf?: (entry: Record<string, unknown>, options: O) => Record<string, unknown>;
 }
 
 /**
@@ -47,7 +49,7 @@ export function readWireModels<O>(json: string | undefined, wire: WireMember<O>)
       throw new Error(`${wire.variable}: entries for model "${name}" differ in "${wire.member}"`);
     }
     options.set(name, parsed);
-    return entry;
+    return wire.entryOf ? wire.entryOf(entry, parsed) : entry;
   });
   return { catalog: JSON.stringify(catalog), options };
 }

@@ -54,6 +54,8 @@ export interface RequestBodyOptions {
   maxTokens?: number;
   /** The thinking the model takes (default `budget`). */
   thinking?: AnthropicWireOptions["thinking"];
+  /** The breakpoints' cache lifetime (default `5m`, the API's). */
+  cacheTtl?: AnthropicWireOptions["cache_ttl"];
 }
 
 type Json = Record<string, unknown>;
@@ -63,20 +65,23 @@ interface Message {
   content: Block[];
 }
 
-const EPHEMERAL = { type: "ephemeral" } as const;
+/** A breakpoint's `cache_control`: the API's default lifetime, or one hour when asked. */
+const cacheControlOf = (ttl: AnthropicWireOptions["cache_ttl"]) =>
+  ttl === "1h" ? ({ type: "ephemeral", ttl: "1h" } as const) : ({ type: "ephemeral" } as const);
 
 /** The `POST /messages` body for one sampling request. */
 export function buildRequestBody(prompt: ModelPrompt, options: RequestBodyOptions): Json {
   const maxTokens = options.maxTokens ?? DEFAULT_MAX_TOKENS;
   const thinking = thinkingOf(prompt, maxTokens, options.thinking ?? "budget");
+  const cacheControl = cacheControlOf(options.cacheTtl ?? "5m");
   const system: Block[] = prompt.instructions.trim()
-    ? [{ type: "text", text: prompt.instructions, cache_control: EPHEMERAL }]
+    ? [{ type: "text", text: prompt.instructions, cache_control: cacheControl }]
     : [];
   const tools = prompt.tools.map(toWireTool);
   const last = tools.at(-1);
-  if (last) last.cache_control = EPHEMERAL;
+  if (last) last.cache_control = cacheControl;
   const messages = toMessages(prompt.input.toArray(), options.model, thinking !== undefined);
-  markHistoryBreakpoints(messages);
+  markHistoryBreakpoints(messages, cacheControl);
 
   const body: Json = { model: options.model, max_tokens: maxTokens };
   if (system.length > 0) body.system = system;
@@ -245,25 +250,25 @@ function toolResultsFirst(blocks: Block[]): Block[] {
  * user message before it, where the previous request (which ended with a user message) ended,
  * so the API's 20-block lookback always finds that entry however much one step appended.
  */
-function markHistoryBreakpoints(messages: Message[]): void {
+function markHistoryBreakpoints(messages: Message[], cacheControl: Json): void {
   const newest = messages.at(-1);
   if (!newest) return;
-  markLastBlock(newest);
+  markLastBlock(newest, cacheControl);
   for (let i = messages.length - 2; i >= 0; i--) {
     const message = messages[i] as Message;
     if (message.role === "user") {
-      markLastBlock(message);
+      markLastBlock(message, cacheControl);
       return;
     }
   }
 }
 
 /** Marks the last block that may carry a breakpoint (never a thinking block). */
-function markLastBlock(message: Message): void {
+function markLastBlock(message: Message, cacheControl: Json): void {
   for (let i = message.content.length - 1; i >= 0; i--) {
     const block = message.content[i] as Block;
     if (block.type === "thinking" || block.type === "redacted_thinking") continue;
-    block.cache_control = EPHEMERAL;
+    block.cache_control = cacheControl;
     return;
   }
 }

@@ -67,11 +67,32 @@ describe("the anthropic member of SPINDLE_ANTHROPIC_MODELS", () => {
     expect(JSON.parse(anthropicCatalogModels(env) ?? "[]")[0]).not.toHaveProperty("anthropic");
   });
 
+  it("gives a model whose entry sets cache_ttl 1h a prompt_cache_ttl_s of 3600, unless it sets its own", () => {
+    const entries = JSON.stringify([
+      { slug: "hour", model: "m1", context_window: 1000, anthropic: { cache_ttl: "1h" } },
+      {
+        slug: "own",
+        model: "m2",
+        context_window: 1000,
+        prompt_cache_ttl_s: 1800,
+        anthropic: { cache_ttl: "1h" },
+      },
+      { slug: "five", model: "m3", context_window: 1000 },
+    ]);
+    const catalog = catalogOf(
+      envWith({ SPINDLE_ANTHROPIC_MODELS: entries, ANTHROPIC_API_KEY: "k" }),
+    );
+    expect(["hour", "own", "five"].map((slug) => catalog.get(slug)?.promptCacheTtlS)).toEqual([
+      3600, 1800, 300,
+    ]);
+  });
+
   it("refuses an unknown option or value, and entries of one model that disagree", () => {
     const bad = (entries: unknown[]) => () =>
       anthropicCatalogModels({ SPINDLE_ANTHROPIC_MODELS: JSON.stringify(entries) });
     expect(bad([{ slug: "a", context_window: 1, anthropic: { thinking: "always" } }])).toThrow();
     expect(bad([{ slug: "a", context_window: 1, anthropic: { effort: "max" } }])).toThrow();
+    expect(bad([{ slug: "a", context_window: 1, anthropic: { cache_ttl: "24h" } }])).toThrow();
     expect(
       bad([
         { slug: "a", model: "m", context_window: 1, anthropic: { thinking: "adaptive" } },

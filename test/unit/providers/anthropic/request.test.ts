@@ -55,13 +55,13 @@ function body(p: ModelPrompt, maxOutputTokens?: number, model = "claude-test") {
 }
 
 /** Where the breakpoints are: `tools.N`, `system.N`, `messages.M.N`. */
-function breakpoints(b: Record<string, unknown>): string[] {
+function breakpoints(b: Record<string, unknown>, cacheControl: unknown = EPHEMERAL): string[] {
   const at: string[] = [];
   const scan = (list: unknown, path: string) => {
     if (!Array.isArray(list)) return;
     list.forEach((block: Record<string, unknown>, i) => {
       if (block.cache_control !== undefined) {
-        expect(block.cache_control).toEqual(EPHEMERAL);
+        expect(block.cache_control).toEqual(cacheControl);
         at.push(`${path}.${i}`);
       }
     });
@@ -322,6 +322,24 @@ describe("the anthropic request's cache breakpoints", () => {
     );
     expect(breakpoints(b)).toEqual(["tools.1", "system.0", "messages.2.0", "messages.4.1"]);
     expect(b.messages[4]?.content[1]).toMatchObject({ type: "text" });
+  });
+
+  it("write one-hour entries, every one of them, for a model whose entry sets cache_ttl 1h", () => {
+    const hour = new AnthropicClient({
+      fetch: () => Promise.reject(new Error("no requests here")),
+      apiKey: "sk-ant-test",
+      model: "claude-test",
+      wire: { cache_ttl: "1h" },
+    });
+    const b = hour.requestBody(
+      prompt([user("first"), assistant("answer"), user("again")], { tools: [PING] }),
+    );
+    expect(breakpoints(b, { type: "ephemeral", ttl: "1h" })).toEqual([
+      "tools.0",
+      "system.0",
+      "messages.0.0",
+      "messages.2.0",
+    ]);
   });
 
   it("are three on a first request (no earlier user turn), and two without tools", () => {
