@@ -80,7 +80,9 @@ export function chatChunkOf(native: Json): ChatChunk {
   };
 }
 
-const frame = (data: string) => new TextEncoder().encode(`data: ${data}\n\n`);
+/** One event again: a data of several lines (which SSE joined with `\n`) keeps its lines. */
+const frame = (data: string) =>
+  new TextEncoder().encode(`${data.replaceAll("\n", "\ndata: ").replace(/^/, "data: ")}\n\n`);
 
 /**
  * A streamed answer with its native chunks rewritten as Chat chunks. A native stream may end

@@ -46,6 +46,17 @@ describe("bindingFetch", () => {
     expect(calls[0]?.options).toEqual({ extraHeaders: { "x-session-affinity": "thr_1" } });
   });
 
+  it("passes a Chat-shaped event whose data spans lines as the one event it is", async () => {
+    const { ai } = fakeAi(() =>
+      sse('data: {"choices":\ndata: []}\n\ndata: {"choices":[]}\n\ndata: [DONE]\n\n'),
+    );
+    const response = await bindingFetch(ai, { model: "m" })("workers-ai:", {
+      method: "POST",
+      body: BODY,
+    });
+    expect(await frames(response)).toEqual(['{"choices":\n[]}', '{"choices":[]}', "[DONE]"]);
+  });
+
   it("routes through a gateway with its response cache skipped, and passes the abort signal", async () => {
     const { ai, calls } = fakeAi(() => sse("data: [DONE]\n\n"));
     const controller = new AbortController();
