@@ -32,6 +32,18 @@ export interface WireMember<O> {
  * provider model.
  */
 export function readWireModels<O>(json: string | undefined, wire: WireMember<O>): WireModels<O> {
+  // Every turn makes its client from the environment: a variable's JSON is read once per value.
+  const last = lastRead.get(wire.variable);
+  if (last !== undefined && last.json === json) return last.models as WireModels<O>;
+  const models = splitEntries(json, wire);
+  lastRead.set(wire.variable, { json, models });
+  return models;
+}
+
+/** The newest value each variable was read at, and what it gave. */
+const lastRead = new Map<string, { json: string | undefined; models: WireModels<unknown> }>();
+
+function splitEntries<O>(json: string | undefined, wire: WireMember<O>): WireModels<O> {
   const options = new Map<string, O>();
   let entries: unknown;
   try {

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { catalogOf } from "../../../../durable-objects/thread/providers.ts";
 import type { Env } from "../../../../env.ts";
 import { PromptInput } from "../../../../shared/context-manager/index.ts";
+import { readAnthropicModels } from "../../../../shared/providers/anthropic/models.ts";
 import {
   anthropicCatalogModels,
   createAnthropicClientFromEnv,
@@ -85,6 +86,14 @@ describe("the anthropic member of SPINDLE_ANTHROPIC_MODELS", () => {
     expect(["hour", "own", "five"].map((slug) => catalog.get(slug)?.promptCacheTtlS)).toEqual([
       3600, 1800, 300,
     ]);
+  });
+
+  it("reads a value once: the same JSON gives the same split, another JSON a new one", () => {
+    const first = readAnthropicModels(models);
+    expect(readAnthropicModels(models)).toBe(first);
+    const other = readAnthropicModels(JSON.stringify([{ slug: "b", context_window: 1 }]));
+    expect(other).not.toBe(first);
+    expect([...other.options.keys()]).toEqual(["b"]);
   });
 
   it("refuses an unknown option or value, and entries of one model that disagree", () => {
