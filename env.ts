@@ -46,6 +46,11 @@ export interface Env {
    * (CORS, `worker/cors.ts`). Unset or empty: none, and no CORS header is ever sent.
    */
   SPINDLE_CORS_ORIGINS?: string;
+  /**
+   * `copy`: a fork writes its source's lines again instead of borrowing the R2 segments that hold
+   * them (every thread's R2 objects then stand alone). Default: forks share segments.
+   */
+  SPINDLE_FORKS?: string;
   /** Lines between checkpoints (default 250); tests lower it to exercise checkpoints. */
   SPINDLE_CHECKPOINT_EVERY_LINES?: string;
   /** History items per stored checkpoint group (default 250); tests lower it too. */

@@ -42,7 +42,7 @@ import {
 } from "./routes.ts";
 import { SSE_HEADERS, serverSentEvents } from "./sse.ts";
 import { homeOf, policyOf, tenancyHandlers } from "./tenancy.ts";
-import { getThreadStub, type ThreadStubFactory } from "./thread-stub.ts";
+import { borrowerOf, getThreadStub, type ThreadStubFactory } from "./thread-stub.ts";
 import {
   limitBody,
   limitStream,
@@ -279,10 +279,13 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
     forkThread: async (c, { param, body, header }) => {
       const tenant = c.var.tenant;
       const keyed = await idempotencyOf(header, "forkThread", { param, body });
-      const request = body.before_turn === undefined ? {} : { beforeTurn: body.before_turn };
-      const source = unwrap(await stubFor(c, param.id).forkSource(request));
       // The target is in the caller's tenant, like the source (design §10 invariant 9).
       const threadId = body.id ?? (await newOrKeyedThreadId("forkThread", keyed));
+      const request = {
+        ...borrowerOf(c.env, threadId),
+        ...(body.before_turn === undefined ? {} : { beforeTurn: body.before_turn }),
+      };
+      const source = unwrap(await stubFor(c, param.id).forkSource(request));
       let result: RpcResult<unknown>;
       try {
         result = await stubFor(c, threadId).createFromRollout(
@@ -292,6 +295,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
             lines: source.lines,
             forkedFrom: source.forkedFrom,
             warnings: source.warnings,
+            ...(source.shared ? { shared: source.shared } : {}),
             source: "fork",
             ...(body.metadata === undefined ? {} : { metadata: body.metadata }),
             ...policyOf(c),

@@ -45,7 +45,7 @@ import { traceOf } from "./observability.ts";
 import type { OPENAI_ROUTES } from "./openai-routes.ts";
 import { ndjsonLines, SSE_HEADERS, serverSentEvents } from "./sse.ts";
 import { homeOf, policyOf } from "./tenancy.ts";
-import type { ThreadStubFactory } from "./thread-stub.ts";
+import { borrowerOf, type ThreadStubFactory } from "./thread-stub.ts";
 
 type OpenAIOperation = keyof typeof OPENAI_ROUTES;
 
@@ -487,9 +487,10 @@ export function openAIHandlers(options: OpenAIHandlerOptions): Pick<Handlers, Op
           ? `thr_${crypto.randomUUID()}`
           : temporaryId();
       const source = unwrap(
-        await stubFor(c, base.thread.id).forkSource(
-          base.turnId === undefined ? {} : { afterTurn: base.turnId },
-        ),
+        await stubFor(c, base.thread.id).forkSource({
+          ...borrowerOf(c.env, threadId),
+          ...(base.turnId === undefined ? {} : { afterTurn: base.turnId }),
+        }),
       );
       const thread = unwrap(
         await stubFor(c, threadId).createFromRollout(
@@ -499,6 +500,7 @@ export function openAIHandlers(options: OpenAIHandlerOptions): Pick<Handlers, Op
             lines: source.lines,
             forkedFrom: source.forkedFrom,
             warnings: source.warnings,
+            ...(source.shared ? { shared: source.shared } : {}),
             source: "fork",
             ...policyOf(c),
             ...keyed,

@@ -11,3 +11,11 @@ export type ThreadStubFactory = (env: Env, home: TenantHome, threadId: string) =
  */
 export const getThreadStub: ThreadStubFactory = (env, home, threadId) =>
   threadStubIn(env, home, threadId);
+
+/**
+ * The `borrower` of a fork's `forkSource`: the fork borrows its source's R2 segments, unless
+ * the deployment has `SPINDLE_FORKS=copy`.
+ */
+export function borrowerOf(env: Env, forkId: string): { borrower?: string } {
+  return env.SPINDLE_FORKS === "copy" ? {} : { borrower: forkId };
+}

@@ -11,10 +11,11 @@ import type {
 import { systemClock } from "../common/clock.ts";
 import { fail, guarded, ok } from "../common/results.ts";
 import type { KeyedRequests } from "./keyed-requests.ts";
-import { LiveThread, type StorageParts } from "./live-thread.ts";
+import { LiveThread, type StorageParts, threadPrefix } from "./live-thread.ts";
 import { cancelUpload, importThread, restoreThread } from "./rollouts/from-rollout.ts";
 import { importFingerprint, readRolloutStream } from "./rollouts/import.ts";
 import { RolloutLog } from "./storage/rollout-log.ts";
+import { endUnusedLoans, lendersOf } from "./storage/segment-loans.ts";
 import type { TaskControl } from "./tasks/task-control.ts";
 import type { TenantSync } from "./tenancy/tenant-sync.ts";
 
@@ -93,6 +94,7 @@ export class ThreadCreation {
         const existing = await this.#existingThread(req);
         if (existing) {
           await cancelUpload(req);
+          await this.#endLoans(req);
           return existing;
         }
       }
@@ -108,6 +110,7 @@ export class ThreadCreation {
       const reserved = await this.#reserve();
       if (!reserved.ok) {
         await cancelUpload(req);
+        await this.#endLoans(req);
         return reserved;
       }
       const imported = await importThread(parts, req, read, () => {
@@ -150,6 +153,24 @@ export class ThreadCreation {
     const run = this.#current.then(() => guarded(work));
     this.#current = run.catch(() => undefined);
     return run;
+  }
+
+  /**
+   * Ends the loans a fork's source made for a fork this request does not create. A thread that
+   * exists here keeps those it borrows under (a retry of the fork that made it).
+   */
+  async #endLoans(req: CreateFromRolloutRequest): Promise<void> {
+    if (!req.shared) return;
+    const { bucket } = this.#deps.parts;
+    const live = await this.#deps.thread();
+    const own = threadPrefix(
+      { tenant: req.tenant, incarnation: this.#deps.parts.incarnation },
+      req.threadId,
+    );
+    const kept = new Set(live ? lendersOf(live.segments.manifest(), own) : []);
+    // Every owner, this thread's own prefix too (a fork aimed at its own source's id).
+    const owners = lendersOf(req.shared, "").filter((o) => !kept.has(o));
+    await endUnusedLoans(bucket, owners, req);
   }
 
   /** Room under the tenant's `max_threads`, asked only when it has one. */

@@ -1,12 +1,13 @@
 import type { AlarmSchedule } from "../common/alarms.ts";
 import { type LiveThread, threadPrefix } from "./live-thread.ts";
 import { migrateThread } from "./storage/schema.ts";
-import { SegmentStore } from "./storage/segments.ts";
+import { deleteOwnObjects, lendersOf, releaseLoans } from "./storage/segment-loans.ts";
 import { sqlOf } from "./storage/sql.ts";
 import { TenantSync } from "./tenancy/tenant-sync.ts";
 
 /**
- * Deletes a thread's state: its R2 objects, then every row of the object, except what must
+ * Deletes a thread's state: its R2 objects (all but the segments forks still borrow, see
+ * `segment-loans.ts`; its own loans end), then every row of the object, except what must
  * outlive the thread: ledger entries the tenant has not acknowledged (usage stays counted), the
  * push version (it only ever grows, so the tenant never takes an old push for a newer one), the
  * deleted thread's creation time (a thread created here later is created after it, so its ledger
@@ -22,10 +23,14 @@ export async function deleteThreadState(
   alarms: AlarmSchedule,
   live: LiveThread,
 ): Promise<void> {
-  await SegmentStore.deleteAll(
-    bucket,
-    threadPrefix({ tenant: live.meta.tenant, incarnation: live.parts.incarnation }, live.meta.id),
+  const prefix = threadPrefix(
+    { tenant: live.meta.tenant, incarnation: live.parts.incarnation },
+    live.meta.id,
   );
+  // Its objects go, but for segments forks still borrow; then its own loans end (not before: a
+  // delete that fails leaves a thread that still reads what it borrows).
+  await deleteOwnObjects(bucket, prefix, live.meta.created_at);
+  await releaseLoans(bucket, lendersOf(live.segments.manifest(), prefix), live.meta.id);
   await alarms.clear();
   const sql = sqlOf(storage.sql);
   const kept = TenantSync.survivingDelete(sql);

@@ -159,6 +159,7 @@ export class LiveThread {
       parts.bucket,
       threadPrefix({ tenant: meta.tenant, incarnation: parts.incarnation }, meta.id),
       log,
+      meta.created_at,
     ),
   ) {
     this.parts = parts;

@@ -194,6 +194,20 @@ export interface ForkSourceRequest {
   beforeTurn?: string;
   /** A turn id of this thread: the fork ends with that turn's last line (not with `beforeTurn`). */
   afterTurn?: string;
+  /**
+   * The fork's thread id, when the fork may borrow this thread's R2 segments: the answer's
+   * `shared` lists them, and each owner marks the loan before the answer (design §14).
+   */
+  borrower?: string;
+}
+
+/** An R2 segment a fork borrows, and the seq range of it the fork uses. */
+export interface SharedSegment {
+  r2_key: string;
+  first_seq: number;
+  last_seq: number;
+  bytes: number;
+  sha256: string;
 }
 
 /** `forkSource`'s answer: the prefix to copy, read by the worker and piped to the target. */
@@ -204,6 +218,11 @@ export interface ForkSource {
   forkedFrom: string;
   /** What reading the source's rollout skipped (a damaged segment or line, a gap). */
   warnings: string[];
+  /**
+   * With `borrower`: the segments holding `lines` from the second on, which the fork refers to
+   * instead of writing them again (absent when lines were skipped: the fork copies).
+   */
+  shared?: SharedSegment[];
 }
 
 /** `createFromRollout`, called on the TARGET thread's DO (design §7 fork and import). */
@@ -225,6 +244,8 @@ export interface CreateFromRolloutRequest {
    * warnings and without a context baseline, so its first turn re-sends the full context.
    */
   warnings?: string[];
+  /** A fork's `ForkSource.shared`: segments it borrows for the lines they hold. */
+  shared?: SharedSegment[];
   /**
    * `import?parent=`: the parent thread of a paginated Codex fork, its lines from `forkSource`.
    * Read only when the upload's `session_meta` has a `history_base` (cancelled otherwise).

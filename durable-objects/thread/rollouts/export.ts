@@ -4,8 +4,11 @@ import type {
   RolloutExport,
   RpcResult,
 } from "../../../shared/api/index.ts";
+import { describeError } from "../../../shared/observability/index.ts";
+import { objectLog } from "../../common/log.ts";
 import { fail, ok } from "../../common/results.ts";
 import { type LiveThread, readWholeRollout } from "../live-thread.ts";
+import { endUnusedLoans, lend, lendersOf, shareablePrefix } from "../storage/segment-loans.ts";
 import { jsonlStream } from "./import.ts";
 
 /**
@@ -34,11 +37,12 @@ export async function exportedRollout(
 /**
  * The prefix a fork copies, with what reading it skipped: the lines before `beforeTurn`, or
  * through the end of `afterTurn`, else every line but those of the task running now
- * (`runningTurnId`), i.e. its last consistent point.
+ * (`runningTurnId`), i.e. its last consistent point. For a `borrower`, the R2 segments that hold
+ * the prefix are lent to it (marked before the answer, see `segment-loans.ts`).
  */
 export async function rolloutPrefix(
   live: LiveThread,
-  { beforeTurn, afterTurn }: ForkSourceRequest,
+  { beforeTurn, afterTurn, borrower }: ForkSourceRequest,
   runningTurnId: string | undefined,
 ): Promise<RpcResult<ForkSource>> {
   let cut = live.log.lastSeq + 1;
@@ -51,7 +55,31 @@ export async function rolloutPrefix(
     const row = live.parts.meta.turn(runningTurnId);
     if (row) cut = row.first_seq;
   }
-  const { lines, warnings } = await readWholeRollout(live.parts, live.meta, live.log);
+  const { lines, segments, warnings } = await readWholeRollout(live.parts, live.meta, live.log);
   const prefix = lines.filter((l) => l.seq < cut).map((l) => l.text);
-  return ok({ lines: jsonlStream(prefix), forkedFrom: live.meta.id, warnings });
+  // Lines skipped on the way would shift every seq after them: such a fork copies.
+  let shared = borrower && warnings.length === 0 ? shareablePrefix(segments, cut) : [];
+  if (borrower && shared.length > 0) {
+    try {
+      await lend(live.parts.bucket, shared, borrower);
+    } catch (err) {
+      // R2 refused a marker: the fork copies, and the markers that were written go.
+      objectLog.warn("rollout.lend_failed", {
+        tenant: live.meta.tenant,
+        thread: live.meta.id,
+        error: describeError(err),
+      });
+      await endUnusedLoans(live.parts.bucket, lendersOf(shared, ""), {
+        tenant: live.meta.tenant,
+        threadId: borrower,
+      });
+      shared = [];
+    }
+  }
+  return ok({
+    lines: jsonlStream(prefix),
+    forkedFrom: live.meta.id,
+    warnings,
+    ...(shared.length > 0 ? { shared } : {}),
+  });
 }

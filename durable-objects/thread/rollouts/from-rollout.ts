@@ -1,5 +1,10 @@
-import type { CreateFromRolloutRequest, RpcResult } from "../../../shared/api/index.ts";
+import type {
+  CreateFromRolloutRequest,
+  RpcResult,
+  SharedSegment,
+} from "../../../shared/api/index.ts";
 import { DEFAULT_MODEL_SLUG, type ModelCatalog } from "../../../shared/models/index.ts";
+import { describeError } from "../../../shared/observability/index.ts";
 import type {
   HistoryBase,
   ImportedFrom,
@@ -22,11 +27,13 @@ import {
   truncationPolicyOf,
 } from "../../../shared/session/index.ts";
 import { systemClock } from "../../common/clock.ts";
+import { objectLog } from "../../common/log.ts";
 import { fail, ok } from "../../common/results.ts";
 import {
   LiveThread,
   readWholeRollout,
   type StorageParts,
+  threadPrefix,
   withoutContextBaseline,
 } from "../live-thread.ts";
 import { creationTime, ThreadLedger } from "../storage/ledger.ts";
@@ -38,6 +45,12 @@ import {
 } from "../storage/meta-store.ts";
 import { RolloutLog } from "../storage/rollout-log.ts";
 import { clearRolloutState } from "../storage/schema.ts";
+import {
+  endUnusedLoans,
+  lendersOf,
+  recordBorrowed,
+  shareablePrefix,
+} from "../storage/segment-loans.ts";
 import { SegmentStore } from "../storage/segments.ts";
 import { type ImportedLine, type ImportResult, readRolloutStream } from "./import.ts";
 import { turnRowsFromRollout } from "./turn-index.ts";
@@ -111,7 +124,7 @@ function sessionMetaOf(lines: readonly RolloutLine[]): SessionMeta | undefined {
 /** An import or fork request, with the parent a paginated fork's history starts from. */
 export type ImportRequest = Pick<
   CreateFromRolloutRequest,
-  "tenant" | "threadId" | "forkedFrom" | "warnings" | "parent" | "metadata"
+  "tenant" | "threadId" | "forkedFrom" | "warnings" | "parent" | "metadata" | "shared"
 >;
 
 /**
@@ -136,6 +149,7 @@ export async function importThread(
   if (!source.ok) {
     // A parent already read (or never sent) cancels harmlessly.
     await cancelParent(req);
+    await releaseUnborrowed(parts.bucket, req, []);
     return source;
   }
   const { meta: sourceMeta, lines: rest, lost } = source.value;
@@ -196,9 +210,42 @@ export async function importThread(
     );
     state.history.worldStateBaseline = baseline;
   }
-  const log = new RolloutLog(parts.sql, systemClock, 0);
+  const prefix = threadPrefix({ tenant: req.tenant, incarnation: parts.incarnation }, req.threadId);
+  let borrowed = lost.length === 0 && !req.parent ? borrowable(req.shared, rest.length) : [];
+  if (borrowed.length > 0) {
+    try {
+      await recordBorrowed(parts.bucket, prefix, borrowed, now);
+    } catch (err) {
+      // R2 refused the record a restore would need: the fork copies instead.
+      objectLog.warn("rollout.borrow_failed", {
+        tenant: req.tenant,
+        thread: req.threadId,
+        error: describeError(err),
+      });
+      borrowed = [];
+    }
+  }
+  await releaseUnborrowed(parts.bucket, req, borrowed);
+  // Through here, the lines are the borrowed segments' (and a checkpoint's): not in SQLite.
+  const through = borrowed.at(-1)?.last_seq ?? 0;
+  const checkpoint =
+    through > 0
+      ? createCheckpoint(
+          stored.slice(0, through).map((l) => l.line),
+          { truncation: truncationPolicyOf(config), lastSeq: through },
+        )
+      : undefined;
+  const log = new RolloutLog(parts.sql, systemClock, stored.length);
   parts.storage.transactionSync(() => {
-    for (const line of stored) log.appendText(line.text);
+    stored.forEach((line, i) => {
+      const seq = i + 1;
+      if (seq === 1 || seq > through) RolloutLog.insert(parts.sql, seq, line.text);
+    });
+    if (through > 0) {
+      // The fork's own first line goes to R2 before anything after the borrowed range.
+      SegmentStore.recordPending(parts.sql, prefix, 1, 1);
+      for (const s of borrowed) SegmentStore.recordDone(parts.sql, s);
+    }
     parts.meta.put("config", config);
     for (const t of turns) parts.meta.putTurn(t);
     parts.meta.packTurns();
@@ -210,7 +257,35 @@ export async function importThread(
     parts.meta.put("thread", meta);
     inTransaction();
   });
-  return ok(new LiveThread(parts, meta, config, log, undefined, state));
+  const live = new LiveThread(parts, meta, config, log, checkpoint, state);
+  if (checkpoint) live.checkpoints.save(checkpoint);
+  return ok(live);
+}
+
+/**
+ * The part of a source's `shared` segments a fork of `copied` lines (after its `session_meta`)
+ * can borrow: a run from seq 2 without gaps, within the lines it was given. Anything else (an
+ * older source, lines that do not line up) is copied instead.
+ */
+function borrowable(shared: readonly SharedSegment[] | undefined, copied: number): SharedSegment[] {
+  if (shared === undefined) return [];
+  const run = shareablePrefix(shared, copied + 2);
+  return run.length === shared.length ? run : [];
+}
+
+/** Ends the loans the source made for this fork that it does not take up. */
+async function releaseUnborrowed(
+  bucket: R2Bucket,
+  req: ImportRequest,
+  borrowed: readonly SharedSegment[],
+): Promise<void> {
+  if (!req.shared) return;
+  const taken = new Set(lendersOf(borrowed, ""));
+  await endUnusedLoans(
+    bucket,
+    lendersOf(req.shared, "").filter((o) => !taken.has(o)),
+    req,
+  );
 }
 
 /** Cancels what an import request streams that is still unread: its upload, its parent's lines. */

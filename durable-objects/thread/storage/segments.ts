@@ -1,5 +1,6 @@
 import { gunzip, gzip, sha256Hex } from "./gzip.ts";
 import type { RolloutLog } from "./rollout-log.ts";
+import { CREATED_AT, leftBehind, readBorrowed, tombstoneOf } from "./segment-loans.ts";
 import type { Sql } from "./sql.ts";
 
 /** Upper bound of one segment's uncompressed JSONL. */
@@ -14,10 +15,20 @@ export interface SegmentRow {
   state: "pending" | "done";
 }
 
-/** `{prefix}segments/{first:012}-{last:012}.jsonl.gz`: zero-padded so R2 lists them in order. */
-export function segmentKey(prefix: string, first: number, last: number): string {
+/**
+ * `{prefix}segments/{first:012}-{last:012}.jsonl.gz`: zero-padded so R2 lists them in order. With
+ * `createdMs`, `….{createdMs}.jsonl.gz`: the key of a thread created under an id whose deleted
+ * thread's segment, kept for its forks, holds the plain one.
+ */
+export function segmentKey(
+  prefix: string,
+  first: number,
+  last: number,
+  createdMs?: number,
+): string {
   const pad = (n: number) => String(n).padStart(12, "0");
-  return `${prefix}segments/${pad(first)}-${pad(last)}.jsonl.gz`;
+  const incarnation = createdMs === undefined ? "" : `.${createdMs}`;
+  return `${prefix}segments/${pad(first)}-${pad(last)}${incarnation}.jsonl.gz`;
 }
 
 /**
@@ -32,15 +43,18 @@ export class SegmentStore {
   readonly #bucket: R2Bucket;
   readonly #prefix: string;
   readonly #log: RolloutLog;
+  /** The thread's creation time, which its segments carry (see `segment-loans.ts`). */
+  readonly #createdAt: string;
   #inFlight: Promise<void> | undefined;
   /** `flushedThrough`, read once and then kept up to date by this store's own writes. */
   #flushed: number | undefined;
 
-  constructor(sql: Sql, bucket: R2Bucket, prefix: string, log: RolloutLog) {
+  constructor(sql: Sql, bucket: R2Bucket, prefix: string, log: RolloutLog, createdAt: string) {
     this.#sql = sql;
     this.#bucket = bucket;
     this.#prefix = prefix;
     this.#log = log;
+    this.#createdAt = createdAt;
   }
 
   manifest(): SegmentRow[] {
@@ -54,9 +68,14 @@ export class SegmentStore {
     return this.#flushed;
   }
 
+  /**
+   * The newest seq before the first pending segment: a fork's borrowed segments are done while
+   * its own first line is still on its way, and that line must stay in SQLite until it is in R2.
+   */
   static flushedThroughOf(sql: Sql): number {
     const row = sql<{ seq: number | null }>`
-      SELECT MAX(last_seq) AS seq FROM spindle_segments WHERE state = 'done'`.one();
+      SELECT MAX(last_seq) AS seq FROM spindle_segments WHERE state = 'done' AND first_seq <
+        COALESCE((SELECT MIN(first_seq) FROM spindle_segments WHERE state = 'pending'), 1e18)`.one();
     return row.seq ?? 0;
   }
 
@@ -64,6 +83,12 @@ export class SegmentStore {
   static recordDone(sql: Sql, s: Omit<SegmentRow, "state">): void {
     sql`INSERT INTO spindle_segments (first_seq, last_seq, r2_key, bytes, sha256, state)
       VALUES (${s.first_seq}, ${s.last_seq}, ${s.r2_key}, ${s.bytes}, ${s.sha256}, 'done')`;
+  }
+
+  /** Records a range to be written next (a fork's own first line, before its borrowed ones). */
+  static recordPending(sql: Sql, prefix: string, first: number, last: number): void {
+    sql`INSERT INTO spindle_segments (first_seq, last_seq, r2_key, bytes, sha256, state)
+      VALUES (${first}, ${last}, ${segmentKey(prefix, first, last)}, 0, '', 'pending')`;
   }
 
   /** Flushes every unflushed line; concurrent callers share one run. Throws if a put fails. */
@@ -92,7 +117,10 @@ export class SegmentStore {
     // finished a segment since.
     const after = SegmentStore.flushedThroughOf(this.#sql);
     this.#flushed = after;
-    const rows = this.#log.rawAfter(after, 10_000);
+    // A range ends before a segment the manifest already has (a fork's borrowed ones).
+    const next = this.#sql<{ seq: number | null }>`
+      SELECT MIN(first_seq) AS seq FROM spindle_segments WHERE first_seq > ${after}`.one().seq;
+    const rows = this.#log.rawAfter(after, Math.min(10_000, (next ?? Infinity) - after - 1));
     if (rows.length === 0) return undefined;
     let bytes = 0;
     let last = after;
@@ -104,13 +132,11 @@ export class SegmentStore {
       last = row.seq;
     }
     const first = after + 1;
-    const key = segmentKey(this.#prefix, first, last);
-    this.#sql`INSERT INTO spindle_segments (first_seq, last_seq, r2_key, bytes, sha256, state)
-      VALUES (${first}, ${last}, ${key}, 0, '', 'pending')`;
+    SegmentStore.recordPending(this.#sql, this.#prefix, first, last);
     return {
       first_seq: first,
       last_seq: last,
-      r2_key: key,
+      r2_key: segmentKey(this.#prefix, first, last),
       bytes: 0,
       sha256: "",
       state: "pending",
@@ -128,20 +154,33 @@ export class SegmentStore {
     }
     const text = `${lines.join("\n")}\n`;
     const digest = await sha256Hex(text);
-    const existing = await this.#bucket.head(segment.r2_key);
+    let key = segment.r2_key;
+    let existing = await this.#bucket.head(key);
+    if (existing !== null && existing.customMetadata?.sha256 !== digest) {
+      // Other lines under this key: a deleted thread's, kept for its forks. Never overwritten.
+      key = segmentKey(
+        this.#prefix,
+        segment.first_seq,
+        segment.last_seq,
+        Date.parse(this.#createdAt),
+      );
+      existing = await this.#bucket.head(key);
+    }
     if (existing?.customMetadata?.sha256 !== digest) {
       const body = gzip(text);
-      await this.#bucket.put(segment.r2_key, body, {
+      await this.#bucket.put(key, body, {
         httpMetadata: { contentType: "application/gzip" },
         customMetadata: {
           sha256: digest,
           first_seq: String(segment.first_seq),
           last_seq: String(segment.last_seq),
+          [CREATED_AT]: this.#createdAt,
         },
       });
     }
-    this.#sql`UPDATE spindle_segments SET state = 'done', bytes = ${text.length}, sha256 = ${digest}
-      WHERE first_seq = ${segment.first_seq}`;
+    this
+      .#sql`UPDATE spindle_segments SET state = 'done', bytes = ${text.length}, sha256 = ${digest},
+      r2_key = ${key} WHERE first_seq = ${segment.first_seq}`;
     this.#flushed = Math.max(this.flushedThrough(), segment.last_seq);
   }
 
@@ -160,7 +199,10 @@ export class SegmentStore {
       const bytes = await object.arrayBuffer();
       try {
         const decoded = await decodeSegment(object, bytes);
-        lines.push(...decoded.lines.filter((l) => l.seq >= first && l.seq <= last));
+        // A borrowed segment's row is the part of it the fork uses.
+        const from = Math.max(first, segment.first_seq);
+        const to = Math.min(last, segment.last_seq);
+        lines.push(...decoded.lines.filter((l) => l.seq >= from && l.seq <= to));
       } catch {
         // Left out: the caller gets fewer lines, as a replay skips a damaged segment.
       }
@@ -184,6 +226,8 @@ export class SegmentStore {
     const lines: { seq: number; line: string }[] = [];
     const segments: Omit<SegmentRow, "state">[] = [];
     const warnings: string[] = [];
+    // Segments a deleted thread under this id left for its forks are not this thread's.
+    const tombstone = await tombstoneOf(bucket, prefix);
     let cursor: string | undefined;
     do {
       const page = await bucket.list({
@@ -192,6 +236,7 @@ export class SegmentStore {
         include: ["customMetadata"],
       });
       for (const object of page.objects) {
+        if (tombstone && leftBehind(object, tombstone)) continue;
         // A read that fails is R2 unavailable, not a bad segment: the caller fails and is retried
         // later, instead of rebuilding the thread without the segment's lines.
         const body = await bucket.get(object.key);
@@ -206,17 +251,24 @@ export class SegmentStore {
       }
       cursor = page.truncated ? page.cursor : undefined;
     } while (cursor !== undefined);
+    // A fork's borrowed segments: the part of each that it uses.
+    for (const borrowed of await readBorrowed(bucket, prefix)) {
+      const object = await bucket.get(borrowed.r2_key);
+      const bytes = object === null ? null : await object.arrayBuffer();
+      try {
+        if (object === null) throw new Error("it vanished");
+        const segment = await decodeSegment(object, bytes);
+        lines.push(
+          ...segment.lines.filter((l) => l.seq >= borrowed.first_seq && l.seq <= borrowed.last_seq),
+        );
+        segments.push(borrowed);
+      } catch (err) {
+        warnings.push(`segment ${borrowed.r2_key} skipped: ${(err as Error).message}`);
+      }
+    }
+    lines.sort((a, b) => a.seq - b.seq);
+    segments.sort((a, b) => a.first_seq - b.first_seq);
     return { lines, segments, warnings };
-  }
-
-  /** Deletes every R2 object under the prefix (thread deletion). */
-  static async deleteAll(bucket: R2Bucket, prefix: string): Promise<void> {
-    let cursor: string | undefined;
-    do {
-      const page = await bucket.list({ prefix, cursor });
-      if (page.objects.length > 0) await bucket.delete(page.objects.map((o) => o.key));
-      cursor = page.truncated ? page.cursor : undefined;
-    } while (cursor !== undefined);
   }
 }
 

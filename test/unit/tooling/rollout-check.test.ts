@@ -39,3 +39,34 @@ describe("checkRollout", () => {
     expect(checkRollout([bad], []).ok).toBe(false);
   });
 });
+
+describe("checkRollout on a fork that borrows segments", () => {
+  /** The part [first, last] of a source segment named for [from, to]. */
+  const borrowed = (from: number, to: number, first: number, last: number) => ({
+    ...seg(first, last),
+    key: seg(from, to).key,
+    borrowed: true,
+  });
+
+  it("accepts a borrowed part of a larger segment, after the fork's first line in SQLite", () => {
+    const result = checkRollout([borrowed(1, 9, 2, 5)], [{ seq: 1, line: line(1) }]);
+    expect(result).toEqual({ ok: true, errors: [], lines: [1, 2, 3, 4, 5].map(line) });
+    expect(checkRollout([seg(1, 1), borrowed(1, 9, 2, 5), seg(6, 6)], []).ok).toBe(true);
+  });
+
+  it("reports a borrowed part outside the segment it names, and a gap it does not bridge", () => {
+    expect(checkRollout([seg(1, 1), borrowed(3, 4, 2, 5)], []).ok).toBe(false);
+    expect(checkRollout([borrowed(1, 9, 2, 5)], []).errors).toContain("seq 1 is missing");
+    // An own segment may not start late, nor a borrowed one anywhere but at seq 2.
+    expect(checkRollout([seg(2, 3)], [{ seq: 1, line: line(1) }]).ok).toBe(false);
+    expect(checkRollout([borrowed(1, 9, 3, 5)], [{ seq: 1, line: line(1) }]).ok).toBe(false);
+  });
+
+  it("accepts the key a thread created again under a kept key takes", () => {
+    const again = {
+      ...seg(1, 2),
+      key: seg(1, 2).key.replace(".jsonl.gz", ".1796400000000.jsonl.gz"),
+    };
+    expect(checkRollout([again], []).ok).toBe(true);
+  });
+});

@@ -15,6 +15,7 @@ import type {
   RollbackRequest,
   RpcFailure,
   RpcResult,
+  SharedSegment,
   StartTurnRequest,
   SteerRequest,
   SubmitOutputsRequest,
@@ -47,6 +48,8 @@ export class FakeThreads {
   eventStream: () => ReadableStream<Uint8Array> = () => ndjson(turnEvents("turn_1", "t1"));
   /** The rollout `exportRollout` and `forkSource` answer, as JSONL. */
   rolloutText = `${rolloutLines.join("\n")}\n`;
+  /** The segments `forkSource` lends a borrower, if any. */
+  sharedSegments: SharedSegment[] | undefined;
   /** The `missingLines` `exportRollout` answers with. */
   missingLines = 0;
   /** What `createFromRollout` read from `lines`, by DO name. */
@@ -231,6 +234,7 @@ export class FakeThreads {
               lines: textStream(this.rolloutText),
               forkedFrom: found.value.id,
               warnings: [],
+              ...(this.sharedSegments && req.borrower ? { shared: this.sharedSegments } : {}),
             },
           };
         }),
@@ -407,7 +411,9 @@ export const apiKeys = JSON.stringify({ [sha256Hex(keyA)]: "A", [sha256Hex(keyB)
 
 /** An app with a fixed id generator over a fresh fake namespace, as production is configured. */
 export function setup(
-  vars: Partial<Pick<Env, "SPINDLE_ENV" | "SPINDLE_API_KEYS" | "SPINDLE_CORS_ORIGINS">> = {},
+  vars: Partial<
+    Pick<Env, "SPINDLE_ENV" | "SPINDLE_API_KEYS" | "SPINDLE_CORS_ORIGINS" | "SPINDLE_FORKS">
+  > = {},
 ) {
   const fake = new FakeThreads();
   const app = createApp({ newThreadId: () => "thr_generated" });

@@ -67,7 +67,7 @@ describe("POST /v1/threads/{id}/fork", () => {
     expect(res.headers.get("location")).toBe("/v1/threads/t2");
     expect(await res.json()).toEqual({ ...thread("t2"), forked_from: "t1" });
     expect(fake.calls).toEqual([
-      { name: "A:t1", method: "forkSource", args: [{ beforeTurn: "u3" }] },
+      { name: "A:t1", method: "forkSource", args: [{ borrower: "t2", beforeTurn: "u3" }] },
       {
         name: "A:t2",
         method: "createFromRollout",
@@ -96,7 +96,29 @@ describe("POST /v1/threads/{id}/fork", () => {
       ["A:t1", "forkSource"],
       ["A:thr_generated", "createFromRollout"],
     ]);
-    expect(fake.calls[0]?.args).toEqual([{}]);
+    expect(fake.calls[0]?.args).toEqual([{ borrower: "thr_generated" }]);
+  });
+
+  it("passes the segments the source lends on to the fork; SPINDLE_FORKS=copy borrows none", async () => {
+    const segment = {
+      r2_key: "threads/A/t1/segments/1-9",
+      first_seq: 2,
+      last_seq: 9,
+      bytes: 9,
+      sha256: "s",
+    };
+    for (const [vars, shared] of [
+      [{}, [segment]],
+      [{ SPINDLE_FORKS: "copy" }, undefined],
+    ] as const) {
+      const { json, fake } = setup(vars);
+      fake.threads.set("A:t1", thread("t1"));
+      fake.sharedSegments = [segment];
+      expect((await json("/v1/threads/t1/fork", { id: "t2" })).status).toBe(201);
+      const [source, target] = fake.calls;
+      expect(source?.args).toEqual([shared ? { borrower: "t2" } : {}]);
+      expect((target?.args[0] as { shared?: unknown } | undefined)?.shared).toEqual(shared);
+    }
   });
 
   it("a target that exists is 409 thread_exists and the source's stream is released", async () => {

@@ -27,17 +27,44 @@ export async function checkThreadRollout(
       .toArray(),
   );
   const segments: SegmentText[] = [];
+  const prefix = `threads/${path}/${threadId}/`;
   const listed = await env.ROLLOUT.list({
-    prefix: `threads/${path}/${threadId}/segments/`,
+    prefix: `${prefix}segments/`,
     include: ["customMetadata"],
   });
+  // Segments a thread deleted under this id kept for its forks are not this thread's.
+  const tombstone = await env.ROLLOUT.head(`${prefix}tombstone.json`);
+  const deletedCreatedAt = tombstone?.customMetadata?.thread_created_at ?? "";
   for (const object of listed.objects) {
+    if (tombstone && (object.customMetadata?.thread_created_at ?? "") <= deletedCreatedAt) continue;
     const body = await env.ROLLOUT.get(object.key);
     if (!body) throw new Error(`missing ${object.key}`);
     segments.push({
       key: object.key,
       first_seq: Number(object.customMetadata?.first_seq),
       text: await gunzip(await body.arrayBuffer()),
+    });
+  }
+  // A fork's borrowed segments, the part of each it uses.
+  const borrowed = await env.ROLLOUT.get(`${prefix}fork-prefix.json`);
+  const shared = borrowed
+    ? (
+        (await borrowed.json()) as {
+          segments: { r2_key: string; first_seq: number; last_seq: number }[];
+        }
+      ).segments
+    : [];
+  for (const segment of shared) {
+    const body = await env.ROLLOUT.get(segment.r2_key);
+    if (!body) throw new Error(`missing borrowed ${segment.r2_key}`);
+    const object = await env.ROLLOUT.head(segment.r2_key);
+    const first = Number(object?.customMetadata?.first_seq);
+    const lines = (await gunzip(await body.arrayBuffer())).split("\n").filter((l) => l !== "");
+    segments.push({
+      key: segment.r2_key,
+      first_seq: segment.first_seq,
+      borrowed: true,
+      text: `${lines.slice(segment.first_seq - first, segment.last_seq - first + 1).join("\n")}\n`,
     });
   }
   // A long line is stored in parts; join them back.
