@@ -11,7 +11,7 @@ import type { ResponseItem, RolloutLine } from "../../shared/protocol/index.ts";
 import { fail, ok } from "../common/results.ts";
 import type { LiveThread } from "./live-thread.ts";
 import type { TurnRow } from "./storage/meta-store.ts";
-import { decodeTolerantly, type StoredLine } from "./storage/rollout-log.ts";
+import { decodeTolerantly, firstMissingSeq, type StoredLine } from "./storage/rollout-log.ts";
 
 /** The Thread resource; `running` when a task runs now (a paused turn is `requires_action`). */
 export function threadResource(live: LiveThread, running: boolean): ThreadResource {
@@ -97,8 +97,10 @@ export async function storedLinesBetween(
 ): Promise<StoredLine[]> {
   if (last < first) return [];
   const local = live.log.rawAfter(first - 1, last - first + 1);
-  const stored = live.log.firstStoredSeq();
-  if (stored !== undefined && stored <= first) return local;
+  // Not a seq range check: a fork's SQLite holds its first line and none it borrows.
+  if (firstMissingSeq(local, first - 1, Math.min(last, live.log.lastSeq)) === undefined) {
+    return local;
+  }
   const bySeq = new Map((await live.segments.readLines(first, last)).map((l) => [l.seq, l]));
   for (const line of local) bySeq.set(line.seq, line);
   return [...bySeq.values()].sort((a, b) => a.seq - b.seq);

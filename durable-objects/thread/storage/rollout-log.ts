@@ -143,14 +143,6 @@ export class RolloutLog implements RolloutSink {
     return lines;
   }
 
-  /** The first seq still in SQLite (lines before it live in R2 only), or undefined if empty. */
-  firstStoredSeq(): number | undefined {
-    const row = this.#sql<{
-      seq: number | null;
-    }>`SELECT MIN(seq) AS seq FROM spindle_rollout`.one();
-    return row.seq ?? undefined;
-  }
-
   /** Drops lines up to and including `seq` (only ever lines already in R2 and in a checkpoint). */
   deleteThrough(seq: number): void {
     this.#sql`DELETE FROM spindle_rollout WHERE seq <= ${seq}`;

@@ -91,6 +91,18 @@ describe("a fork borrows its source's R2 segments", () => {
       forked_from_id: parent,
     });
     expect(await prompt(forkId)).toBe(await prompt(parent));
+    // A turn read back from the fork comes from the borrowed segments.
+    const turnsOf = async (id: string) =>
+      (await json<{ data: { id: string }[] }>(await api("GET", `/v1/threads/${id}/turns`))).data;
+    const parentTurns = await turnsOf(parent);
+    expect(await turnsOf(forkId)).toEqual(parentTurns);
+    const first = parentTurns.at(-1)?.id ?? "";
+    const itemsOf = async (id: string) =>
+      (await json<{ items: unknown[] }>(await api("GET", `/v1/threads/${id}/turns/${first}`)))
+        .items;
+    const items = await itemsOf(parent);
+    expect(items.length).toBeGreaterThan(0);
+    expect(await itemsOf(forkId)).toEqual(items);
 
     // It goes on like any thread, and reloads the same from SQLite, from R2, from R2 alone.
     await turn(forkId, "in the fork");
