@@ -124,6 +124,25 @@ describe("a fork borrows its source's R2 segments", () => {
     await expectSameAfterEviction(forkId);
   });
 
+  it("a rollback on a fork, into what it borrows, rebuilds from the borrowed segments", async () => {
+    const parent = await flushedThread(["one", "two", "three"]);
+    const forkId = await fork(parent);
+    await flush(forkId);
+    await evictDurableObject(threadStub(forkId));
+    await json(await api("POST", `/v1/threads/${forkId}/rollback`, { turns: 2 }));
+    const history = await (await api("GET", `/v1/threads/${forkId}/history?limit=100`)).text();
+    expect(history).toContain('"one"');
+    expect(history).not.toContain('"two"');
+    await turn(forkId, "four");
+    await flush(forkId);
+    await expectSameAfterEviction(forkId);
+    // The parent is untouched.
+    const parentHistory = await (
+      await api("GET", `/v1/threads/${parent}/history?limit=100`)
+    ).text();
+    expect(parentHistory).toContain('"three"');
+  });
+
   it("a fork before a turn borrows a segment only up to its cut", async () => {
     const parent = newThreadId();
     await createThread(parent, { cwd: "/repo" });
