@@ -1,5 +1,6 @@
 import type { SharedSegment } from "../../../shared/api/index.ts";
 import { describeError } from "../../../shared/observability/index.ts";
+import { systemClock } from "../../common/clock.ts";
 import { objectLog } from "../../common/log.ts";
 
 /**
@@ -14,6 +15,8 @@ import { objectLog } from "../../common/log.ts";
  *   marker). A fork of a fork is marked at every owner it reaches.
  * - Deleting an owner that has loans writes `{owner}tombstone.json` first and keeps its
  *   segments. Deleting a fork removes its markers, and the last one out sweeps the owner.
+ * - A marker whose fork records nothing of its owner an hour on (the fork never came to exist, or
+ *   R2 refused to end the loan) is dropped when loans are looked at.
  * - A thread created again under a deleted owner's id is another incarnation: its objects carry
  *   its creation time (`thread_created_at`), a segment key the kept ones hold is taken with that
  *   time in it, and a restore or a sweep tells the kept objects (created no later than the
@@ -188,9 +191,32 @@ export async function sweep(bucket: R2Bucket, prefix: string): Promise<void> {
   await deleteWhere(bucket, prefix, (o) => leftBehind(o, tombstone));
 }
 
+/** How long a fork may take to record what it borrows after its source marked the loan. */
+export const UNCLAIMED_LOAN_MS = 60 * 60 * 1000;
+
+/**
+ * Whether a fork still borrows from the thread at `prefix`. A marker older than
+ * `UNCLAIMED_LOAN_MS` whose fork records no segment of this thread is dropped on the way: a loan
+ * whose fork never came to exist (the request stopped between the two objects), or whose end R2
+ * refused.
+ */
 async function hasLoans(bucket: R2Bucket, prefix: string): Promise<boolean> {
-  const page = await bucket.list({ prefix: `${prefix}${BORROWERS}`, limit: 1 });
-  return page.objects.length > 0;
+  const markers = `${prefix}${BORROWERS}`;
+  // Threads of one tenant are siblings: `threads/{tenant}/{thread}/`.
+  const siblings = prefix.slice(0, prefix.slice(0, -1).lastIndexOf("/") + 1);
+  let cursor: string | undefined;
+  do {
+    const page = await bucket.list({ prefix: markers, cursor });
+    for (const marker of page.objects) {
+      if (systemClock.nowMs() - marker.uploaded.getTime() < UNCLAIMED_LOAN_MS) return true;
+      const fork = `${siblings}${marker.key.slice(markers.length)}/`;
+      const borrowed = await readBorrowed(bucket, fork);
+      if (borrowed.some((s) => ownerPrefixOf(s.r2_key) === prefix)) return true;
+      await bucket.delete(marker.key);
+    }
+    cursor = page.truncated ? page.cursor : undefined;
+  } while (cursor !== undefined);
+  return false;
 }
 
 async function deleteWhere(

@@ -1,7 +1,9 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import { systemClock } from "../../../../durable-objects/common/clock.ts";
 import { CheckpointStore } from "../../../../durable-objects/thread/storage/checkpoint-store.ts";
+import { UNCLAIMED_LOAN_MS } from "../../../../durable-objects/thread/storage/segment-loans.ts";
 import { sqlOf } from "../../../../durable-objects/thread/storage/sql.ts";
 import { api, json, newThreadId, post, threadStub } from "../../helpers/api.ts";
 import {
@@ -298,6 +300,39 @@ describe("deleting a thread keeps what its forks borrow", () => {
 
     expect((await api("DELETE", `/v1/threads/${leaf}`)).status).toBe(204);
     for (const id of [root, middle, leaf]) expect(await keysUnder(id)).toEqual([]);
+  });
+
+  it("a loan no fork took up stops keeping a deleted thread's segments after an hour", async () => {
+    const parent = await flushedThread(["one"]);
+    const [first, second] = [await fork(parent), await fork(parent)];
+    // As when a fork request stopped after its source lent the segments.
+    await env.ROLLOUT.put(`${prefixOf(parent)}borrowers/t_never_created`, "{}");
+    expect((await api("DELETE", `/v1/threads/${parent}`)).status).toBe(204);
+    const later = vi.spyOn(systemClock, "nowMs").mockReturnValue(Date.now() + UNCLAIMED_LOAN_MS);
+    try {
+      expect((await api("DELETE", `/v1/threads/${first}`)).status).toBe(204);
+      // The second fork's loan is as old, but the fork records it: it holds the segments.
+      const kept = await keysUnder(parent);
+      expect(kept).toContain(`borrowers/${second}`);
+      expect(kept.some((k) => k.startsWith("segments/"))).toBe(true);
+      expect((await exported(second)).length).toBeGreaterThan(1);
+      // Its end is the last loan: the stray marker goes with the sweep.
+      expect((await api("DELETE", `/v1/threads/${second}`)).status).toBe(204);
+      expect(await keysUnder(parent)).toEqual([]);
+    } finally {
+      later.mockRestore();
+    }
+  });
+
+  it("a loan younger than that is a fork on its way, and keeps them", async () => {
+    const parent = await flushedThread(["one"]);
+    const forkId = await fork(parent);
+    await env.ROLLOUT.put(`${prefixOf(parent)}borrowers/t_on_its_way`, "{}");
+    expect((await api("DELETE", `/v1/threads/${parent}`)).status).toBe(204);
+    expect((await api("DELETE", `/v1/threads/${forkId}`)).status).toBe(204);
+    const kept = await keysUnder(parent);
+    expect(kept).toContain("borrowers/t_on_its_way");
+    expect(kept.some((k) => k.startsWith("segments/"))).toBe(true);
   });
 
   it("a thread whose forks are all gone is deleted whole", async () => {
