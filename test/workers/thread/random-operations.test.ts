@@ -27,13 +27,15 @@ import type { TestThread } from "../worker.ts";
  * Model-based durability test: random sequences of the operations a client and the platform can
  * mix (turns with overrides, long inputs, tool calls and their outputs, MCP server tool calls
  * run in the turn or approved, rollbacks, compactions,
- * injects, forks, export + import, imports of Codex rollouts of every shape (also as the thread
+ * injects, forks and their deletion, export + import, imports of Codex rollouts of every shape (also as the thread
  * the sequence starts from), evictions, instances lost mid-turn, turns that interrupt, steer
  * or queue behind a running one, interrupted paused turns, delete and re-create, history read in
  * pages, R2 outages, flush alarms, restores from R2, keyed turns retried), checked after every step against the
  * invariants of design §10: the stored rollout is whole, the prompt never holds a call without
  * its output, a reload is exact, the checkpoint is what its lines replay to, and lines not yet in
- * R2 always have an alarm that will flush them.
+ * R2 always have an alarm that will flush them. Forks, which borrow the thread's segments, read
+ * as they were made whatever becomes of it; once it and its forks are deleted, no object of any
+ * of them is left in R2.
  */
 
 afterEach(() => {
@@ -53,6 +55,8 @@ interface Model {
   r2Down: boolean;
   /** The last keyed request (a turn or a compaction) and the turn it answered with. */
   keyed: { key: string; path: "turns" | "compact"; body: unknown; turn: string } | undefined;
+  /** Forks made so far and not deleted, with their rollouts as they were made. */
+  forks: { id: string; rollout: string }[];
 }
 
 interface Real {
@@ -78,6 +82,12 @@ async function reloadable(r: Real) {
   return { ...rest, history: kept };
 }
 const promptText = async (r: Real) => (await api("GET", `/v1/threads/${r.id}/prompt`)).text();
+const rolloutText = async (id: string) => (await api("GET", `/v1/threads/${id}/rollout`)).text();
+
+/** Every fork still reads as it was made, whatever became of its source (or of other forks). */
+async function checkForks(m: Model): Promise<void> {
+  for (const fork of m.forks) expect(await rolloutText(fork.id)).toBe(fork.rollout);
+}
 const threadText = async (r: Real) => (await api("GET", `/v1/threads/${r.id}`)).text();
 
 const keyedRequest = (r: Real, key: string, path: "turns" | "compact", body: unknown) =>
@@ -515,8 +525,20 @@ class ForkCommand implements fc.AsyncCommand<Model, Real> {
     // The fork is a thread like any other: it reloads exactly, from SQLite or from R2.
     await new EvictCommand().run(m, fork);
     await new RestoreCommand(true).run(m, fork);
+    m.forks.push({ id: fork.id, rollout: await rolloutText(fork.id) });
   }
   toString = () => "fork";
+}
+
+/** Delete the oldest fork: the others, which may borrow the same segments, stay whole. */
+class DeleteForkCommand implements fc.AsyncCommand<Model, Real> {
+  check = (m: Readonly<Model>) => m.forks.length > 0 && !m.r2Down;
+  async run(m: Model) {
+    const [oldest] = m.forks.splice(0, 1);
+    expect((await api("DELETE", `/v1/threads/${oldest?.id}`)).status).toBe(204);
+    await checkForks(m);
+  }
+  toString = () => "delete a fork";
 }
 
 /** Export, then import as a new thread: the same rollout lines and the same prompt. */
@@ -656,6 +678,7 @@ class DeleteRecreateCommand implements fc.AsyncCommand<Model, Real> {
       return;
     }
     expect(deleted.status).toBe(204);
+    await checkForks(m);
     await createThread(r.id);
     const thread = JSON.parse(await threadText(r)) as { turn_count: number; status: string };
     expect(thread).toMatchObject({ turn_count: 0, status: "idle" });
@@ -664,6 +687,7 @@ class DeleteRecreateCommand implements fc.AsyncCommand<Model, Real> {
     m.pending = undefined;
     m.keyed = undefined;
     await checkInvariants(r);
+    await checkForks(m);
   }
   toString = () => "delete + create again";
 }
@@ -770,6 +794,7 @@ const commands = [
   fc.boolean().map((flushFirst) => new RestoreCommand(flushFirst)),
   fc.constant(new InjectCommand()),
   fc.constant(new ForkCommand()),
+  fc.constant(new DeleteForkCommand()),
   fc.constant(new ExportImportCommand()),
   fc.constantFrom(...CODEX_FIXTURES).map((fixture) => new CodexImportCommand(fixture)),
   fc.constant(new InterruptPausedCommand()),
@@ -796,11 +821,19 @@ describe("random operation sequences", () => {
           const upstream = remoteModel();
           if (fixture === undefined) await createThread(real.id);
           else await importThread(real.id, fixture);
+          const model: Model = { pending: undefined, r2Down: false, keyed: undefined, forks: [] };
           try {
-            await fc.asyncModelRun(
-              () => ({ model: { pending: undefined, r2Down: false, keyed: undefined }, real }),
-              cmds,
-            );
+            await fc.asyncModelRun(() => ({ model, real }), cmds);
+            real.outage?.mockRestore();
+            // Once the thread and its forks are gone, so is every object they wrote or kept.
+            await checkForks(model);
+            for (const id of [real.id, ...model.forks.map((f) => f.id)]) {
+              expect((await api("DELETE", `/v1/threads/${id}`)).status).toBe(204);
+            }
+            for (const id of [real.id, ...model.forks.map((f) => f.id)]) {
+              const left = await env.ROLLOUT.list({ prefix: `threads/local/${id}/` });
+              expect(left.objects.map((o) => o.key)).toEqual([]);
+            }
           } finally {
             real.outage?.mockRestore();
             upstream.mockRestore();
