@@ -288,10 +288,11 @@ export class LiveThread {
       checkpoints.clear();
     }
     const after = checkpoint?.lastSeq ?? 0;
+    // Not `flushedThrough`: a fork's borrowed segments hold lines after its first, pending one.
     const lastSeq = Math.max(
       RolloutLog.maxStoredSeq(parts.sql),
       after,
-      SegmentStore.flushedThroughOf(parts.sql),
+      SegmentStore.lastDoneSeqOf(parts.sql),
     );
     const log = new RolloutLog(parts.sql, systemClock, lastSeq);
     const truncation = truncationPolicyOf(config);

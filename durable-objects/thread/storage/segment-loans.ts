@@ -96,9 +96,7 @@ export async function lend(
 ): Promise<void> {
   const body = JSON.stringify({ borrower });
   await Promise.all(
-    [...new Set(segments.map((s) => ownerPrefixOf(s.r2_key)))].map((owner) =>
-      bucket.put(`${owner}${BORROWERS}${borrower}`, body),
-    ),
+    lendersOf(segments, "").map((owner) => bucket.put(`${owner}${BORROWERS}${borrower}`, body)),
   );
 }
 

@@ -79,6 +79,13 @@ export class SegmentStore {
     return row.seq ?? 0;
   }
 
+  /** The newest seq any done segment holds (a fork's borrowed ones too), 0 when none. */
+  static lastDoneSeqOf(sql: Sql): number {
+    const row = sql<{ seq: number | null }>`
+      SELECT MAX(last_seq) AS seq FROM spindle_segments WHERE state = 'done'`.one();
+    return row.seq ?? 0;
+  }
+
   /** Records a segment R2 already holds (restore). */
   static recordDone(sql: Sql, s: Omit<SegmentRow, "state">): void {
     sql`INSERT INTO spindle_segments (first_seq, last_seq, r2_key, bytes, sha256, state)

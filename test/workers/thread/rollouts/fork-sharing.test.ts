@@ -145,6 +145,24 @@ describe("a fork borrows its source's R2 segments", () => {
     expect(parentHistory).toContain('"three"');
   });
 
+  it("without its checkpoint, before its first line reached R2, a fork still knows every line", async () => {
+    const parent = await flushedThread(["one", "two"]);
+    const forkId = await fork(parent);
+    const before = await prompt(forkId);
+    await runInDurableObject(threadStub(forkId), (_i, state) => {
+      new CheckpointStore(sqlOf(state.storage.sql), state.storage).clear();
+    });
+    await evictDurableObject(threadStub(forkId));
+    expect(await prompt(forkId)).toBe(before);
+    await turn(forkId, "three");
+    await flush(forkId);
+    const lines = await exported(forkId);
+    expect(lines.slice(1, (await exported(parent)).length)).toEqual(
+      (await exported(parent)).slice(1),
+    );
+    expect(lines.join("\n")).toContain('"three"');
+  });
+
   it("a fork before a turn borrows a segment only up to its cut", async () => {
     const parent = newThreadId();
     await createThread(parent, { cwd: "/repo" });
