@@ -88,8 +88,10 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   readonly #idle: IdleCompaction;
   #live: LiveThread | undefined;
   #loading: Promise<LiveThread | undefined> | undefined;
-  /** A delete is under way: no flush, checkpoint or queued turn starts. */
+  /** A delete is under way: no flush, checkpoint or queued turn starts, and no loan is made. */
   #deleting = false;
+  /** Fork sources being answered: a delete waits for them, so none lends a deleted segment. */
+  readonly #lending = new Set<Promise<unknown>>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -325,6 +327,7 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
         await running?.done.catch(() => undefined);
         this.#events.closeAll();
         await this.#upkeep.settled();
+        await Promise.allSettled(this.#lending);
         await this.ctx.blockConcurrencyWhile(async () => {
           await deleteThreadState(this.ctx.storage, this.#parts.bucket, this.#alarms, live);
           this.#queue.reset();
@@ -513,7 +516,17 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   }
 
   forkSource(req: ForkSourceRequest): Promise<RpcResult<ForkSource>> {
-    return this.#withThread((live) => rolloutPrefix(live, req, this.#tasks.running?.currentId));
+    return this.#withThread((live) => {
+      // A thread being deleted lends nothing: its fork copies.
+      const { borrower, ...rest } = req;
+      const answer = rolloutPrefix(
+        live,
+        this.#deleting || borrower === undefined ? rest : { ...rest, borrower },
+        this.#tasks.running?.currentId,
+      );
+      this.#lending.add(answer);
+      return answer.finally(() => this.#lending.delete(answer));
+    });
   }
 
   createFromRollout(

@@ -11,8 +11,9 @@ import { objectLog } from "../../common/log.ts";
  *   (a segment the fork's cut falls in is read only up to the cut). It is how a restore from R2
  *   alone finds them; the fork's manifest lists them too.
  * - `{owner}borrowers/{fork}` is a loan marker, written by the source while it answers the fork
- *   (serialized with its own deletion, so no owner is deleted between the answer and the
- *   marker). A fork of a fork is marked at every owner it reaches.
+ *   (its delete waits for the answers under way, and a source being deleted lends nothing, so
+ *   no owner is deleted between the answer and the marker). A fork of a fork is marked at every
+ *   owner it reaches.
  * - Deleting an owner that has loans writes `{owner}tombstone.json` first and keeps its
  *   segments. Deleting a fork removes its markers, and the last one out sweeps the owner.
  * - A marker whose fork records nothing of its owner an hour on (the fork never came to exist, or

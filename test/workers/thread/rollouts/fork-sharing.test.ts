@@ -353,6 +353,38 @@ describe("deleting a thread keeps what its forks borrow", () => {
     expect(kept.some((k) => k.startsWith("segments/"))).toBe(true);
   });
 
+  it("a delete that comes while its thread answers a fork waits for it; the fork stays whole", async () => {
+    // Checkpointed: most of the parent's lines are in R2 alone.
+    const parent = await flushedThread(["one", "two", "three", "four", "five", "six"]);
+    const parentLines = await exported(parent);
+    expect((await rolloutRows(parent)).length).toBeLessThan(parentLines.length / 2);
+    const list = env.ROLLOUT.list.bind(env.ROLLOUT);
+    let open = () => {};
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    // The source's read of its segments waits until the delete has been sent.
+    const held = vi.spyOn(env.ROLLOUT, "list").mockImplementationOnce(async (options) => {
+      await gate;
+      return list(options);
+    });
+    try {
+      const forkId = newThreadId();
+      const forking = post(`/v1/threads/${parent}/fork`, { id: forkId });
+      await vi.waitFor(() => expect(held).toHaveBeenCalled());
+      const deleting = api("DELETE", `/v1/threads/${parent}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      open();
+      expect((await forking).status).toBe(201);
+      expect((await deleting).status).toBe(204);
+      expect((await exported(forkId)).slice(1)).toEqual(parentLines.slice(1));
+      await restoreFromR2(forkId);
+      expect((await exported(forkId)).slice(1)).toEqual(parentLines.slice(1));
+    } finally {
+      held.mockRestore();
+    }
+  });
+
   it("a thread whose forks are all gone is deleted whole", async () => {
     const parent = await flushedThread(["one"]);
     const forkId = await fork(parent);
