@@ -114,12 +114,24 @@ export async function recordBorrowed(
   });
 }
 
-/** The segments a fork borrows, as recorded (none for a thread that is not a sharing fork). */
-export async function readBorrowed(bucket: R2Bucket, prefix: string): Promise<SharedSegment[]> {
+/**
+ * The segments a fork borrows, as recorded (none for a thread that is not a sharing fork), or
+ * `damaged` when the record does not read as one. A read R2 fails throws.
+ */
+export async function readBorrowed(
+  bucket: R2Bucket,
+  prefix: string,
+): Promise<SharedSegment[] | "damaged"> {
   const object = await bucket.get(`${prefix}${FORK_PREFIX}`);
   if (object === null) return [];
-  const { segments } = (await object.json()) as { segments: SharedSegment[] };
-  return segments;
+  const text = await object.text();
+  try {
+    const { segments } = JSON.parse(text) as { segments: unknown };
+    if (Array.isArray(segments)) return segments as SharedSegment[];
+  } catch {
+    // Reported below, as any record that is not one.
+  }
+  return "damaged";
 }
 
 /**
@@ -210,6 +222,8 @@ async function hasLoans(bucket: R2Bucket, prefix: string): Promise<boolean> {
       if (systemClock.nowMs() - marker.uploaded.getTime() < UNCLAIMED_LOAN_MS) return true;
       const fork = `${siblings}${marker.key.slice(markers.length)}/`;
       const borrowed = await readBorrowed(bucket, fork);
+      // A record that cannot be read may still name this thread: the loan stays.
+      if (borrowed === "damaged") return true;
       if (borrowed.some((s) => ownerPrefixOf(s.r2_key) === prefix)) return true;
       await bucket.delete(marker.key);
     }

@@ -93,9 +93,18 @@ export class SegmentStore {
   }
 
   /** Records a range to be written next (a fork's own first line, before its borrowed ones). */
-  static recordPending(sql: Sql, prefix: string, first: number, last: number): void {
+  static recordPending(sql: Sql, prefix: string, first: number, last: number): SegmentRow {
+    const row: SegmentRow = {
+      first_seq: first,
+      last_seq: last,
+      r2_key: segmentKey(prefix, first, last),
+      bytes: 0,
+      sha256: "",
+      state: "pending",
+    };
     sql`INSERT INTO spindle_segments (first_seq, last_seq, r2_key, bytes, sha256, state)
-      VALUES (${first}, ${last}, ${segmentKey(prefix, first, last)}, 0, '', 'pending')`;
+      VALUES (${first}, ${last}, ${row.r2_key}, 0, '', 'pending')`;
+    return row;
   }
 
   /** Flushes every unflushed line; concurrent callers share one run. Throws if a put fails. */
@@ -139,15 +148,7 @@ export class SegmentStore {
       last = row.seq;
     }
     const first = after + 1;
-    SegmentStore.recordPending(this.#sql, this.#prefix, first, last);
-    return {
-      first_seq: first,
-      last_seq: last,
-      r2_key: segmentKey(this.#prefix, first, last),
-      bytes: 0,
-      sha256: "",
-      state: "pending",
-    };
+    return SegmentStore.recordPending(this.#sql, this.#prefix, first, last);
   }
 
   async #write(segment: SegmentRow): Promise<void> {
@@ -259,7 +260,9 @@ export class SegmentStore {
       cursor = page.truncated ? page.cursor : undefined;
     } while (cursor !== undefined);
     // A fork's borrowed segments: the part of each that it uses.
-    for (const borrowed of await readBorrowed(bucket, prefix)) {
+    const record = await readBorrowed(bucket, prefix);
+    if (record === "damaged") warnings.push("fork-prefix.json unreadable: borrowed lines skipped");
+    for (const borrowed of record === "damaged" ? [] : record) {
       const object = await bucket.get(borrowed.r2_key);
       const bytes = object === null ? null : await object.arrayBuffer();
       try {

@@ -163,6 +163,26 @@ describe("a fork borrows its source's R2 segments", () => {
     expect(lines.join("\n")).toContain('"three"');
   });
 
+  it("a damaged fork-prefix.json is a repair warning on a full replay, not a crash", async () => {
+    const parent = await flushedThread(["one"]);
+    const forkId = await fork(parent);
+    await flush(forkId);
+    await env.ROLLOUT.put(`${prefixOf(forkId)}fork-prefix.json`, "{not json");
+    await runInDurableObject(threadStub(forkId), (_i, state) => {
+      new CheckpointStore(sqlOf(state.storage.sql), state.storage).clear();
+    });
+    await evictDurableObject(threadStub(forkId));
+    const thread = await json<{ warnings: { code: string; message: string }[] }>(
+      await api("GET", `/v1/threads/${forkId}`),
+    );
+    expect(thread.warnings).toContainEqual({
+      code: "rollout_repaired",
+      message: "fork-prefix.json unreadable: borrowed lines skipped",
+    });
+    // The turn after it re-sends the full context, and the thread goes on.
+    expect((await turn(forkId, "two")).status).toBe("completed");
+  });
+
   it("a fork before a turn borrows a segment only up to its cut", async () => {
     const parent = newThreadId();
     await createThread(parent, { cwd: "/repo" });
