@@ -15,7 +15,7 @@ import { LiveThread, type StorageParts, threadPrefix } from "./live-thread.ts";
 import { cancelUpload, importThread, restoreThread } from "./rollouts/from-rollout.ts";
 import { importFingerprint, readRolloutStream } from "./rollouts/import.ts";
 import { RolloutLog } from "./storage/rollout-log.ts";
-import { endUnusedLoans, lendersOf } from "./storage/segment-loans.ts";
+import { endUnusedLoans } from "./storage/segment-loans.ts";
 import type { TaskControl } from "./tasks/task-control.ts";
 import type { TenantSync } from "./tenancy/tenant-sync.ts";
 
@@ -161,16 +161,15 @@ export class ThreadCreation {
    */
   async #endLoans(req: CreateFromRolloutRequest): Promise<void> {
     if (!req.shared) return;
-    const { bucket } = this.#deps.parts;
     const live = await this.#deps.thread();
     const own = threadPrefix(
       { tenant: req.tenant, incarnation: this.#deps.parts.incarnation },
       req.threadId,
     );
-    const kept = new Set(live ? lendersOf(live.segments.manifest(), own) : []);
-    // Every owner, this thread's own prefix too (a fork aimed at its own source's id).
-    const owners = lendersOf(req.shared, "").filter((o) => !kept.has(o));
-    await endUnusedLoans(bucket, owners, req);
+    // What it borrows from others; a loan of its own segments (a fork aimed at its own source's
+    // id) is never one it takes up.
+    const kept = (live?.segments.manifest() ?? []).filter((s) => !s.r2_key.startsWith(own));
+    await endUnusedLoans(this.#deps.parts.bucket, req.shared, kept, req);
   }
 
   /** Room under the tenant's `max_threads`, asked only when it has one. */

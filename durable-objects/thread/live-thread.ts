@@ -1,5 +1,5 @@
 import type { Env } from "../../env.ts";
-import type { CreateThreadRequest, TenantHome } from "../../shared/api/index.ts";
+import type { CreateThreadRequest, SharedSegment, TenantHome } from "../../shared/api/index.ts";
 import {
   ContextManager,
   freezeItemsInPlace,
@@ -43,7 +43,7 @@ import {
   type ThreadMeta,
 } from "./storage/meta-store.ts";
 import { decodeTolerantly, firstMissingSeq, RolloutLog } from "./storage/rollout-log.ts";
-import { type SegmentRow, SegmentStore } from "./storage/segments.ts";
+import { SegmentStore } from "./storage/segments.ts";
 import { type Sql, sqlOf } from "./storage/sql.ts";
 
 /** A new checkpoint is taken once this many lines were written after the last one. */
@@ -421,7 +421,7 @@ export async function readWholeRollout(
   lines: WholeRolloutLine[];
   /** The seq of the rollout's last line, read or not. */
   lastSeq: number;
-  segments: Omit<SegmentRow, "state">[];
+  segments: SharedSegment[];
   warnings: string[];
 }> {
   const local = everyLine ? log.rawAfter(0) : log.rawAfter(0, log.lastSeq);

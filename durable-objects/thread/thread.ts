@@ -518,10 +518,10 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   forkSource(req: ForkSourceRequest): Promise<RpcResult<ForkSource>> {
     return this.#withThread((live) => {
       // A thread being deleted lends nothing: its fork copies.
-      const { borrower, ...rest } = req;
+      const { borrower: _, ...withoutLoan } = req;
       const answer = rolloutPrefix(
         live,
-        this.#deleting || borrower === undefined ? rest : { ...rest, borrower },
+        this.#deleting ? withoutLoan : req,
         this.#tasks.running?.currentId,
       );
       this.#lending.add(answer);

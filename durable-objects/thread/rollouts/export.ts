@@ -8,7 +8,7 @@ import { describeError } from "../../../shared/observability/index.ts";
 import { objectLog } from "../../common/log.ts";
 import { fail, ok } from "../../common/results.ts";
 import { type LiveThread, readWholeRollout } from "../live-thread.ts";
-import { endUnusedLoans, lend, lendersOf, shareablePrefix } from "../storage/segment-loans.ts";
+import { endUnusedLoans, lend, shareablePrefix } from "../storage/segment-loans.ts";
 import { jsonlStream } from "./import.ts";
 
 /**
@@ -69,7 +69,7 @@ export async function rolloutPrefix(
         thread: live.meta.id,
         error: describeError(err),
       });
-      await endUnusedLoans(live.parts.bucket, lendersOf(shared, ""), {
+      await endUnusedLoans(live.parts.bucket, shared, [], {
         tenant: live.meta.tenant,
         threadId: borrower,
       });

@@ -45,12 +45,7 @@ import {
 } from "../storage/meta-store.ts";
 import { RolloutLog } from "../storage/rollout-log.ts";
 import { clearRolloutState } from "../storage/schema.ts";
-import {
-  endUnusedLoans,
-  lendersOf,
-  recordBorrowed,
-  shareablePrefix,
-} from "../storage/segment-loans.ts";
+import { endUnusedLoans, recordBorrowed, shareablePrefix } from "../storage/segment-loans.ts";
 import { SegmentStore } from "../storage/segments.ts";
 import { type ImportedLine, type ImportResult, readRolloutStream } from "./import.ts";
 import { turnRowsFromRollout } from "./turn-index.ts";
@@ -149,7 +144,7 @@ export async function importThread(
   if (!source.ok) {
     // A parent already read (or never sent) cancels harmlessly.
     await cancelParent(req);
-    await releaseUnborrowed(parts.bucket, req, []);
+    await endUnusedLoans(parts.bucket, req.shared ?? [], [], req);
     return source;
   }
   const { meta: sourceMeta, lines: rest, lost } = source.value;
@@ -225,7 +220,7 @@ export async function importThread(
       borrowed = [];
     }
   }
-  await releaseUnborrowed(parts.bucket, req, borrowed);
+  await endUnusedLoans(parts.bucket, req.shared ?? [], borrowed, req);
   // Through here, the lines are the borrowed segments' (and a checkpoint's): not in SQLite.
   const through = borrowed.at(-1)?.last_seq ?? 0;
   const checkpoint =
@@ -271,21 +266,6 @@ function borrowable(shared: readonly SharedSegment[] | undefined, copied: number
   if (shared === undefined) return [];
   const run = shareablePrefix(shared, copied + 2);
   return run.length === shared.length ? run : [];
-}
-
-/** Ends the loans the source made for this fork that it does not take up. */
-async function releaseUnborrowed(
-  bucket: R2Bucket,
-  req: ImportRequest,
-  borrowed: readonly SharedSegment[],
-): Promise<void> {
-  if (!req.shared) return;
-  const taken = new Set(lendersOf(borrowed, ""));
-  await endUnusedLoans(
-    bucket,
-    lendersOf(req.shared, "").filter((o) => !taken.has(o)),
-    req,
-  );
 }
 
 /** Cancels what an import request streams that is still unread: its upload, its parent's lines. */

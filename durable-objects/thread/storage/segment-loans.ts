@@ -150,14 +150,18 @@ export async function releaseLoans(
 }
 
 /**
- * `releaseLoans` for loans a fork never took up. A marker R2 does not let go of only keeps a
- * deleted source's segments longer: logged, not fatal.
+ * Ends the loans of `lent` that `borrower` did not take up: every owner but those of `kept` (the
+ * segments it does borrow). A marker R2 does not let go of only keeps a deleted source's
+ * segments longer: logged, not fatal.
  */
 export async function endUnusedLoans(
   bucket: R2Bucket,
-  owners: readonly string[],
+  lent: readonly Pick<SharedSegment, "r2_key">[],
+  kept: readonly Pick<SharedSegment, "r2_key">[],
   borrower: { tenant: string; threadId: string },
 ): Promise<void> {
+  const taken = new Set(lendersOf(kept, ""));
+  const owners = lendersOf(lent, "").filter((owner) => !taken.has(owner));
   if (owners.length === 0) return;
   await releaseLoans(bucket, owners, borrower.threadId).catch((err: unknown) => {
     objectLog.warn("rollout.release_failed", {

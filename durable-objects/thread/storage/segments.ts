@@ -1,3 +1,4 @@
+import type { SharedSegment } from "../../../shared/api/index.ts";
 import { gunzip, gzip, sha256Hex } from "./gzip.ts";
 import type { RolloutLog } from "./rollout-log.ts";
 import { CREATED_AT, leftBehind, readBorrowed, tombstoneOf } from "./segment-loans.ts";
@@ -6,12 +7,8 @@ import type { Sql } from "./sql.ts";
 /** Upper bound of one segment's uncompressed JSONL. */
 export const SEGMENT_MAX_BYTES = 4 * 1024 * 1024;
 
-export interface SegmentRow {
-  first_seq: number;
-  last_seq: number;
-  r2_key: string;
-  bytes: number;
-  sha256: string;
+/** A manifest row: a segment (the fork's own, or one it borrows) and whether R2 holds it. */
+export interface SegmentRow extends SharedSegment {
   state: "pending" | "done";
 }
 
@@ -87,7 +84,7 @@ export class SegmentStore {
   }
 
   /** Records a segment R2 already holds (restore). */
-  static recordDone(sql: Sql, s: Omit<SegmentRow, "state">): void {
+  static recordDone(sql: Sql, s: SharedSegment): void {
     sql`INSERT INTO spindle_segments (first_seq, last_seq, r2_key, bytes, sha256, state)
       VALUES (${s.first_seq}, ${s.last_seq}, ${s.r2_key}, ${s.bytes}, ${s.sha256}, 'done')`;
   }
@@ -228,11 +225,11 @@ export class SegmentStore {
     prefix: string,
   ): Promise<{
     lines: { seq: number; line: string }[];
-    segments: Omit<SegmentRow, "state">[];
+    segments: SharedSegment[];
     warnings: string[];
   }> {
     const lines: { seq: number; line: string }[] = [];
-    const segments: Omit<SegmentRow, "state">[] = [];
+    const segments: SharedSegment[] = [];
     const warnings: string[] = [];
     // Segments a deleted thread under this id left for its forks are not this thread's.
     const tombstone = await tombstoneOf(bucket, prefix);
@@ -286,7 +283,7 @@ export class SegmentStore {
 async function decodeSegment(
   object: R2Object,
   bytes: ArrayBuffer | null,
-): Promise<{ lines: { seq: number; line: string }[]; row: Omit<SegmentRow, "state"> }> {
+): Promise<{ lines: { seq: number; line: string }[]; row: SharedSegment }> {
   if (bytes === null) throw new Error("it vanished");
   const text = gunzip(bytes);
   const expected = object.customMetadata?.sha256;

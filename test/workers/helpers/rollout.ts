@@ -57,8 +57,7 @@ export async function checkThreadRollout(
   for (const segment of shared) {
     const body = await env.ROLLOUT.get(segment.r2_key);
     if (!body) throw new Error(`missing borrowed ${segment.r2_key}`);
-    const object = await env.ROLLOUT.head(segment.r2_key);
-    const first = Number(object?.customMetadata?.first_seq);
+    const first = Number(body.customMetadata?.first_seq);
     const lines = (await gunzip(await body.arrayBuffer())).split("\n").filter((l) => l !== "");
     segments.push({
       key: segment.r2_key,
