@@ -427,14 +427,22 @@ export async function restoreThread(
           { truncation: truncationPolicyOf(config), lastSeq: flushed },
         )
       : undefined;
+  // Lines before the last segment that no segment holds (a fork's own first line, ahead of the
+  // segments it borrows) stay in SQLite as pending, so a flush writes them before anything else.
+  const unflushed = unflushedRanges(whole.segments, rows);
+  const prefix = threadPrefix({ tenant: name.tenant, incarnation: parts.incarnation }, name.threadId);
+  const inRange = (seq: number) => unflushed.some((r) => seq >= r.first && seq <= r.last);
   parts.storage.transactionSync(() => {
     clearRolloutState(parts.storage.sql);
     parts.meta.put("thread", meta);
     parts.meta.put("config", config);
     for (const t of turns) parts.meta.putTurn(t);
     parts.meta.packTurns();
+    for (const r of unflushed) SegmentStore.recordPending(parts.sql, prefix, r.first, r.last);
     for (const s of whole.segments) SegmentStore.recordDone(parts.sql, s);
-    for (const r of rows) if (r.seq > flushed) RolloutLog.insert(parts.sql, r.seq, r.text);
+    for (const r of rows) {
+      if (r.seq > flushed || inRange(r.seq)) RolloutLog.insert(parts.sql, r.seq, r.text);
+    }
     // The thread's own usage, as its lines count it (the SQLite state may be the lost part).
     ThreadLedger.rebuild(parts.sql, meta.created_at, rows, 1 + copied);
   });
@@ -442,6 +450,27 @@ export async function restoreThread(
   const live = new LiveThread(parts, meta, config, restoredLog, checkpoint, state);
   if (checkpoint) live.checkpoints.save(checkpoint);
   return ok(live);
+}
+
+/**
+ * The ranges of seqs before the last of `segments` that none of them holds and `rows` hold whole
+ * (a range with a line missing is lost, and a flush could not write it).
+ */
+function unflushedRanges(
+  segments: readonly SharedSegment[],
+  rows: readonly { seq: number }[],
+): { first: number; last: number }[] {
+  const present = new Set(rows.map((r) => r.seq));
+  const ranges: { first: number; last: number }[] = [];
+  let next = 1;
+  for (const s of [...segments].sort((a, b) => a.first_seq - b.first_seq)) {
+    if (s.first_seq > next) ranges.push({ first: next, last: s.first_seq - 1 });
+    next = Math.max(next, s.last_seq + 1);
+  }
+  return ranges.filter((r) => {
+    for (let seq = r.first; seq <= r.last; seq++) if (!present.has(seq)) return false;
+    return true;
+  });
 }
 
 /**

@@ -163,6 +163,23 @@ describe("a fork borrows its source's R2 segments", () => {
     expect(lines.join("\n")).toContain('"three"');
   });
 
+  it("a restore before the fork's first line reached R2 keeps that line, which the next flush writes", async () => {
+    const parent = await flushedThread(["one", "two"]);
+    const forkId = await fork(parent);
+    const before = await exported(forkId);
+    // Its `session_meta` is only in SQLite: R2 has the borrowed lines after it.
+    await json(await api("POST", `/v1/threads/${forkId}/restore`));
+    expect(await rolloutRows(forkId)).toContain(1);
+    expect(await exported(forkId)).toEqual(before);
+    await flush(forkId);
+    expect(await keysUnder(forkId)).toContain("segments/000000000001-000000000001.jsonl.gz");
+    // R2 alone now holds the whole fork: a restore from it, and a turn after.
+    await restoreFromR2(forkId);
+    expect(await exported(forkId)).toEqual(before);
+    await turn(forkId, "three");
+    expect((await exported(forkId)).join("\n")).toContain('"three"');
+  });
+
   it("a damaged fork-prefix.json is a repair warning on a full replay, not a crash", async () => {
     const parent = await flushedThread(["one"]);
     const forkId = await fork(parent);
