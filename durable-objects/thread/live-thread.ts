@@ -6,7 +6,9 @@ import {
   type TruncationPolicy,
 } from "../../shared/context-manager/index.ts";
 import type { ServerTools } from "../../shared/mcp/index.ts";
+import { CacheTracker, newestRequest } from "../../shared/model-requests/index.ts";
 import { DEFAULT_MODEL_SLUG, type ModelCatalog } from "../../shared/models/index.ts";
+import { describeError } from "../../shared/observability/index.ts";
 import type { IdSource } from "../../shared/ports/index.ts";
 import type { RolloutLine, SessionConfiguration } from "../../shared/protocol/index.ts";
 import {
@@ -42,6 +44,7 @@ import {
   sessionMetaPayload,
   type ThreadMeta,
 } from "./storage/meta-store.ts";
+import { SqliteRequestMemory } from "./storage/request-memory.ts";
 import { decodeTolerantly, firstMissingSeq, RolloutLog } from "./storage/rollout-log.ts";
 import { SegmentStore } from "./storage/segments.ts";
 import { type Sql, sqlOf } from "./storage/sql.ts";
@@ -137,6 +140,8 @@ export class LiveThread {
   rewrites: number;
   /** The thread's side of the usage ledger: an entry per provider request, from its line. */
   readonly ledger: ThreadLedger;
+  /** The cache report of each request against the one before (design §14). */
+  readonly cache: CacheTracker;
   /** What the provider last answered, for the running task's log line. */
   readonly provider = new ProviderReport();
   readonly #checkpointEveryLines: number;
@@ -177,6 +182,12 @@ export class LiveThread {
       parts.meta.lastTurn()?.id,
     );
     this.ledger = ledger;
+    const catalog = parts.catalog;
+    const cache = new CacheTracker(
+      new SqliteRequestMemory(parts.sql, parts.meta),
+      (model) => catalog.get(model)?.promptCacheTtlS ?? null,
+    );
+    this.cache = cache;
     const clients = parts.modelClients(meta.id, this.provider);
     const deps: EngineDeps = {
       clock: systemClock,
@@ -201,13 +212,17 @@ export class LiveThread {
           log.append(item);
           if (isHistoryRewrite(item)) this.rewrites += 1;
           // Same synchronous step as the line: the entry is durable exactly when the line is.
-          ledger.observe(
+          const usage = ledger.observe(
             item,
             log.lastSeq,
             log.lastWrittenAt ?? new Date(systemClock.nowMs()).toISOString(),
           );
+          cache.observe(item, usage);
         },
       },
+      // The request's line was just appended: its seq and time are the log's newest.
+      requestSent: (request) =>
+        cache.sent(log.lastSeq, Date.parse(log.lastWrittenAt ?? ""), request),
     };
     const history = new ContextManager(state?.history);
     this.session = new ThreadSession(
@@ -252,7 +267,37 @@ export class LiveThread {
       parts.meta.put("config", config);
       inTransaction();
     });
-    return new LiveThread(parts, meta, config, log, undefined, undefined);
+    const live = new LiveThread(parts, meta, config, log, undefined, undefined);
+    live.cache.none();
+    return live;
+  }
+
+  /**
+   * Rebuilds the newest provider request from the rollout when SQLite keeps none (an import, a
+   * fork, a restore, a thread of an earlier release), so the next request's cache report compares
+   * with it. Lines written meanwhile, or a read that fails, leave it unknown: the next report is
+   * null, the ones after it are whole.
+   */
+  async rebuildRequestMemory(): Promise<void> {
+    if (!this.cache.needsRebuild) return;
+    const through = this.log.lastSeq;
+    try {
+      const { lines } = await readWholeRollout(this.parts, this.meta, this.log);
+      if (!this.cache.needsRebuild || this.log.lastSeq !== through) return;
+      const catalog = this.parts.catalog;
+      this.cache.remember(
+        newestRequest(lines, {
+          truncation: this.truncation,
+          cacheTtlS: (model) => catalog.get(model)?.promptCacheTtlS ?? null,
+        }),
+      );
+    } catch (err) {
+      objectLog.warn("thread.request_memory_unread", {
+        tenant: this.meta.tenant,
+        thread: this.meta.id,
+        error: describeError(err),
+      });
+    }
   }
 
   /** Sets `updated_at` to the newest line's time, as a restore from the rollout reads it back. */
@@ -379,7 +424,8 @@ export class LiveThread {
         opts,
       );
     }
-    this.checkpoints.save(next);
+    // The runs a load will give back unread are marked where the newest request holds them.
+    for (const run of this.checkpoints.save(next)) this.cache.stored(run.items, run.key);
     this.checkpoint = next;
     this.log.deleteThrough(Math.min(next.lastSeq, this.segments.flushedThrough()));
   }

@@ -1,6 +1,7 @@
 import { TokenUsageInfoSchema } from "../protocol/index.ts";
 import * as z from "../zod/index.ts";
 import { TurnIdSchema } from "./ids.ts";
+import { CacheReportSchema } from "./model-requests.ts";
 import { ResponseItemOutputSchema, TurnResourceSchema, TurnWarningSchema } from "./resources.ts";
 
 /** Every event type, in the order a turn emits them (design §7). */
@@ -50,7 +51,7 @@ function threadEvent<
  * (the terminal ones as it ended); `item.completed` carries every recorded item, with `context`
  * true for context items (initial context, world-state diffs) and `turn_id` null for items
  * injected outside a turn; `item.delta` is streamed model text (replay may skip it);
- * `token_count` carries the thread's usage after a model response; `turn.warning` says a step
+ * `token_count` carries the thread's usage after a model response and that request's cache report; `turn.warning` says a step
  * went without some MCP tools (a server unreachable), once per turn and cause.
  */
 export const ThreadEventSchema = z.onFirstUse(() =>
@@ -70,7 +71,15 @@ export const ThreadEventSchema = z.onFirstUse(() =>
         delta: z.string(),
       }),
     ),
-    threadEvent("token_count", TurnIdSchema, z.object({ info: z.nullable(TokenUsageInfoSchema) })),
+    threadEvent(
+      "token_count",
+      TurnIdSchema,
+      z.object({
+        info: z.nullable(TokenUsageInfoSchema),
+        /** The cache report of the request the count answers (design §14); null: not known. */
+        cache: z.nullable(CacheReportSchema),
+      }),
+    ),
     threadEvent("turn.warning", TurnIdSchema, z.object({ warning: TurnWarningSchema })),
     threadEvent("turn.completed", TurnIdSchema, TurnResourceSchema),
     threadEvent("turn.requires_action", TurnIdSchema, TurnResourceSchema),

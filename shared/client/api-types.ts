@@ -2610,6 +2610,7 @@ export interface components {
             turn_id: string;
             data: {
                 info: components["schemas"]["TokenUsageInfo"] | null;
+                cache: components["schemas"]["CacheReport"] | null;
             };
         } | {
             seq: number;

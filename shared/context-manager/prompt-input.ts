@@ -29,6 +29,11 @@ export class PromptInput {
     return new PromptInput([items]);
   }
 
+  /** Its runs and items in order, runs unread. */
+  get segments(): Segments<KnownResponseItem> {
+    return this.#segments;
+  }
+
   /** Every item in order, runs read. */
   toArray(): KnownResponseItem[] {
     const only = this.#segments[0];

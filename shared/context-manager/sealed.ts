@@ -178,12 +178,18 @@ export class SealedItems {
   readonly count: number;
   /** Saved with the run; undefined for runs stored without one, which are read when needed. */
   readonly summary: RunSummary | undefined;
+  /**
+   * What the stored run holds, as an identity: two runs with the same key hold the same items
+   * (its store's digest of them). Undefined: not known.
+   */
+  readonly key: string | undefined;
   #read: (() => StoredItems) | undefined;
   #items: readonly ResponseItem[] | undefined;
 
-  constructor(count: number, read: () => StoredItems, summary?: RunSummary) {
+  constructor(count: number, read: () => StoredItems, summary?: RunSummary, key?: string) {
     this.count = count;
     this.summary = summary;
+    this.key = key;
     this.#read = read;
   }
 

@@ -16,7 +16,9 @@ import {
   type ComparedRequest,
   cacheReport,
   comparedRequest,
+  requestTexts,
 } from "./cache-report.ts";
+import type { RememberedRequest } from "./cache-tracker.ts";
 
 export interface SeqLine {
   readonly seq: number;
@@ -127,18 +129,26 @@ function totalBefore(lines: readonly SeqLine[], end: number): TokenUsage | undef
   return undefined;
 }
 
-/** What the lines strictly between two requests did to history. */
-function between(lines: readonly SeqLine[], from: RequestAt, to: RequestAt): Between {
+/** What lines `from` < i < `to` did to history. */
+function historyEdits(lines: readonly SeqLine[], from: number, to: number) {
   let compacted = false;
   let rolledBack = false;
-  for (let i = from.index + 1; i < to.index; i++) {
+  for (let i = from + 1; i < to; i++) {
     const line = lines[i]?.line;
     if (line?.type === "compacted") compacted = true;
     if (line?.type === "event_msg" && line.payload.type === "thread_rolled_back") {
       rolledBack = true;
     }
   }
-  return { compacted, rolledBack, afterCompactionRequest: from.kind === "compaction" };
+  return { compacted, rolledBack };
+}
+
+/** What the lines strictly between two requests did to history. */
+function between(lines: readonly SeqLine[], from: RequestAt, to: RequestAt): Between {
+  return {
+    ...historyEdits(lines, from.index, to.index),
+    afterCompactionRequest: from.kind === "compaction",
+  };
 }
 
 /**
@@ -208,3 +218,31 @@ const NOTHING_BETWEEN: Between = {
   rolledBack: false,
   afterCompactionRequest: false,
 };
+
+/**
+ * The newest provider request of `lines` (a whole rollout), rebuilt as the cache report compares
+ * it, with what the lines after it did to history; null when the rollout records none. The
+ * thread's memory of its previous request is rebuilt from it where the memory is missing (an
+ * import, a fork, a restore).
+ */
+export function newestRequest(
+  lines: readonly SeqLine[],
+  opts: ReplayOptions,
+): RememberedRequest | null {
+  const at = requestLines(lines).at(-1);
+  if (at === undefined) return null;
+  const parts = requestTexts(at.instructions, at.tools, inputOf(lines, at, opts));
+  const since = historyEdits(lines, at.index, lines.length);
+  return {
+    head: {
+      seq: at.seq,
+      model: at.model,
+      kind: at.kind,
+      at_ms: Date.parse(at.timestamp),
+      parts: parts.length,
+      compacted: since.compacted,
+      rolled_back: since.rolledBack,
+    },
+    parts,
+  };
+}

@@ -53,6 +53,7 @@ export type {
   CompactionOutcome,
   EngineDeps,
   PendingCallAnswer,
+  SentRequest,
   SessionState,
   TaskKind,
   ToolCallOutput,

@@ -40,4 +40,11 @@ export function recordModelRequest(
   if (previous?.options !== channels.options) payload.options = options;
   scope.deps.sink.append({ type: "spindle_request", payload });
   scope.state.lastRequest = channels;
+  scope.deps.requestSent?.({
+    model: model.slug,
+    kind,
+    instructions: prompt.instructions,
+    tools: prompt.tools,
+    input: prompt.input,
+  });
 }

@@ -1,4 +1,4 @@
-import type { ContextManager } from "../context-manager/index.ts";
+import type { ContextManager, PromptInput } from "../context-manager/index.ts";
 import type { ServerTools, ServerToolWarning } from "../mcp/index.ts";
 import type { ModelCatalog, ModelInfo } from "../models/index.ts";
 import type { Clock, IdSource } from "../ports/index.ts";
@@ -33,6 +33,18 @@ export interface EngineDeps {
    * calls ran (the turn's admission reserved its first request only). Undefined: admitted at once.
    */
   readonly admitRound?: () => Promise<boolean> | undefined;
+  /** Called right after a request's `spindle_request` line is written, before it is sent. */
+  readonly requestSent?: (request: SentRequest) => void;
+}
+
+/** A provider request the engine is about to send: its model, channels and input. */
+export interface SentRequest {
+  readonly model: string;
+  readonly kind: "sampling" | "compaction";
+  readonly instructions: string;
+  readonly tools: readonly unknown[];
+  /** History's own frozen items, in order, stored runs unread. */
+  readonly input: PromptInput;
 }
 
 /** A thread's live state: what a checkpoint or a replay restores. */

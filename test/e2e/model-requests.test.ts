@@ -2,10 +2,12 @@
  * `GET …/turns/{turn}/requests` against what the provider really received: Spindle's `openai`
  * provider on the local Responses stand-in, which records every request body. Each rebuilt
  * request must be the body's `instructions` and `input` byte for byte, across tool rounds, a
- * compaction, a rollback, a cold start, an import of the export and a fork.
+ * compaction, a rollback, a cold start, an import of the export and a fork. The cache report each
+ * `token_count` event carried live is the report the route rebuilds.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ResponsesStandIn, startResponsesStandIn } from "../helpers/responses-stand-in.ts";
+import { readSse, type SseFrame } from "../helpers/sse.ts";
 import { call, DEV_KEY, REQUEST_TIMEOUT_MS, text } from "./local-worker.ts";
 import { persistedWorker } from "./persisted-worker.ts";
 
@@ -68,6 +70,19 @@ async function requestsOf(thread: string): Promise<Request[][]> {
     out.push(page.data);
   }
   return out;
+}
+
+/** The cache reports the thread's first `count` `token_count` events carried, oldest first. */
+async function liveReports(thread: string, count: number): Promise<Request["cache"][]> {
+  const res = await fetch(new URL(`/v1/threads/${thread}/events`, base()), {
+    headers: { authorization: `Bearer ${DEV_KEY}`, "last-event-id": "0" },
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+  });
+  const counts = (frames: SseFrame[]) => frames.filter((f) => f.event === "token_count");
+  const frames = await readSse(res, (seen) => counts(seen).length >= count);
+  return counts(frames).map(
+    (f) => (JSON.parse(f.data) as { data: { cache: Request["cache"] } }).data.cache,
+  );
 }
 
 /** The provider request each rebuilt request must be, as the stand-in received it. */
@@ -136,6 +151,8 @@ describe("a turn's requests are what the provider received", () => {
     // The tool round resent the whole first request and added to it.
     expect(rebuilt[2]?.cache.reused_prefix_items).toBe(rebuilt[1]?.input.length);
     expect(rebuilt.every((r) => typeof r.cache.provider_cached_tokens === "number")).toBe(true);
+    // Each request's report went out live with its usage, the restart's included.
+    expect(await liveReports("seen", rebuilt.length)).toEqual(rebuilt.map((r) => r.cache));
 
     // An import of the export shows the same requests, and its next one is what it sends.
     const exported = await fetch(new URL("/v1/threads/seen/rollout", base()), {
@@ -154,6 +171,8 @@ describe("a turn's requests are what the provider received", () => {
     const copied = await requestsOf("copied");
     expectSent(copied.flat(), standIn.responseBodies());
     expect(copied.at(-1)?.[0]?.cache.break_reason).toBeNull();
+    // The copy's first live report compares with the request its rollout rebuilds.
+    expect(await liveReports("copied", 1)).toEqual([copied.at(-1)?.[0]?.cache]);
 
     // A fork before the last turn shows the turns it copied as the parent did.
     const turns = await as<{ data: { id: string }[] }>("GET", "/v1/threads/seen/turns?limit=100");
@@ -165,5 +184,8 @@ describe("a turn's requests are what the provider received", () => {
     expect(JSON.stringify(branch.at(-1)?.input)).toBe(
       JSON.stringify(standIn.responseBodies().at(-1)?.input),
     );
+    // Its previous request is the rolled-back turn's, the rollback between them.
+    expect(await liveReports("branch", 1)).toEqual([branch.at(-1)?.cache]);
+    expect(branch.at(-1)?.cache.break_reason).toBe("rollback");
   });
 });

@@ -163,9 +163,10 @@ export class CheckpointStore {
 
   /**
    * Replaces the stored checkpoint in one transaction, keeping the item groups it shares with the
-   * one this store saved or loaded last.
+   * one this store saved or loaded last. Answers the groups it wrote: their items, and the key a
+   * load gives their run (`SealedItems.key`).
    */
-  save(checkpoint: Checkpoint): void {
+  save(checkpoint: Checkpoint): { items: readonly ResponseItem[]; key: string }[] {
     const { sealed = [], items, itemBytes, ...rest } = checkpoint;
     const next: StoredHistory = { sealed, items };
     const bytes = itemBytes?.length === items.length ? itemBytes : items.map(estimateItemBytes);
@@ -186,13 +187,17 @@ export class CheckpointStore {
     const groups = planItemGroups(sourceBytes, from - base, this.#limits).map((group) => {
       const end = group.first + group.count;
       const items = source.slice(group.first, end);
-      const data = gzip(JSON.stringify({ items, bytes: sourceBytes.slice(group.first, end) }));
-      const run: StoredRun = { summary: summarizeRun(items), sha256: sha256HexSync(data) };
+      const json = JSON.stringify({ items, bytes: sourceBytes.slice(group.first, end) });
+      const data = gzip(json);
+      const key = sha256HexSync(new TextEncoder().encode(json));
+      const run: StoredRun = { summary: summarizeRun(items), sha256: sha256HexSync(data), key };
       return {
         first: base + group.first,
         count: group.count,
         data,
         run: gzip(JSON.stringify(run)),
+        items,
+        key,
       };
     });
     const headerData = gzip(JSON.stringify(header));
@@ -216,6 +221,7 @@ export class CheckpointStore {
       });
     });
     this.#stored = next;
+    return groups.map(({ items, key }) => ({ items, key }));
   }
 
   /**
@@ -343,6 +349,11 @@ interface StoredGroup {
 interface StoredRun {
   summary: RunSummary;
   sha256: string;
+  /**
+   * The SHA-256 of the group's JSON before compression: what it holds, whatever compressed it
+   * (`SealedItems.key`). Absent in records written before it.
+   */
+  key?: string;
 }
 
 /**
@@ -361,6 +372,7 @@ function sealedGroup(group: StoredGroup, run: StoredRun | undefined): SealedItem
     group.count,
     () => JSON.parse(gunzip(group.data)) as StoredItems,
     run.summary,
+    run.key,
   );
 }
 

@@ -101,10 +101,13 @@ export class ThreadLedger {
     return this.#state().totals;
   }
 
-  /** Called with every line the engine writes, right after it is written as `seq`. */
-  observe(item: RolloutItem, seq: number, timestamp: string): void {
+  /**
+   * Called with every line the engine writes, right after it is written as `seq`; answers the
+   * usage of the request a `token_count` line with usage counts.
+   */
+  observe(item: RolloutItem, seq: number, timestamp: string): TokenUsage | undefined {
     const request = this.#reader.read(item);
-    if (request === undefined) return;
+    if (request === undefined) return undefined;
     const { turn, usage } = request;
     const state = this.#state();
     const entry: LedgerEntry = {
@@ -122,6 +125,7 @@ export class ThreadLedger {
     this.#sql`INSERT INTO spindle_usage (incarnation, seq, body)
       VALUES (${entry.incarnation}, ${seq}, ${JSON.stringify(entry)})`;
     this.#values.put(STATE_KEY, next(state, request));
+    return usage;
   }
 
   /**

@@ -28,6 +28,9 @@ import { migrate } from "../../common/migrations.ts";
  * - spindle_deliveries: hook deliveries this thread accepted (the dedup of the sender's id, 72
  *   hours) and duplicates of them, each the log entry the tenant is told of (`rev` grows with
  *   each change, `pushed_rev` is what the tenant acknowledged), with its turn's outcome.
+ * - spindle_request_parts: the newest provider request's parts (instructions, tools, each input
+ *   item, as JSON), whose head is `last_request` in spindle_meta: the next request's cache report
+ *   compares with them (`thread/storage/request-memory.ts`).
  * - spindle_outbox: events for the tenant's webhook endpoints not yet handed to the tenant, one
  *   row per event and endpoint (`endpoint_id` null: the endpoints are not known yet).
  *
@@ -75,6 +78,7 @@ CREATE INDEX IF NOT EXISTS spindle_deliveries_key ON spindle_deliveries (hook_id
 CREATE INDEX IF NOT EXISTS spindle_deliveries_turn ON spindle_deliveries (turn_id);
 CREATE INDEX IF NOT EXISTS spindle_deliveries_received ON spindle_deliveries (received_at);
 CREATE INDEX IF NOT EXISTS spindle_deliveries_unpushed ON spindle_deliveries (received_at) WHERE pushed_rev < rev`,
+  spindle_request_parts: `CREATE TABLE IF NOT EXISTS spindle_request_parts (idx INTEGER PRIMARY KEY, body TEXT NOT NULL)`,
   spindle_outbox: `CREATE TABLE IF NOT EXISTS spindle_outbox (id TEXT PRIMARY KEY, endpoint_id TEXT, created_at INTEGER NOT NULL, body TEXT NOT NULL) WITHOUT ROWID`,
 } as const;
 
@@ -181,7 +185,8 @@ export function tablesOf(storage: SqlStorage): Tables {
 
 /**
  * Empties the tables that hold the thread as its rollout defines it (identity, configuration,
- * turns, the rollout tail, checkpoints, the segment manifest), for a restore to rewrite from R2.
+ * turns, the rollout tail, checkpoints, the segment manifest, the newest request), for a restore
+ * to rewrite from R2.
  * The rest is requests and their answers, and stays: events (so event ids never repeat), queued
  * turns, idempotency keys, and the tenancy state (the ledger and what was pushed).
  */
@@ -189,9 +194,9 @@ export function clearRolloutState(storage: SqlStorage): void {
   storage.exec(`DELETE FROM spindle_meta; DELETE FROM spindle_rollout;
     DELETE FROM spindle_segments; DELETE FROM spindle_turns;`);
   const tables = tablesOf(storage);
-  tables.clear(...CHECKPOINT_TABLES, "spindle_turn_groups");
+  tables.clear(...CHECKPOINT_TABLES, "spindle_turn_groups", "spindle_request_parts");
   tables.ifExists("spindle_parts", undefined, () =>
-    storage.exec("DELETE FROM spindle_parts WHERE kind IN ('meta', 'turn')"),
+    storage.exec("DELETE FROM spindle_parts WHERE kind IN ('meta', 'turn', 'request')"),
   );
 }
 

@@ -24,8 +24,11 @@ export function splitText(text: string, max = TEXT_PART_MAX_CHARS): string[] {
   return parts;
 }
 
-/** What a `spindle_parts` row continues: an event, a queued turn, a meta value or a turn row. */
-export type PartsKind = "event" | "queue" | "meta" | "turn";
+/**
+ * What a `spindle_parts` row continues: an event, a queued turn, a meta value, a turn row or a
+ * part of the newest provider request.
+ */
+export type PartsKind = "event" | "queue" | "meta" | "turn" | "request";
 
 /**
  * The overflow of values longer than one part (`spindle_parts`): the owner's row keeps the first

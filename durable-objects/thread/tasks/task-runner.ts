@@ -109,6 +109,7 @@ async function drive(
     return { done, resource };
   };
   try {
+    await live.rebuildRequestMemory();
     const gen = start(task.controller.signal);
     for (;;) {
       const next = await gen.next();
@@ -166,7 +167,10 @@ async function drive(
       } else if (event.type === "token_count") {
         // The turn's usage is the sum of its requests', as the ledger counted them.
         if (row) row.usage = live.ledger.turnUsage(row.id) ?? row.usage;
-        events.emit("token_count", event.turn_id, { info: event.info ?? null });
+        events.emit("token_count", event.turn_id, {
+          info: event.info ?? null,
+          cache: live.cache.takeReport(),
+        });
       }
     }
   } catch (err) {

@@ -63,6 +63,9 @@ export interface HarnessOptions {
   model?: ModelClient;
   /** Default: the built-in catalog. */
   catalog?: ModelCatalog;
+  /** Default: a new one. */
+  sink?: MemoryRolloutSink;
+  requestSent?: EngineDeps["requestSent"];
 }
 
 export function newSession(
@@ -70,7 +73,7 @@ export function newSession(
   stepMs = 1000,
   options: HarnessOptions = {},
 ): Harness {
-  const sink = new MemoryRolloutSink();
+  const sink = options.sink ?? new MemoryRolloutSink();
   const client = new RecordingClient(options.model);
   const deps: EngineDeps = {
     clock: options.clock ?? fixedClock(T0, stepMs),
@@ -79,6 +82,7 @@ export function newSession(
     defaultModel: DEFAULT_MODEL_SLUG,
     modelClient: () => client,
     sink,
+    ...(options.requestSent ? { requestSent: options.requestSent } : {}),
   };
   return { session: ThreadSession.create(config, deps), sink, client, deps };
 }
