@@ -430,7 +430,10 @@ export async function restoreThread(
   // Lines before the last segment that no segment holds (a fork's own first line, ahead of the
   // segments it borrows) stay in SQLite as pending, so a flush writes them before anything else.
   const unflushed = unflushedRanges(whole.segments, rows);
-  const prefix = threadPrefix({ tenant: name.tenant, incarnation: parts.incarnation }, name.threadId);
+  const prefix = threadPrefix(
+    { tenant: name.tenant, incarnation: parts.incarnation },
+    name.threadId,
+  );
   const inRange = (seq: number) => unflushed.some((r) => seq >= r.first && seq <= r.last);
   parts.storage.transactionSync(() => {
     clearRolloutState(parts.storage.sql);

@@ -14,17 +14,8 @@ import {
   type TokenUsage,
 } from "../../../shared/protocol/index.ts";
 import { MemoryRolloutSink, truncationPolicyOf } from "../../../shared/session/index.ts";
-import {
-  drain,
-  type Harness,
-  LOOKUP_TOOL,
-  newSession,
-  replayed,
-  resume,
-  runTurn,
-  T0,
-} from "../helpers/engine.ts";
-import { allRequests, linesOf } from "../helpers/model-requests.ts";
+import { type Harness, LOOKUP_TOOL, newSession, replayed, runTurn, T0 } from "../helpers/engine.ts";
+import { allRequests, EVERY_BREAK, linesOf, runEveryBreak } from "../helpers/model-requests.ts";
 
 /** A `RequestMemory` in a map, as SQLite keeps it: a head and numbered parts. */
 class MapMemory implements RequestMemory {
@@ -119,36 +110,11 @@ function liveThread(config: ThreadConfig, ttlS: number | null = null) {
 describe("the live cache report", () => {
   it("is the report the rollout gives, request for request, across reloads, a rollback and every break", async () => {
     const live = liveThread({ cwd: "/repo", tools: [LOOKUP_TOOL] });
-    let h = live.h;
-    await runTurn(h, "first");
-    const paused = await runTurn(h, '/call lookup {"q":1}');
-    await resume(h, paused, (calls) => calls.map((c) => ({ call_id: c.call_id, output: "ok" })));
-    // An eviction: the next request compares with the one SQLite kept.
-    h = live.reload(replayed(h));
-    await drain(h.session.compact("manual"));
-    await runTurn(h, "after the summary");
-    await runTurn(h, "to be rolled back");
-    h.session.recordRollback(1);
-    h = live.reload(replayed(h));
-    await runTurn(h, "after the rollback");
-    await runTurn(h, "on the lite model", { model: "spindle-local-lite" });
-    await runTurn(h, "with no tools", { tools: [] });
-    await runTurn(h, "told otherwise", { base_instructions: "Answer briefly." });
-
+    // Each reload is an eviction: the next request compares with the one the memory kept.
+    const h = await runEveryBreak(live.h, (next) => live.reload(replayed(next)));
     const rebuilt = allRequests(h).map((r) => r.cache);
     expect(live.reports).toEqual(rebuilt);
-    expect(live.reports.map((r) => r?.break_reason)).toEqual([
-      "first_request",
-      null,
-      null,
-      "tools_changed",
-      "compaction",
-      null,
-      "rollback",
-      "model_switch",
-      "tools_changed",
-      "instructions_changed",
-    ]);
+    expect(live.reports.map((r) => r?.break_reason)).toEqual(EVERY_BREAK);
     expect(live.reports.every((r) => typeof r?.provider_cached_tokens === "number")).toBe(true);
   });
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { ModelRequestResource } from "../../../shared/api/index.ts";
 import { modelVisibleItem, type Prompt, type RolloutItem } from "../../../shared/protocol/index.ts";
-import { drain, LOOKUP_TOOL, newSession, replayed, resume, runTurn } from "../helpers/engine.ts";
-import { allRequests, linesOf } from "../helpers/model-requests.ts";
+import { LOOKUP_TOOL, newSession, replayed, runTurn } from "../helpers/engine.ts";
+import { allRequests, EVERY_BREAK, linesOf, runEveryBreak } from "../helpers/model-requests.ts";
 
 const TOOLS = { tools: [LOOKUP_TOOL] };
 
@@ -25,21 +25,8 @@ function asPrompt(r: ModelRequestResource): Prompt {
 
 describe("a thread's provider requests, rebuilt from its rollout", () => {
   it("rebuilds every request byte for byte: turns, tool rounds, a compaction, a rollback, a model switch", async () => {
-    let h = newSession({ cwd: "/repo", ...TOOLS });
-    await runTurn(h, "first");
-    const paused = await runTurn(h, '/call lookup {"q":1}');
-    await resume(h, paused, (calls) => calls.map((c) => ({ call_id: c.call_id, output: "ok" })));
-    await drain(h.session.compact("manual"));
-    await runTurn(h, "after the summary");
-    await runTurn(h, "to be rolled back");
-    h.session.recordRollback(1);
     // The Durable Object rebuilds from the rollout after a rollback, as after a cold start.
-    h = replayed(h);
-    await runTurn(h, "after the rollback");
-    await runTurn(h, "on the lite model", { model: "spindle-local-lite" });
-    await runTurn(h, "with no tools", { tools: [] });
-    await runTurn(h, "told otherwise", { base_instructions: "Answer briefly." });
-
+    const h = await runEveryBreak(newSession({ cwd: "/repo", ...TOOLS }), replayed);
     const requests = allRequests(h);
     expect(requests.map(asPrompt)).toEqual(h.client.prompts.map(sent));
     expect(requests.map((r) => JSON.stringify(asPrompt(r)))).toEqual(
@@ -57,19 +44,7 @@ describe("a thread's provider requests, rebuilt from its rollout", () => {
       "sampling",
       "sampling",
     ]);
-    expect(requests.map((r) => r.cache.break_reason)).toEqual([
-      "first_request",
-      null,
-      null,
-      // The summary request offers no tools, so its prefix ends after the instructions.
-      "tools_changed",
-      "compaction",
-      null,
-      "rollback",
-      "model_switch",
-      "tools_changed",
-      "instructions_changed",
-    ]);
+    expect(requests.map((r) => r.cache.break_reason)).toEqual(EVERY_BREAK);
     expect(requests.map((r) => r.step)).toEqual([1, 1, 2, 1, 1, 1, 1, 1, 1, 1]);
     // A turn's overrides stay the thread's: the last three run on the lite model.
     expect(requests.map((r) => r.model)).toEqual([
