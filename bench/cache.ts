@@ -17,6 +17,7 @@ import { call, startLocalWorker } from "../test/e2e/local-worker.ts";
 import { startAnthropicStandIn } from "../test/helpers/anthropic-stand-in.ts";
 import { startChatStandIn } from "../test/helpers/chat-stand-in.ts";
 import { startResponsesStandIn } from "../test/helpers/responses-stand-in.ts";
+import { parseSse } from "../test/helpers/sse.ts";
 import { sleep } from "./harness.ts";
 import { count, positiveInt, table } from "./stats.ts";
 
@@ -54,11 +55,26 @@ interface Usage {
 const message = (burst: number, turn: number) =>
   `Burst ${burst}, message ${turn}: ${"here is more of the task at hand, in detail. ".repeat(40)}`;
 
+/** How many of the turns' requests each break reason (or `held`) named, as their events said. */
+type Breaks = Map<string, number>;
+
+/** The break reasons of the cache reports a streamed turn's `token_count` events carried. */
+function breaksOf(sse: string, breaks: Breaks): void {
+  for (const frame of parseSse(sse)) {
+    if (frame.event !== "token_count") continue;
+    type Event = { data: { cache: { break_reason: string | null } | null } };
+    const cache = (JSON.parse(frame.data) as Event).data.cache;
+    const key = cache === null ? "unknown" : (cache.break_reason ?? "held");
+    breaks.set(key, (breaks.get(key) ?? 0) + 1);
+  }
+}
+
 async function day(
   base: URL,
   slug: string,
   idle: boolean,
-): Promise<Usage & { compactions: number }> {
+): Promise<Usage & { compactions: number; breaks: Breaks }> {
+  const breaks: Breaks = new Map();
   const id = `bench-cache-${slug}-${idle ? "idle" : "plain"}-${Date.now()}`;
   const created = await call(base, "POST", "/v1/threads", {
     id,
@@ -71,9 +87,10 @@ async function day(
     for (let turn = 0; turn < TURNS_PER_BURST; turn++) {
       const res = await call(base, "POST", `/v1/threads/${id}/turns`, {
         input: message(burst, turn),
+        stream: true,
       });
       if (res.status !== 200) throw new Error(`turn: ${res.status} ${await res.text()}`);
-      await res.body?.cancel();
+      breaksOf(await res.text(), breaks);
     }
   }
   // The last burst's idle compaction, if any, counts too: the day ends after it.
@@ -85,7 +102,7 @@ async function day(
     data: { kind: string; trigger?: string }[];
   };
   const compactions = turns.data.filter((t) => t.kind === "compaction" && t.trigger === "idle");
-  return { ...thread.usage, compactions: compactions.length };
+  return { ...thread.usage, compactions: compactions.length, breaks };
 }
 
 const persist = mkdtempSync(join(tmpdir(), "spindle-bench-cache-"));
@@ -123,6 +140,7 @@ try {
         `${((100 * run.cached_input_tokens) / Math.max(1, run.input_tokens)).toFixed(1)}%`,
         count(uncached),
         i === 0 ? "" : `${((100 * (uncachedWithout - uncached)) / uncachedWithout).toFixed(1)}%`,
+        [...run.breaks].map(([reason, n]) => `${reason} ${n}`).join(", "),
       ]);
     }
   }
@@ -131,7 +149,7 @@ try {
     "",
     `\`npm run bench:cache\` on ${cpus().length} cores (load ${loadavg()[0]?.toFixed(2)}), ${new Date().toISOString()}, ${Math.round((Date.now() - started) / 1000)} s. The worker as \`npm start\` runs it, each provider against its local stand-in.`,
     "",
-    `A day: ${BURSTS} bursts of ${TURNS_PER_BURST} turns (each input about 1.9 KB), separated by ${GAP_MS / 1000} s of quiet, on a prompt cache that lives ${TTL_S} s after its last use (the stand-ins' simulation; the catalog's \`prompt_cache_ttl_s\` is ${TTL_S} too). With idle compaction the thread has \`idle_compaction ${JSON.stringify(IDLE)}\`, so after each burst it is compacted ${TTL_S * 100} ms before the cache expires, reading the warm prefix, and the next burst starts from the short summary. Tokens are the stand-ins' (about four bytes each), as Spindle parsed them into the thread's \`usage\`; the Messages API's input counts its cache reads and writes.`,
+    `A day: ${BURSTS} bursts of ${TURNS_PER_BURST} turns (each input about 1.9 KB), separated by ${GAP_MS / 1000} s of quiet, on a prompt cache that lives ${TTL_S} s after its last use (the stand-ins' simulation; the catalog's \`prompt_cache_ttl_s\` is ${TTL_S} too). With idle compaction the thread has \`idle_compaction ${JSON.stringify(IDLE)}\`, so after each burst it is compacted ${TTL_S * 100} ms before the cache expires, reading the warm prefix, and the next burst starts from the short summary. Tokens are the stand-ins' (about four bytes each), as Spindle parsed them into the thread's \`usage\`; the Messages API's input counts its cache reads and writes. The last column counts the user turns' requests by the \`break_reason\` of the cache report their \`token_count\` events carried (\`held\`: none; the idle compactions' own requests are not in it): without idle compaction each burst after the first opens on an \`expired\` prefix, with it on the \`compaction\` that replaced it.`,
     "",
     table(
       [
@@ -143,6 +161,7 @@ try {
         "cached share",
         "uncached input",
         "uncached saved",
+        "turns' requests, by cache break (live)",
       ],
       rows,
     ),

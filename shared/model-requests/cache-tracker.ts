@@ -419,11 +419,11 @@ export class CacheTracker {
             this.#ttlS(request.model),
           );
     const changed = changedParts(parts, before);
-    let firstChanged = parts.count;
-    for (const i of changed.keys()) firstChanged = Math.min(firstChanged, i);
-    // Its runs are marked; an earlier mark stays while its parts are unchanged.
+    // Its runs are marked; an earlier mark stays while its own parts are unchanged (a new
+    // instruction or tool changes none of them).
+    const untouched = unchangedRange(changed, parts.count);
     const next = [
-      ...marks.filter((m) => m.at + m.count <= firstChanged && !parts.overlapsRun(m.at, m.count)),
+      ...marks.filter((m) => untouched(m.at, m.count) && !parts.overlapsRun(m.at, m.count)),
       ...parts.runMarks(),
     ].sort((a, b) => a.at - b.at);
     const head: RequestHead = {
@@ -467,6 +467,26 @@ function changedParts(parts: PromptParts, before: RequestParts | undefined): Map
     i++;
   }
   return changed;
+}
+
+/** Whether no part of `[at, at + count)` is in `changed`, and all are below `end`. */
+function unchangedRange(
+  changed: ReadonlyMap<number, string>,
+  end: number,
+): (at: number, count: number) => boolean {
+  const keys = [...changed.keys()].sort((a, b) => a - b);
+  return (at, count) => {
+    if (at + count > end) return false;
+    // The first changed part at or after `at`.
+    let lo = 0;
+    let hi = keys.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((keys[mid] as number) < at) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo === keys.length || (keys[lo] as number) >= at + count;
+  };
 }
 
 function sameMarks(a: readonly RunMark[], b: readonly RunMark[]): boolean {

@@ -8,13 +8,23 @@ import {
   type RunMark,
 } from "../../../shared/model-requests/index.ts";
 import {
+  modelVisibleItem,
+  type ResponseItem,
   type RolloutItem,
   requestUsage,
   type ThreadConfig,
   type TokenUsage,
 } from "../../../shared/protocol/index.ts";
 import { MemoryRolloutSink, truncationPolicyOf } from "../../../shared/session/index.ts";
-import { type Harness, LOOKUP_TOOL, newSession, replayed, runTurn, T0 } from "../helpers/engine.ts";
+import {
+  drain,
+  type Harness,
+  LOOKUP_TOOL,
+  newSession,
+  replayed,
+  runTurn,
+  T0,
+} from "../helpers/engine.ts";
 import { allRequests, EVERY_BREAK, linesOf, runEveryBreak } from "../helpers/model-requests.ts";
 
 /** A `RequestMemory` in a map, as SQLite keeps it: a head and numbered parts. */
@@ -137,6 +147,30 @@ describe("the live cache report", () => {
     expect(live.memory.written.at(-2)).toBe(one.input.length + 2);
     expect(live.memory.written.at(-1)).toBe(two.input.length - one.input.length);
     expect(live.memory.stored).toMatchObject({ parts: two.input.length + 2, model: two.model });
+  });
+
+  it("marks a stored run where the newest request holds it, and keeps the mark while the run's own parts are unchanged", async () => {
+    const live = liveThread({ cwd: "/repo" });
+    await runTurn(live.h, "first");
+    await runTurn(live.h, "second");
+    const items = live.h.client.received.at(-1)?.input.slice(0, 3) ?? [];
+    live.tracker.stored(items, "k1");
+    const bytes = items.reduce(
+      (sum, item) => sum + new TextEncoder().encode(JSON.stringify(modelVisibleItem(item))).length,
+      0,
+    );
+    expect(live.memory.runs).toEqual([{ at: 2, count: 3, key: "k1", bytes }]);
+    // Items that are not, object for object, the request's are not marked.
+    live.tracker.stored([structuredClone(items[0] as ResponseItem)], "k2");
+    expect(live.memory.runs.map((m) => m.key)).toEqual(["k1"]);
+    // New instructions change part 0, not the run's parts.
+    await runTurn(live.h, "told otherwise", { base_instructions: "Answer briefly." });
+    expect(live.memory.runs.map((m) => m.key)).toEqual(["k1"]);
+    // The summary request still holds it; the request after the compaction does not.
+    await drain(live.h.session.compact("manual"));
+    expect(live.memory.runs.map((m) => m.key)).toEqual(["k1"]);
+    await runTurn(live.h, "after the summary");
+    expect(live.memory.runs).toEqual([]);
   });
 
   it("compares with the request the rollout rebuilds when the memory keeps nothing (an import, a restore)", async () => {
