@@ -514,20 +514,27 @@ class RestoreCommand implements fc.AsyncCommand<Model, Real> {
   toString = () => `restore(${this.flushFirst ? "after a flush" : "with unflushed lines"})`;
 }
 
-/** A fork of every ended turn is, to the model, the same thread. */
+/**
+ * A fork of every ended turn is, to the model, the same thread. `restoreUnflushed`: restored
+ * once before its first line reached R2 (it borrows the segments after that line), then after.
+ */
 class ForkCommand implements fc.AsyncCommand<Model, Real> {
+  constructor(readonly restoreUnflushed: boolean) {}
   // A paused turn has not ended, so the fork leaves it out.
   check = (m: Readonly<Model>) => m.pending === undefined;
   async run(m: Model, r: Real) {
     const fork: Real = { id: newThreadId(), outage: undefined };
     await json(await api("POST", `/v1/threads/${r.id}/fork`, { id: fork.id }), 201);
     expect(await promptText(fork)).toBe(await promptText(r));
+    const rollout = await rolloutText(fork.id);
     // The fork is a thread like any other: it reloads exactly, from SQLite or from R2.
     await new EvictCommand().run(m, fork);
+    if (this.restoreUnflushed && !m.r2Down) await new RestoreCommand(false).run(m, fork);
     await new RestoreCommand(true).run(m, fork);
-    m.forks.push({ id: fork.id, rollout: await rolloutText(fork.id) });
+    expect(await rolloutText(fork.id)).toBe(rollout);
+    m.forks.push({ id: fork.id, rollout });
   }
-  toString = () => "fork";
+  toString = () => `fork${this.restoreUnflushed ? " (restored before its first flush)" : ""}`;
 }
 
 /** Delete the oldest fork: the others, which may borrow the same segments, stay whole. */
@@ -793,7 +800,7 @@ const commands = [
   fc.constant(new AlarmCommand()),
   fc.boolean().map((flushFirst) => new RestoreCommand(flushFirst)),
   fc.constant(new InjectCommand()),
-  fc.constant(new ForkCommand()),
+  fc.boolean().map((unflushed) => new ForkCommand(unflushed)),
   fc.constant(new DeleteForkCommand()),
   fc.constant(new ExportImportCommand()),
   fc.constantFrom(...CODEX_FIXTURES).map((fixture) => new CodexImportCommand(fixture)),
