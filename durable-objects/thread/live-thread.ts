@@ -6,7 +6,11 @@ import {
   type TruncationPolicy,
 } from "../../shared/context-manager/index.ts";
 import type { ServerTools } from "../../shared/mcp/index.ts";
-import { CacheTracker, newestRequest } from "../../shared/model-requests/index.ts";
+import {
+  CacheTracker,
+  newestRequest,
+  type ReplayOptions,
+} from "../../shared/model-requests/index.ts";
 import { DEFAULT_MODEL_SLUG, type ModelCatalog } from "../../shared/models/index.ts";
 import { describeError } from "../../shared/observability/index.ts";
 import type { IdSource } from "../../shared/ports/index.ts";
@@ -145,6 +149,9 @@ export class LiveThread {
   /** What the provider last answered, for the running task's log line. */
   readonly provider = new ProviderReport();
   readonly #checkpointEveryLines: number;
+  /** A model's `prompt_cache_ttl_s` (null: unknown). */
+  readonly #cacheTtlS: (model: string) => number | null;
+  #rebuilding: Promise<void> | undefined;
 
   constructor(
     parts: StorageParts,
@@ -183,10 +190,8 @@ export class LiveThread {
     );
     this.ledger = ledger;
     const catalog = parts.catalog;
-    const cache = new CacheTracker(
-      new SqliteRequestMemory(parts.sql, parts.meta),
-      (model) => catalog.get(model)?.promptCacheTtlS ?? null,
-    );
+    this.#cacheTtlS = (model) => catalog.get(model)?.promptCacheTtlS ?? null;
+    const cache = new CacheTracker(new SqliteRequestMemory(parts.sql, parts.meta), this.#cacheTtlS);
     this.cache = cache;
     const clients = parts.modelClients(meta.id, this.provider);
     const deps: EngineDeps = {
@@ -278,19 +283,21 @@ export class LiveThread {
    * with it. Lines written meanwhile, or a read that fails, leave it unknown: the next report is
    * null, the ones after it are whole.
    */
-  async rebuildRequestMemory(): Promise<void> {
-    if (!this.cache.needsRebuild) return;
+  rebuildRequestMemory(): Promise<void> {
+    if (!this.cache.needsRebuild) return Promise.resolve();
+    // One read at a time: a first turn that comes while the adoption's rebuild runs waits for it.
+    this.#rebuilding ??= this.#rebuild().finally(() => {
+      this.#rebuilding = undefined;
+    });
+    return this.#rebuilding;
+  }
+
+  async #rebuild(): Promise<void> {
     const through = this.log.lastSeq;
     try {
       const { lines } = await readWholeRollout(this.parts, this.meta, this.log);
       if (!this.cache.needsRebuild || this.log.lastSeq !== through) return;
-      const catalog = this.parts.catalog;
-      this.cache.remember(
-        newestRequest(lines, {
-          truncation: this.truncation,
-          cacheTtlS: (model) => catalog.get(model)?.promptCacheTtlS ?? null,
-        }),
-      );
+      this.cache.remember(newestRequest(lines, this.replayOptions));
     } catch (err) {
       objectLog.warn("thread.request_memory_unread", {
         tenant: this.meta.tenant,
@@ -298,6 +305,11 @@ export class LiveThread {
         error: describeError(err),
       });
     }
+  }
+
+  /** How the thread's requests are rebuilt from its rollout (`turnRequests`, `newestRequest`). */
+  get replayOptions(): ReplayOptions {
+    return { truncation: this.truncation, cacheTtlS: this.#cacheTtlS };
   }
 
   /** Sets `updated_at` to the newest line's time, as a restore from the rollout reads it back. */

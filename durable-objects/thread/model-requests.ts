@@ -14,11 +14,7 @@ export async function turnRequestsResource(
 ): Promise<TurnRequestsResource> {
   const { lines } = await readWholeRollout(live.parts, live.meta, live.log);
   const through = lines.filter((l) => l.seq <= row.last_seq);
-  const catalog = live.parts.catalog;
-  const data = turnRequests(through, row.first_seq, row.last_seq, {
-    truncation: live.truncation,
-    cacheTtlS: (model) => catalog.get(model)?.promptCacheTtlS ?? null,
-  });
+  const data = turnRequests(through, row.first_seq, row.last_seq, live.replayOptions);
   return {
     object: "turn.requests",
     turn_id: row.id,

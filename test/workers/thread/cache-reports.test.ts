@@ -8,9 +8,17 @@ import { env } from "cloudflare:workers";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { describe, expect, it, vi } from "vitest";
 import type { CacheReport } from "../../../shared/api/index.ts";
-import { api, json, newThreadId, readSse, type SseFrame, threadStub } from "../helpers/api.ts";
+import {
+  api,
+  importRollout,
+  json,
+  newThreadId,
+  readSse,
+  type SseFrame,
+  threadStub,
+} from "../helpers/api.ts";
 import { createThread, inspect, turn } from "../helpers/durability.ts";
-import { getWith } from "../helpers/turns.ts";
+import { getWith, waitFor } from "../helpers/turns.ts";
 
 /** Runs alarms until the thread has a checkpoint. */
 async function checkpointAfter(id: string): Promise<void> {
@@ -72,8 +80,7 @@ describe("the cache report on the token_count event", () => {
     live.push(...(await streamedTurn(id, "three")));
     await runDurableObjectAlarm(threadStub(id));
     await json(await api("POST", `/v1/threads/${id}/restore`));
-    // The restore emptied what it keeps of the newest request; the next task rebuilds it.
-    expect(await requestParts(id)).toEqual({ rows: 0, continued: 0 });
+    // The restore empties what it keeps of the newest request and rebuilds it from the rollout.
     live.push(...(await streamedTurn(id, "four")));
 
     const rebuilt = await rebuiltReports(id);
@@ -151,16 +158,60 @@ describe("the cache report on the token_count event", () => {
     await createThread(id, { cwd: "/repo" });
     await turn(id, "one");
     await runDurableObjectAlarm(threadStub(id));
-    await json(await api("POST", `/v1/threads/${id}/restore`));
-    const outage = vi.spyOn(env.ROLLOUT, "get").mockRejectedValue(new Error("r2 down"));
+    // As a thread of an earlier release has it: no newest request kept.
+    await runInDurableObject(threadStub(id), (_instance, state) => {
+      state.storage.sql.exec("DELETE FROM spindle_meta WHERE key = 'last_request'");
+    });
+    await evictDurableObject(threadStub(id));
+    const listing = vi.spyOn(env.ROLLOUT, "list").mockRejectedValue(new Error("r2 down"));
+    const reading = vi.spyOn(env.ROLLOUT, "get").mockRejectedValue(new Error("r2 down"));
     try {
       await turn(id, "two");
     } finally {
-      outage.mockRestore();
+      listing.mockRestore();
+      reading.mockRestore();
     }
     await turn(id, "three");
     const rebuilt = await rebuiltReports(id);
     expect(await liveReports(id, 3)).toEqual([rebuilt[0], null, rebuilt[2]]);
     expect(rebuilt[2]?.break_reason).toBeNull();
+  });
+
+  it("an imported thread rebuilds its newest request as it is adopted, before any turn", async () => {
+    const id = newThreadId();
+    await createThread(id, { cwd: "/repo" });
+    await turn(id, "one");
+    const rollout = await (await api("GET", `/v1/threads/${id}/rollout`)).text();
+    const copy = newThreadId();
+    expect((await importRollout(copy, rollout)).status).toBe(201);
+    const head = () =>
+      runInDurableObject(threadStub(copy), (_instance, state) =>
+        state.storage.sql
+          .exec<{ value: string }>("SELECT value FROM spindle_meta WHERE key = 'last_request'")
+          .toArray()
+          .map((r) => JSON.parse(r.value) as { model: string } | null),
+      );
+    await waitFor(async () => (await head()).length > 0);
+    expect((await head())[0]).toMatchObject({ model: "spindle-local" });
+    await turn(copy, "two");
+    const rebuilt = await rebuiltReports(copy);
+    expect(rebuilt.at(-1)?.break_reason).toBeNull();
+    expect(await liveReports(copy, 1)).toEqual([rebuilt.at(-1)]);
+  });
+
+  it("a thread of an earlier release rebuilds its newest request from the rollout on its first turn", async () => {
+    const id = newThreadId();
+    await createThread(id, { cwd: "/repo" });
+    await turn(id, "one");
+    await runDurableObjectAlarm(threadStub(id));
+    await runInDurableObject(threadStub(id), (_instance, state) => {
+      state.storage.sql.exec("DELETE FROM spindle_meta WHERE key = 'last_request'");
+      state.storage.sql.exec("DELETE FROM spindle_request_parts");
+    });
+    await evictDurableObject(threadStub(id));
+    await turn(id, "two");
+    const rebuilt = await rebuiltReports(id);
+    expect(rebuilt.map((r) => r.break_reason)).toEqual(["first_request", null]);
+    expect(await liveReports(id, 2)).toEqual(rebuilt);
   });
 });
