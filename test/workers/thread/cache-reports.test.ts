@@ -67,6 +67,23 @@ const requestParts = (id: string) =>
       .toArray().length,
   }));
 
+/**
+ * A thread with one turn, flushed, that keeps no newest request, as a thread of an earlier
+ * release has it; evicted.
+ */
+async function threadOfAnEarlierRelease(): Promise<string> {
+  const id = newThreadId();
+  await createThread(id, { cwd: "/repo" });
+  await turn(id, "one");
+  await runDurableObjectAlarm(threadStub(id));
+  await runInDurableObject(threadStub(id), (_instance, state) => {
+    state.storage.sql.exec("DELETE FROM spindle_meta WHERE key = 'last_request'");
+    state.storage.sql.exec("DELETE FROM spindle_request_parts");
+  });
+  await evictDurableObject(threadStub(id));
+  return id;
+}
+
 describe("the cache report on the token_count event", () => {
   it("is the rebuilt one after evictions, with a part longer than a row, and after a restore from R2", async () => {
     const id = newThreadId();
@@ -154,15 +171,7 @@ describe("the cache report on the token_count event", () => {
   });
 
   it("is null once when the rollout cannot be read back to rebuild the previous request, then whole again", async () => {
-    const id = newThreadId();
-    await createThread(id, { cwd: "/repo" });
-    await turn(id, "one");
-    await runDurableObjectAlarm(threadStub(id));
-    // As a thread of an earlier release has it: no newest request kept.
-    await runInDurableObject(threadStub(id), (_instance, state) => {
-      state.storage.sql.exec("DELETE FROM spindle_meta WHERE key = 'last_request'");
-    });
-    await evictDurableObject(threadStub(id));
+    const id = await threadOfAnEarlierRelease();
     const listing = vi.spyOn(env.ROLLOUT, "list").mockRejectedValue(new Error("r2 down"));
     const reading = vi.spyOn(env.ROLLOUT, "get").mockRejectedValue(new Error("r2 down"));
     try {
@@ -200,15 +209,7 @@ describe("the cache report on the token_count event", () => {
   });
 
   it("a thread of an earlier release rebuilds its newest request from the rollout on its first turn", async () => {
-    const id = newThreadId();
-    await createThread(id, { cwd: "/repo" });
-    await turn(id, "one");
-    await runDurableObjectAlarm(threadStub(id));
-    await runInDurableObject(threadStub(id), (_instance, state) => {
-      state.storage.sql.exec("DELETE FROM spindle_meta WHERE key = 'last_request'");
-      state.storage.sql.exec("DELETE FROM spindle_request_parts");
-    });
-    await evictDurableObject(threadStub(id));
+    const id = await threadOfAnEarlierRelease();
     await turn(id, "two");
     const rebuilt = await rebuiltReports(id);
     expect(rebuilt.map((r) => r.break_reason)).toEqual(["first_request", null]);
