@@ -151,7 +151,6 @@ export class LiveThread {
   readonly #checkpointEveryLines: number;
   /** A model's `prompt_cache_ttl_s` (null: unknown). */
   readonly #cacheTtlS: (model: string) => number | null;
-  #rebuilding: Promise<void> | undefined;
 
   constructor(
     parts: StorageParts,
@@ -283,16 +282,8 @@ export class LiveThread {
    * with it. Lines written meanwhile, or a read that fails, leave it unknown: the next report is
    * null, the ones after it are whole.
    */
-  rebuildRequestMemory(): Promise<void> {
-    if (!this.cache.needsRebuild) return Promise.resolve();
-    // One read at a time: a first turn that comes while the adoption's rebuild runs waits for it.
-    this.#rebuilding ??= this.#rebuild().finally(() => {
-      this.#rebuilding = undefined;
-    });
-    return this.#rebuilding;
-  }
-
-  async #rebuild(): Promise<void> {
+  async rebuildRequestMemory(): Promise<void> {
+    if (!this.cache.needsRebuild) return;
     const through = this.log.lastSeq;
     try {
       const { lines } = await readWholeRollout(this.parts, this.meta, this.log);

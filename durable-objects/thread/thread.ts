@@ -279,13 +279,11 @@ export class Thread extends DurableObject<Env> implements ThreadRpc {
   }
 
   /**
-   * Makes `live` the thread of this instance, schedules the flush of what it wrote, starts
-   * rebuilding its newest request if it keeps none, and tells the tenant's index.
+   * Makes `live` the thread of this instance, schedules the flush of what it wrote and tells the
+   * tenant's index.
    */
   async #adopt(live: LiveThread): Promise<ThreadResource> {
     this.#live = live;
-    // An import, fork or restore keeps no newest request: rebuilt now rather than in its first turn.
-    this.ctx.waitUntil(live.rebuildRequestMemory());
     await this.#upkeep.scheduleFlush();
     this.#sync.kick(true);
     return this.#resource(live);
