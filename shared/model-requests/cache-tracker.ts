@@ -137,7 +137,7 @@ class PromptParts implements RequestParts {
   readonly count: number;
   readonly #channels: readonly [string, string];
   /** The input's items by part index − 2; undefined inside a run. */
-  readonly #items: (KnownResponseItem | undefined)[] = [];
+  readonly #items: readonly (KnownResponseItem | undefined)[];
   readonly #runs: RunAt[] = [];
   #texts: (string | undefined)[] = [];
   readonly #bytes: (number | undefined)[] = [];
@@ -151,14 +151,7 @@ class PromptParts implements RequestParts {
     previous: RequestParts | undefined,
   ) {
     this.#channels = [JSON.stringify(instructions), JSON.stringify(tools)];
-    for (const segment of input.segments) {
-      if (segment instanceof SealedItems) {
-        this.#runs.push({ at: this.#items.length + 2, run: segment });
-        this.#items.length += segment.count;
-      } else {
-        for (let k = 0; k < segment.length; k++) this.#items.push(segment[k]);
-      }
-    }
+    this.#items = this.#itemsOf(input.segments);
     this.count = this.#items.length + 2;
     if (previous instanceof PromptParts) {
       const before = previous.#items;
@@ -168,6 +161,22 @@ class PromptParts implements RequestParts {
         if (item !== undefined && before[i] === item) this.#bytes[i + 2] = previous.#bytes[i + 2];
       }
     }
+  }
+
+  /** The input's items in one array (the input's own when it holds no run), noting its runs. */
+  #itemsOf(segments: PromptInput["segments"]): readonly (KnownResponseItem | undefined)[] {
+    const [only] = segments;
+    if (segments.length === 1 && Array.isArray(only)) return only as readonly KnownResponseItem[];
+    const items: (KnownResponseItem | undefined)[] = [];
+    for (const segment of segments) {
+      if (segment instanceof SealedItems) {
+        this.#runs.push({ at: items.length + 2, run: segment });
+        items.length += segment.count;
+      } else {
+        for (let k = 0; k < segment.length; k++) items.push(segment[k]);
+      }
+    }
+    return items;
   }
 
   #runAround(i: number): RunAt | undefined {

@@ -6,6 +6,7 @@ import type {
   ContentItem,
   FunctionCallItem,
   McpApprovalRequest,
+  ModelRequestLine,
   PreviousTurnSettings,
   ResponseItem,
   SessionConfiguration,
@@ -40,7 +41,7 @@ export interface EngineDeps {
 /** A provider request the engine is about to send: its model, channels and input. */
 export interface SentRequest {
   readonly model: string;
-  readonly kind: "sampling" | "compaction";
+  readonly kind: ModelRequestLine["kind"];
   readonly instructions: string;
   readonly tools: readonly unknown[];
   /** History's own frozen items, in order, stored runs unread. */
