@@ -405,14 +405,30 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
     const method = route.method.toUpperCase();
     const named = routeLog(operationId, route);
     const allowed = authorize(route.access);
-    if (route.body?.kind === "json" || route.body?.kind === "webhook") {
-      app.on(method, honoPath(route.path), named, allowed, limitBody(route.body.maxBytes), handle);
-    } else {
-      app.on(method, honoPath(route.path), named, allowed, handle);
-    }
+    const limited =
+      route.body?.kind === "json" || route.body?.kind === "webhook"
+        ? [limitBody(route.body.maxBytes)]
+        : [];
+    app.on(method, honoPath(route.path), inOrder([named, allowed, ...limited, handle]));
   }
 
   return app;
+}
+
+/**
+ * A route's steps as one handler. Hono's router keeps an entry per handler, built on an isolate's
+ * first request and tried on every request, so a route of four handlers cost four.
+ */
+function inOrder(steps: MiddlewareHandler<AppEnv>[]): MiddlewareHandler<AppEnv> {
+  return (c, next) => {
+    const run = async (i: number): Promise<void> => {
+      const step = steps[i];
+      if (step === undefined) return next();
+      const response = await step(c, () => run(i + 1));
+      if (response instanceof Response) c.res = response;
+    };
+    return run(0);
+  };
 }
 
 /** Parses each part the route declares: path, query, headers, then the JSON body. */

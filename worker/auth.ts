@@ -63,10 +63,15 @@ interface StaticEntry {
 
 /** The static keys of this isolate, parsed once per value of the secrets. */
 let parsedKeys: { raw: string; entries: StaticEntry[] } | undefined;
-const devEntries: StaticEntry[] = [
-  { digest: keyDigest(DEV_API_KEY), tenant: DEV_TENANT },
-  { digest: keyDigest(DEV_ADMIN_KEY), tenant: null },
-];
+/** The development keys' entries, hashed the first time a development isolate reads a key. */
+let devEntries: StaticEntry[] | undefined;
+const devKeyEntries = (): StaticEntry[] => {
+  devEntries ??= [
+    { digest: keyDigest(DEV_API_KEY), tenant: DEV_TENANT },
+    { digest: keyDigest(DEV_ADMIN_KEY), tenant: null },
+  ];
+  return devEntries;
+};
 
 /** The isolate's cache of verified tenant keys (each isolate has its own; tests make theirs). */
 export const isolateKeyCache = new KeyCache();
@@ -225,7 +230,7 @@ function staticEntries(env: Env): StaticEntry[] {
     };
   }
   return env.SPINDLE_ENV === "development"
-    ? [...parsedKeys.entries, ...devEntries]
+    ? [...parsedKeys.entries, ...devKeyEntries()]
     : parsedKeys.entries;
 }
 
