@@ -8,13 +8,10 @@ const hashed = vi.hoisted(() => ({ count: 0 }));
 
 vi.mock("@noble/hashes/sha2.js", async (importOriginal) => {
   const noble = await importOriginal<typeof import("@noble/hashes/sha2.js")>();
-  const sha256 = Object.assign(
-    (message: Uint8Array) => {
-      hashed.count++;
-      return noble.sha256(message);
-    },
-    noble.sha256,
-  );
+  const sha256 = Object.assign((message: Uint8Array) => {
+    hashed.count++;
+    return noble.sha256(message);
+  }, noble.sha256);
   return { ...noble, sha256 };
 });
 
